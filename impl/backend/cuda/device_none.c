@@ -1,0 +1,25 @@
+// Stand-in for builds without nvcc: the same interface, reporting that CUDA is absent, so the
+// rest of the code and the tests link and run unchanged and GPU tests skip with this reason.
+#ifndef GM_HAVE_CUDA
+#include <stdio.h>
+
+#include "backend/cuda/device.h"
+#include "base/error.h"
+
+int gm_cuda_device_count(char *why, size_t why_len) {
+    if (why && why_len) snprintf(why, why_len, "built without CUDA (nvcc was not found)");
+    return 0;
+}
+
+int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
+    (void)seed, (void)stream, (void)first, (void)out, (void)n;
+    return gm_fail("built without CUDA");
+}
+
+int gm_cuda_rng_normal(uint64_t seed, uint64_t stream, uint64_t first, float *out, size_t n) {
+    (void)seed, (void)stream, (void)first, (void)out, (void)n;
+    return gm_fail("built without CUDA");
+}
+#else
+typedef int gm_cuda_present;  // ISO C forbids an empty translation unit
+#endif

@@ -1,0 +1,40 @@
+#include "base/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[1024];
+static const char *program_name = "gptmuon";
+
+int gm_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+const char *gm_error(void) { return last_error; }
+
+void gm_set_program(const char *argv0) {
+    const char *slash = strrchr(argv0, '/');
+    program_name = slash ? slash + 1 : argv0;
+}
+
+_Noreturn static void die_with(const char *msg) {
+    fflush(stdout);
+    fprintf(stderr, "%s: error: %s\n", program_name, msg);
+    exit(1);
+}
+
+void gm_die(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    die_with(msg);
+}
+
+void gm_die_last(void) { die_with(last_error[0] ? last_error : "unknown failure"); }

@@ -1,0 +1,166 @@
+// make_data: build the embedded default dataset offline.
+//   corpus (dict-gcide) -> documents -> tokenizer (BPE trained on a prefix of the train
+//   documents, or plain bytes with --vocab=257) -> train and val shards in the llm.c format,
+//   documents separated by the end-of-text token as in FineWeb shards.
+// Everything is written into a temporary folder that replaces --out only once complete.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/args.h"
+#include "base/error.h"
+#include "data/corpus.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+
+static void usage(void) {
+    printf("usage: make_data [--corpus=PATH] [--out=DIR] [--vocab=N] [--bpe-train-bytes=N]\n"
+           "                 [--val-every=N] [--shard-tokens=N]\n"
+           "  --corpus           dictd corpus file (default %s)\n"
+           "  --out              output folder (default data/gcide)\n"
+           "  --vocab            tokenizer size: 257 = bytes only, more = BPE (default 4096)\n"
+           "  --bpe-train-bytes  train the BPE on this many bytes of train text (default 8000000)\n"
+           "  --val-every        every N-th document goes to the val shard (default 100)\n"
+           "  --shard-tokens     tokens per train shard (default 4000000)\n",
+           GM_GCIDE_DEFAULT_PATH);
+}
+
+typedef struct {
+    uint16_t *tok;
+    size_t n, cap;
+} tokbuf;
+
+static void push(tokbuf *b, const int32_t *ids, size_t n) {
+    if (b->n + n > b->cap) {
+        while (b->n + n > b->cap) b->cap = b->cap ? b->cap * 2 : 1 << 20;
+        b->tok = realloc(b->tok, b->cap * sizeof *b->tok);
+        if (!b->tok) gm_die("out of memory");
+    }
+    for (size_t i = 0; i < n; i++) b->tok[b->n + i] = (uint16_t)ids[i];
+    b->n += n;
+}
+
+static char written[64][4200];
+static int nwritten;
+
+static void remember(const char *path) {
+    if (nwritten == 64) gm_die("too many output files");
+    snprintf(written[nwritten++], sizeof written[0], "%s", path);
+}
+
+static void remove_tmp(const char *dir) {
+    for (int i = 0; i < nwritten; i++) unlink(written[i]);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+    gm_set_program(argv[0]);
+    const char *corpus_path = GM_GCIDE_DEFAULT_PATH, *out = "data/gcide";
+    int vocab = 4096, val_every = 100;
+    long long bpe_bytes = 8000000, shard_tokens = 4000000;
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
+        const char *k, *v;
+        gm_arg_next(argc, argv, &i, &k, &v);
+        if (!strcmp(k, "corpus")) corpus_path = v;
+        else if (!strcmp(k, "out")) out = v;
+        else if (!strcmp(k, "vocab")) vocab = (int)gm_arg_int(k, v, GM_TOK_FIRST_MERGE, 65536);
+        else if (!strcmp(k, "bpe-train-bytes")) bpe_bytes = gm_arg_int(k, v, 1, 1LL << 40);
+        else if (!strcmp(k, "val-every")) val_every = (int)gm_arg_int(k, v, 2, 1000000);
+        else if (!strcmp(k, "shard-tokens")) shard_tokens = gm_arg_int(k, v, 1024, 1LL << 30);
+        else gm_die("--%s: unknown flag (see --help)", k);
+    }
+    if (!*out) gm_die("--out: empty path");
+
+    gm_corpus corpus;
+    if (gm_corpus_load_dictd(&corpus, corpus_path)) gm_die_last();
+    if (corpus.ndocs < (size_t)val_every) gm_die("%s: only %zu documents, too few for one val document every %d", corpus_path, corpus.ndocs, val_every);
+
+    // The BPE learns from train documents only, so val stays unseen text.
+    gm_tokenizer tok;
+    if (vocab == GM_TOK_FIRST_MERGE) {
+        gm_tok_init_bytes(&tok);
+    } else {
+        char *sample = malloc((size_t)bpe_bytes + 1);
+        if (!sample) gm_die("out of memory");
+        size_t n = 0;
+        for (size_t d = 0; d < corpus.ndocs && n < (size_t)bpe_bytes; d++) {
+            if (d % (size_t)val_every == (size_t)val_every - 1) continue;
+            const char *doc = corpus.text + corpus.offsets[d];
+            size_t dl = strlen(doc);
+            if (n + dl + 1 > (size_t)bpe_bytes) break;
+            memcpy(sample + n, doc, dl);
+            n += dl;
+            sample[n++] = '\n';
+        }
+        if (gm_tok_train(&tok, sample, n, vocab)) gm_die("%s: %s", corpus_path, gm_error());
+        free(sample);
+        if (tok.vocab < vocab) fprintf(stderr, "make_data: note: BPE stopped at %d ids (no pair occurs twice)\n", tok.vocab);
+    }
+
+    tokbuf train = {0}, val = {0};
+    size_t maxdoc = 0;
+    for (size_t d = 0; d < corpus.ndocs; d++) {
+        size_t dl = strlen(corpus.text + corpus.offsets[d]);
+        if (dl > maxdoc) maxdoc = dl;
+    }
+    int32_t *ids = malloc((maxdoc + 1) * sizeof *ids);
+    if (!ids) gm_die("out of memory");
+    const int32_t eot = GM_TOK_EOT;
+    for (size_t d = 0; d < corpus.ndocs; d++) {
+        const char *doc = corpus.text + corpus.offsets[d];
+        long n = gm_tok_encode(&tok, doc, strlen(doc), ids, maxdoc + 1);
+        if (n < 0) gm_die("internal: encode buffer too small");
+        tokbuf *dst = d % (size_t)val_every == (size_t)val_every - 1 ? &val : &train;
+        push(dst, &eot, 1);  // every document starts after an end-of-text, as in FineWeb shards
+        push(dst, ids, (size_t)n);
+    }
+    free(ids);
+
+    char tmpdir[4096], path[4200];
+    snprintf(tmpdir, sizeof tmpdir, "%s.tmp.%ld", out, (long)getpid());
+    if (mkdir(tmpdir, 0755) != 0) gm_die("%s: cannot create folder: %s", tmpdir, strerror(errno));
+    snprintf(path, sizeof path, "%s/tokenizer.txt", tmpdir);
+    int rc = gm_tok_save(&tok, path);
+    if (rc == 0) remember(path);
+    snprintf(path, sizeof path, "%s/val_000000.bin", tmpdir);
+    if (rc == 0 && (rc = gm_shard_write(path, val.tok, val.n)) == 0) remember(path);
+    int nshards = 0;
+    for (size_t start = 0; rc == 0 && start < train.n; start += (size_t)shard_tokens) {
+        size_t n = train.n - start < (size_t)shard_tokens ? train.n - start : (size_t)shard_tokens;
+        snprintf(path, sizeof path, "%s/train_%06d.bin", tmpdir, ++nshards);
+        if ((rc = gm_shard_write(path, train.tok + start, n)) == 0) remember(path);
+    }
+    if (rc) {
+        remove_tmp(tmpdir);
+        gm_die_last();
+    }
+    // Swap the finished folder into place; an older dataset is removed only after that.
+    char old[4200];
+    snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
+    int had_old = rename(out, old) == 0;
+    if (rename(tmpdir, out) != 0) {
+        int e = errno;
+        if (had_old) rename(old, out);
+        remove_tmp(tmpdir);
+        gm_die("%s: cannot move the new dataset into place: %s", out, strerror(e));
+    }
+    if (had_old) {
+        char cmd[8600];
+        snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", old);
+        if (system(cmd) != 0) fprintf(stderr, "make_data: warning: could not remove %s\n", old);
+    }
+    printf("make_data: %s: %zu documents -> %zu train tokens in %d shards, %zu val tokens, vocab %d\n", corpus_path,
+           corpus.ndocs, train.n, nshards, val.n, tok.vocab);
+    gm_tok_free(&tok);
+    gm_corpus_free(&corpus);
+    free(train.tok);
+    free(val.tok);
+    return 0;
+}

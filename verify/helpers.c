@@ -1,0 +1,89 @@
+#include "helpers.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/io.h"
+
+char *th_tmpdir(void) {
+    char *dir = strdup("/tmp/gmtest.XXXXXX");
+    if (!dir || !mkdtemp(dir)) abort();
+    return dir;
+}
+
+void th_rmtree(const char *dir) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+static const char *env_path(const char *var, const char *dflt, const char *rel, char *buf, size_t n) {
+    const char *base = getenv(var);
+    snprintf(buf, n, "%s/%s", base && *base ? base : dflt, rel);
+    return buf;
+}
+
+const char *th_root_path(const char *rel) {
+    static _Thread_local char buf[4200];
+    return env_path("GM_ROOT", ".", rel, buf, sizeof buf);
+}
+
+const char *th_bin_path(const char *name) {
+    static _Thread_local char buf[4200];
+    return env_path("GM_BIN", "build", name, buf, sizeof buf);
+}
+
+static char *slurp(const char *path) {
+    char *data;
+    size_t len;
+    if (gm_read_all(path, &data, &len)) return strdup("");
+    return data;
+}
+
+int th_run(const char *cmd, char **out, char **err) {
+    char *dir = th_tmpdir();
+    char outp[4200], errp[4200];
+    snprintf(outp, sizeof outp, "%s/out", dir);
+    snprintf(errp, sizeof errp, "%s/err", dir);
+    size_t n = strlen(cmd) + 2 * sizeof outp + 32;
+    char *full = malloc(n);
+    if (!full) abort();
+    snprintf(full, n, "( %s ) > '%s' 2> '%s'", cmd, outp, errp);
+    int st = system(full);
+    free(full);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (out) *out = slurp(outp);
+    if (err) *err = slurp(errp);
+    th_rmtree(dir);
+    free(dir);
+    return code;
+}
+
+int th_count_lines(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p; p++)
+        if (*p == '\n') n++;
+    size_t len = strlen(s);
+    if (len && s[len - 1] != '\n') n++;
+    return n;
+}
+
+int th_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+int th_dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}

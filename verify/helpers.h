@@ -1,0 +1,22 @@
+// Shared helpers of the Criterion suites: scratch folders, running programs, reading files.
+#ifndef GM_VERIFY_HELPERS_H
+#define GM_VERIFY_HELPERS_H
+
+#include <stddef.h>
+
+// A fresh folder under /tmp, removed by th_rmtree. Dies (test crash) if it cannot be made.
+char *th_tmpdir(void);
+void th_rmtree(const char *dir);
+// "$GM_ROOT/<rel>" (repository root, default ".") and "$GM_BIN/<name>" (programs, default "build").
+const char *th_root_path(const char *rel);
+const char *th_bin_path(const char *name);
+// Run a shell command; its stdout and stderr are captured into *out / *err (malloc'd, may be
+// NULL to discard). Returns the exit status (or 128 + signal).
+int th_run(const char *cmd, char **out, char **err);
+// Number of lines in s (a final line without '\n' counts).
+int th_count_lines(const char *s);
+int th_file_exists(const char *path);
+// Number of entries in a folder (excluding . and ..), -1 when it does not exist.
+int th_dir_entries(const char *dir);
+
+#endif
