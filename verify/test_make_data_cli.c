@@ -1,0 +1,105 @@
+// make_data end to end on a small dictionary: shards load with the tokenizer's vocab, documents
+// are EOT-separated and decode back to the corpus text; bad flags and bad corpora exit non-zero
+// with one line naming the fault, and leave no output behind.
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "helpers.h"
+
+// 300 entries, so every val_every (default 100) split has val documents.
+static void write_dict(const char *path) {
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    for (int i = 0; i < 300; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "Word%d \\Word%d\\, n.\n   The meaning number %d of a word, as used by %s.\n   [1913 Webster]\n\n",
+                              i, i, i, i % 2 ? "sailors" : "farmers");
+    cr_assert_eq(gm_write_file_atomic(path, buf, n), 0);
+    free(buf);
+}
+
+Test(make_data_cli, builds_a_consistent_dataset) {
+    char *dir = th_tmpdir(), dict[4200], out[4200], cmd[8600], path[4300];
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    snprintf(out, sizeof out, "%s/ds", dir);
+    write_dict(dict);
+    snprintf(cmd, sizeof cmd, "'%s' --corpus='%s' --out='%s' --vocab=300 --shard-tokens=4096", th_bin_path("make_data"), dict, out);
+    char *so, *se;
+    cr_assert_eq(th_run(cmd, &so, &se), 0, "make_data failed: %s", se);
+    cr_assert(strstr(so, "300 documents"), "%s", so);
+    free(so), free(se);
+
+    gm_tokenizer tok;
+    snprintf(path, sizeof path, "%s/tokenizer.txt", out);
+    cr_assert_eq(gm_tok_load(&tok, path), 0, "%s", gm_error());
+    cr_assert_eq(tok.vocab, 300);
+    snprintf(path, sizeof path, "%s/val_000000.bin", out);
+    gm_shard val;
+    cr_assert_eq(gm_shard_open(&val, path, tok.vocab), 0, "%s", gm_error());
+    // val holds every 100th entry: 99, 199, 299.
+    int docs = 0;
+    for (size_t i = 0; i < val.count; i++) docs += val.tokens[i] == GM_TOK_EOT;
+    cr_assert_eq(docs, 3);
+    cr_assert_eq(val.tokens[0], GM_TOK_EOT, "documents start after an end-of-text token");
+    int32_t *ids = malloc(val.count * sizeof *ids);
+    for (size_t i = 0; i < val.count; i++) ids[i] = val.tokens[i];
+    char *text = malloc(val.count * 16 + 1);
+    cr_assert_geq(gm_tok_decode(&tok, ids, val.count, text, val.count * 16 + 1), 0);
+    cr_assert_str_eq(text,
+                     "<|endoftext|>Word99 \\Word99\\, n. The meaning number 99 of a word, as used by sailors."
+                     "<|endoftext|>Word199 \\Word199\\, n. The meaning number 199 of a word, as used by sailors."
+                     "<|endoftext|>Word299 \\Word299\\, n. The meaning number 299 of a word, as used by sailors.");
+    gm_shard_close(&val);
+    free(ids), free(text);
+    // Train shards: several, each loadable, all tokens < vocab, 297 documents in total.
+    int train_docs = 0, nshards = 0;
+    for (int s = 1;; s++) {
+        snprintf(path, sizeof path, "%s/train_%06d.bin", out, s);
+        if (!th_file_exists(path)) break;
+        gm_shard sh;
+        cr_assert_eq(gm_shard_open(&sh, path, tok.vocab), 0, "%s", gm_error());
+        for (size_t i = 0; i < sh.count; i++) train_docs += sh.tokens[i] == GM_TOK_EOT;
+        gm_shard_close(&sh);
+        nshards++;
+    }
+    cr_assert_gt(nshards, 1);
+    cr_assert_eq(train_docs, 297);
+    gm_tok_free(&tok);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// Run make_data with `flags`; it must fail with exactly one stderr line containing `fault` and
+// leave the output folder absent.
+static void expect_refusal(const char *flags, const char *fault) {
+    char *dir = th_tmpdir(), dict[4200], cmd[8600], out[4200];
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    snprintf(out, sizeof out, "%s/ds", dir);
+    write_dict(dict);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --out=ds %s", dir, th_bin_path("make_data"), flags);
+    char *so, *se;
+    int rc = th_run(cmd, &so, &se);
+    cr_assert_neq(rc, 0, "'%s' was accepted", flags);
+    cr_assert_eq(th_count_lines(se), 1, "stderr is not one line: %s", se);
+    cr_assert(strstr(se, fault), "expected '%s' in: %s", fault, se);
+    cr_assert(strstr(se, "error:"), "%s", se);
+    cr_assert_not(th_file_exists(out), "output written despite the error");
+    cr_assert_eq(th_dir_entries(dir), 1, "stray files left behind");
+    free(so), free(se);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(make_data_cli, unknown_flag) { expect_refusal("--corpus=d.dict --vocabulary=300", "--vocabulary: unknown flag"); }
+Test(make_data_cli, non_integer_vocab) { expect_refusal("--corpus=d.dict --vocab=lots", "--vocab: 'lots' is not an integer"); }
+Test(make_data_cli, vocab_out_of_range) { expect_refusal("--corpus=d.dict --vocab=70000", "--vocab: 70000 is out of range"); }
+Test(make_data_cli, missing_value) { expect_refusal("--corpus=d.dict --vocab", "--vocab: missing value"); }
+Test(make_data_cli, positional_argument) { expect_refusal("d.dict", "d.dict: unexpected argument"); }
+Test(make_data_cli, missing_corpus) { expect_refusal("--corpus=nope.dict", "nope.dict: cannot open: No such file or directory"); }
+Test(make_data_cli, empty_corpus) { expect_refusal("--corpus=/dev/null", "/dev/null: empty corpus"); }
+Test(make_data_cli, too_few_documents_for_val) { expect_refusal("--corpus=d.dict --val-every=1000", "too few for one val document"); }

@@ -1,0 +1,131 @@
+// Tokenizer: lossless round trip, deterministic BPE training, save/load equivalence, pre-token
+// boundaries, and refusal of bad input.
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "base/rng.h"
+#include "data/tokenizer.h"
+#include "helpers.h"
+
+static const char SAMPLE[] =
+    "Aback \\A*back\"\\, adv. Toward the back or rear; backward. \"Therewith aback she started.\" --Chaucer.\n"
+    "Abacus \\Ab\"a*cus\\, n.; pl. Latin Abaci. A table or tray strewn with sand, anciently used for drawing, "
+    "calculating, etc. A calculating table or frame; an instrument for performing arithmetical calculations by "
+    "balls sliding on wires, or counters in grooves, the lowest line representing units, the second line, tens, "
+    "etc. It is still employed in China. In 1913 the abacus was 2,500 years old.   Tabs\tand\r\nnewlines.\n";
+
+static void round_trip(const gm_tokenizer *t, const char *text, size_t len) {
+    int32_t *ids = malloc((len + 1) * sizeof *ids);
+    char *back = malloc(len + 1);
+    long n = gm_tok_encode(t, text, len, ids, len + 1);
+    cr_assert_geq(n, 0);
+    cr_assert_leq((size_t)n, len, "a token covers at least one byte");
+    for (long i = 0; i < n; i++) cr_assert(ids[i] >= 0 && ids[i] < t->vocab && ids[i] != GM_TOK_EOT);
+    cr_assert_eq(gm_tok_decode(t, ids, (size_t)n, back, len + 1), (long)len);
+    cr_assert_arr_eq(back, text, len, "decode(encode(text)) == text");
+    free(ids);
+    free(back);
+}
+
+Test(tokenizer, byte_level_is_identity) {
+    gm_tokenizer t;
+    gm_tok_init_bytes(&t);
+    cr_assert_eq(t.vocab, 257);
+    int32_t ids[sizeof SAMPLE];
+    long n = gm_tok_encode(&t, SAMPLE, strlen(SAMPLE), ids, sizeof SAMPLE);
+    cr_assert_eq(n, (long)strlen(SAMPLE));
+    for (long i = 0; i < n; i++) cr_assert_eq(ids[i], (unsigned char)SAMPLE[i]);
+    gm_tok_free(&t);
+}
+
+Test(tokenizer, bpe_round_trips_text_and_random_bytes) {
+    gm_tokenizer t;
+    cr_assert_eq(gm_tok_train(&t, SAMPLE, strlen(SAMPLE), 320), 0, "%s", gm_error());
+    cr_assert_gt(t.nmerges, 20);
+    round_trip(&t, SAMPLE, strlen(SAMPLE));
+    // Arbitrary bytes (including NUL and invalid UTF-8) survive too.
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(gm_rng_u32(11, 0, i) & 0xff);
+    round_trip(&t, junk, sizeof junk);
+    // Merges compress: the sample needs fewer tokens than bytes.
+    int32_t ids[sizeof SAMPLE];
+    long n = gm_tok_encode(&t, SAMPLE, strlen(SAMPLE), ids, sizeof SAMPLE);
+    cr_assert_lt(n, (long)strlen(SAMPLE) * 2 / 3, "%ld tokens for %zu bytes", n, strlen(SAMPLE));
+    gm_tok_free(&t);
+}
+
+Test(tokenizer, training_is_deterministic_and_save_load_is_exact) {
+    gm_tokenizer a, b, c;
+    cr_assert_eq(gm_tok_train(&a, SAMPLE, strlen(SAMPLE), 300), 0);
+    cr_assert_eq(gm_tok_train(&b, SAMPLE, strlen(SAMPLE), 300), 0);
+    cr_assert_eq(a.nmerges, b.nmerges);
+    cr_assert_arr_eq(a.merges, b.merges, (size_t)a.nmerges * sizeof a.merges[0]);
+    char *dir = th_tmpdir(), path[4200];
+    snprintf(path, sizeof path, "%s/tok.txt", dir);
+    cr_assert_eq(gm_tok_save(&a, path), 0, "%s", gm_error());
+    cr_assert_eq(gm_tok_load(&c, path), 0, "%s", gm_error());
+    cr_assert_eq(c.vocab, a.vocab);
+    int32_t ia[sizeof SAMPLE], ic[sizeof SAMPLE];
+    long na = gm_tok_encode(&a, SAMPLE, strlen(SAMPLE), ia, sizeof SAMPLE);
+    long nc = gm_tok_encode(&c, SAMPLE, strlen(SAMPLE), ic, sizeof SAMPLE);
+    cr_assert_eq(na, nc);
+    cr_assert_arr_eq(ia, ic, (size_t)na * sizeof ia[0]);
+    gm_tok_free(&a), gm_tok_free(&b), gm_tok_free(&c);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(tokenizer, pieces_follow_word_boundaries) {
+    const char *s = "Hello,  world 42x\n\nend";
+    const char *want[] = {"Hello", ",", " ", " world", " 42", "x", "\n\n", "end"};
+    size_t at = 0, len = strlen(s);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        size_t pl = gm_tok_piece_len(s + at, len - at);
+        cr_assert_eq(pl, strlen(want[k]), "piece %zu: got '%.*s'", k, (int)pl, s + at);
+        cr_assert(strncmp(s + at, want[k], pl) == 0);
+        at += pl;
+    }
+    cr_assert_eq(at, len);
+}
+
+Test(tokenizer, eot_decodes_and_bad_ids_are_refused) {
+    gm_tokenizer t;
+    gm_tok_init_bytes(&t);
+    int32_t ids[] = {72, 105, GM_TOK_EOT};
+    char out[64];
+    cr_assert_eq(gm_tok_decode(&t, ids, 3, out, sizeof out), 15);
+    cr_assert_str_eq(out, "Hi<|endoftext|>");
+    int32_t bad[] = {72, 257};
+    cr_assert_eq(gm_tok_decode(&t, bad, 2, out, sizeof out), -1);
+    gm_tok_free(&t);
+}
+
+Test(tokenizer, bad_input_is_refused_with_a_reason) {
+    gm_tokenizer t;
+    cr_assert_neq(gm_tok_train(&t, "", 0, 300), 0);
+    cr_assert(strstr(gm_error(), "empty corpus"), "%s", gm_error());
+    cr_assert_neq(gm_tok_train(&t, SAMPLE, strlen(SAMPLE), 70000), 0);
+    cr_assert(strstr(gm_error(), "vocab 70000 out of range"), "%s", gm_error());
+    char *dir = th_tmpdir(), path[4200];
+    snprintf(path, sizeof path, "%s/tok.txt", dir);
+    const char *files[][2] = {
+        {"hello\n", "not a tokenizer file"},
+        {"gptmuon-tokenizer 2\nvocab 257\neot 256\nmerges 0\n", "unsupported tokenizer version 2"},
+        {"gptmuon-tokenizer 1\nvocab 300\neot 256\nmerges 0\n", "inconsistent header"},
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n", "merge line 2 is missing"},
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 400\n", "do not exist before it"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        cr_assert_eq(gm_write_file_atomic(path, files[i][0], strlen(files[i][0])), 0);
+        cr_assert_neq(gm_tok_load(&t, path), 0, "case %zu accepted", i);
+        cr_assert(strstr(gm_error(), files[i][1]) && strstr(gm_error(), path), "case %zu: %s", i, gm_error());
+    }
+    cr_assert_neq(gm_tok_load(&t, "/tmp/no-such-tokenizer.txt"), 0);
+    cr_assert(strstr(gm_error(), "cannot open"), "%s", gm_error());
+    th_rmtree(dir);
+    free(dir);
+}
