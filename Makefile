@@ -12,18 +12,21 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvc
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),/usr/local/cuda)
 
 WARN := -Wall -Wextra -Werror
-CFLAGS_COMMON := -std=c11 -D_DEFAULT_SOURCE -Iimpl -g $(WARN) -fopenmp
+CFLAGS_COMMON = -std=c11 -D_DEFAULT_SOURCE -Iimpl -g $(WARN) -fopenmp $(MPI_CFLAGS)
 CFLAGS ?= -O2 -march=x86-64-v2
-LDLIBS_COMMON := -lopenblas -llapacke -lz -lm -fopenmp
+# Open MPI's flags come from its wrapper (the build sub-make parses this after `make deps`).
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null)
+LDLIBS_COMMON = -lopenblas -llapacke -lz -lm -fopenmp $(MPI_LIBS) -lpthread
 
 # Release build: CUDA sources included when nvcc exists. Sanitizer build: CPU code only.
 ifneq ($(NVCC),)
-  CUDA_DEFS := -DGM_HAVE_CUDA
+  CUDA_DEFS := -DGM_HAVE_CUDA -I$(CUDA_HOME)/include
   CU_SRC := $(shell find impl -name '*.cu' | sort)
   NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA \
     -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 \
     -Xcompiler -Wall,-Wextra,-Werror
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -lstdc++
   CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
 else
   CU_SRC :=
@@ -33,6 +36,8 @@ endif
 LIB_SRC := $(shell find impl -name '*.c' -not -path 'impl/bin/*' | sort)
 BIN_SRC := $(wildcard impl/bin/*.c)
 TEST_SRC := $(wildcard verify/*.c)
+# Programs that only tests run (e.g. under mpirun): verify/prog/*.c -> build/verify/prog/<name>.
+TESTPROG_SRC := $(wildcard verify/prog/*.c)
 TEST64_SRC := $(wildcard verify/fp64/*.c) verify/helpers.c
 BENCH_SRC := $(wildcard bench/*.c)
 BINS := $(patsubst impl/bin/%.c,$(BUILD)/%,$(BIN_SRC))
@@ -105,6 +110,12 @@ $(BUILD)/%: $(REL)/impl/bin/%.o $(BUILD)/libgptmuon.a
 $(BUILD)/bench/%: $(REL)/bench/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+$(BUILD)/verify/prog/%: $(REL)/verify/prog/%.o $(BUILD)/libgptmuon.a
+	@mkdir -p $(dir $@)
+	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+$(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
@@ -123,18 +134,20 @@ $(SAN)/verify/gm_verify: $(patsubst %.c,$(SAN)/%.o,$(TEST_SRC)) $(SAN)/libgptmuo
 build: $(DEPS_STAMP)
 	@echo "$(CUDA_NOTE)"
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
+	  $(patsubst verify/prog/%.c,$(BUILD)/verify/prog/%,$(TESTPROG_SRC)) $(patsubst verify/prog/%.c,$(SAN)/bin/%,$(TESTPROG_SRC)) \
 	  $(if $(wildcard verify/fp64/*.c),$(BUILD)/verify/gm_verify64) \
 	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC))
 
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
 verify: build
 	@echo "== tests (release build$(if $(NVCC), with CUDA,)) =="
-	GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify --jobs $(JOBS)
+	GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
 	@if [ -x $(BUILD)/verify/gm_verify64 ]; then echo "== tests (fp64 build) =="; \
 	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp \
+	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
 	@mkdir -p data

@@ -38,6 +38,19 @@ const char *th_bin_path(const char *name) {
     return env_path("GM_BIN", "build", name, buf, sizeof buf);
 }
 
+const char *th_testprog_path(const char *name) {
+    static _Thread_local char buf[4200];
+    return env_path("GM_TESTPROG", "build/verify/prog", name, buf, sizeof buf);
+}
+
+const char *th_mpirun(int world) {
+    static _Thread_local char buf[256];
+    // Root in CI needs --allow-run-as-root; W > cores needs --oversubscribe. Shared memory
+    // transport only: the ranks are on this machine.
+    snprintf(buf, sizeof buf, "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np %d", world);
+    return buf;
+}
+
 static char *slurp(const char *path) {
     char *data;
     size_t len;

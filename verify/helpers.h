@@ -10,6 +10,10 @@ void th_rmtree(const char *dir);
 // "$GM_ROOT/<rel>" (repository root, default ".") and "$GM_BIN/<name>" (programs, default "build").
 const char *th_root_path(const char *rel);
 const char *th_bin_path(const char *name);
+// "$GM_TESTPROG/<name>": test-only programs (default build/verify/prog).
+const char *th_testprog_path(const char *name);
+// The mpirun command line prefix for W ranks ("mpirun --allow-run-as-root --oversubscribe -np W").
+const char *th_mpirun(int world);
 // Run a shell command; its stdout and stderr are captured into *out / *err (malloc'd, may be
 // NULL to discard). Returns the exit status (or 128 + signal).
 int th_run(const char *cmd, char **out, char **err);

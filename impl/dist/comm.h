@@ -1,0 +1,60 @@
+// Communicators: move buffers between the processes of one training job. They do not know what
+// the buffers hold. Three back ends behind one interface:
+//   single  world size 1: every operation is a copy or nothing
+//   mpi     Open MPI, host buffers (the CPU path and the tests under mpirun)
+//   nccl    NCCL, device buffers; its unique id is broadcast over MPI
+// Every collective gives bitwise identical results on every rank (the MPI all-reduce is a reduce
+// to rank 0 in rank order followed by a broadcast), so replicated parameters never drift apart.
+// A collective that does not finish within `timeout_s` (a peer died or hung) ends this process
+// with one line naming the rank and the operation, so a job never hangs forever.
+#ifndef GM_DIST_COMM_H
+#define GM_DIST_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { GM_DT_F32, GM_DT_F64 } gm_dtype;
+
+typedef struct gm_comm gm_comm;
+
+typedef struct {
+    const char *name;
+    // In place: buf <- mean over ranks of buf. count elements of type dt.
+    int (*allreduce_mean)(gm_comm *c, void *buf, size_t count, gm_dtype dt);
+    // recv <- concatenation in rank order of every rank's send; rank r sends bytes_per_rank[r].
+    int (*allgatherv)(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank);
+    int (*broadcast)(gm_comm *c, void *buf, size_t bytes, int root);
+    int (*barrier)(gm_comm *c);
+    void (*close)(gm_comm *c);
+} gm_comm_ops;
+
+struct gm_comm {
+    const gm_comm_ops *ops;
+    int rank, world;
+    double timeout_s;
+    void *impl;
+};
+
+// kind: "single", "mpi", "nccl", or "auto" (mpi when launched by mpirun, else single).
+// argc/argv may be NULL. timeout_s <= 0 means the default (300 s).
+int gm_comm_open(gm_comm *c, const char *kind, int *argc, char ***argv, double timeout_s);
+void gm_comm_close(gm_comm *c);
+
+static inline int gm_allreduce_mean(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
+    return c->ops->allreduce_mean(c, buf, count, dt);
+}
+static inline int gm_allgatherv(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank) {
+    return c->ops->allgatherv(c, send, recv, bytes_per_rank);
+}
+static inline int gm_broadcast(gm_comm *c, void *buf, size_t bytes, int root) { return c->ops->broadcast(c, buf, bytes, root); }
+static inline int gm_barrier(gm_comm *c) { return c->ops->barrier(c); }
+
+// Start-up check: every rank passes its hash of `what` (e.g. "config", "data files"); fails on
+// every rank, naming the first rank that differs from rank 0, when they are not all equal.
+int gm_comm_check_same(gm_comm *c, const char *what, uint64_t hash);
+
+// FNV-1a, for the start-up hashes.
+uint64_t gm_hash_bytes(uint64_t h, const void *data, size_t n);
+#define GM_HASH_INIT 1469598103934665603ull
+
+#endif

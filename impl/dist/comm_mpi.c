@@ -1,0 +1,155 @@
+// Open MPI communicator for host buffers, with a watchdog so that a dead or hung peer ends the
+// job in bounded time instead of leaving the other ranks blocked in a collective forever.
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "dist/comm.h"
+
+typedef struct {
+    pthread_t watchdog;
+    atomic_int stop;
+    atomic_ullong op_start_ns;  // 0 when no collective is in flight
+    const char *_Atomic op_name;
+    int rank;
+    double timeout_s;
+} mpi_state;
+
+static void *watchdog_main(void *arg) {
+    mpi_state *s = arg;
+    while (!atomic_load(&s->stop)) {
+        struct timespec nap = {0, 200 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        unsigned long long start = atomic_load(&s->op_start_ns);
+        if (start && (double)(gm_now_ns() - start) * 1e-9 > s->timeout_s) {
+            fprintf(stderr, "error: rank %d: %s did not complete within %.0f s: another rank died or hung; stopping\n", s->rank,
+                    atomic_load(&s->op_name), s->timeout_s);
+            fflush(stderr);
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
+static void op_begin(gm_comm *c, const char *name) {
+    mpi_state *s = c->impl;
+    atomic_store(&s->op_name, name);
+    atomic_store(&s->op_start_ns, gm_now_ns());
+}
+
+static int op_end(gm_comm *c, int mpi_rc, const char *name) {
+    mpi_state *s = c->impl;
+    atomic_store(&s->op_start_ns, 0);
+    if (mpi_rc == MPI_SUCCESS) return 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(mpi_rc, msg, &len);
+    return gm_fail("rank %d: MPI %s failed: %s", c->rank, name, msg);
+}
+
+enum { CHUNK = 1 << 26 };  // elements per MPI call, well inside int counts
+
+static int mpi_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
+    MPI_Datatype t = dt == GM_DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
+    int rc = MPI_SUCCESS;
+    op_begin(c, "all-reduce");
+    // Reduce in a fixed order to rank 0, then broadcast: every rank gets the same bits.
+    for (size_t at = 0; rc == MPI_SUCCESS && at < count; at += CHUNK) {
+        int n = (int)(count - at < CHUNK ? count - at : CHUNK);
+        char *p = (char *)buf + at * esize;
+        rc = MPI_Reduce(c->rank == 0 ? MPI_IN_PLACE : p, c->rank == 0 ? p : NULL, n, t, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS && c->rank == 0) {
+            if (dt == GM_DT_F64)
+                for (int i = 0; i < n; i++) ((double *)p)[i] /= c->world;
+            else
+                for (int i = 0; i < n; i++) ((float *)p)[i] /= (float)c->world;
+        }
+        if (rc == MPI_SUCCESS) rc = MPI_Bcast(p, n, t, 0, MPI_COMM_WORLD);
+    }
+    return op_end(c, rc, "all-reduce");
+}
+
+static int mpi_allgatherv(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank) {
+    int *counts = malloc((size_t)c->world * sizeof *counts), *displs = malloc((size_t)c->world * sizeof *displs);
+    if (!counts || !displs) {
+        free(counts), free(displs);
+        return gm_fail("comm: out of memory");
+    }
+    size_t at = 0;
+    for (int r = 0; r < c->world; r++) {
+        if (bytes_per_rank[r] > INT_MAX || at > INT_MAX) {
+            free(counts), free(displs);
+            return gm_fail("rank %d: all-gather of %zu bytes exceeds MPI's int counts", c->rank, at + bytes_per_rank[r]);
+        }
+        counts[r] = (int)bytes_per_rank[r];
+        displs[r] = (int)at;
+        at += bytes_per_rank[r];
+    }
+    op_begin(c, "all-gather");
+    int rc = MPI_Allgatherv(send, counts[c->rank], MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+    free(counts), free(displs);
+    return op_end(c, rc, "all-gather");
+}
+
+static int mpi_broadcast(gm_comm *c, void *buf, size_t bytes, int root) {
+    int rc = MPI_SUCCESS;
+    op_begin(c, "broadcast");
+    for (size_t at = 0; rc == MPI_SUCCESS && at < bytes; at += CHUNK)
+        rc = MPI_Bcast((char *)buf + at, (int)(bytes - at < CHUNK ? bytes - at : CHUNK), MPI_BYTE, root, MPI_COMM_WORLD);
+    return op_end(c, rc, "broadcast");
+}
+
+static int mpi_barrier(gm_comm *c) {
+    op_begin(c, "barrier");
+    return op_end(c, MPI_Barrier(MPI_COMM_WORLD), "barrier");
+}
+
+static void mpi_close(gm_comm *c) {
+    mpi_state *s = c->impl;
+    atomic_store(&s->stop, 1);
+    pthread_join(s->watchdog, NULL);
+    free(s);
+    c->impl = NULL;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+}
+
+static const gm_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_allgatherv, mpi_broadcast, mpi_barrier, mpi_close};
+
+// Shared with the NCCL back end, which bootstraps over MPI.
+int gm_mpi_init(int *argc, char ***argv, int *rank, int *world) {
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return gm_fail("MPI_Init failed");
+    // Errors come back as codes so they are reported with the rank, not as an MPI abort.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, world);
+    return 0;
+}
+
+int gm_comm_open_mpi(gm_comm *c, int *argc, char ***argv) {
+    if (gm_mpi_init(argc, argv, &c->rank, &c->world)) return -1;
+    mpi_state *s = calloc(1, sizeof *s);
+    if (!s) return gm_fail("comm: out of memory");
+    s->rank = c->rank;
+    s->timeout_s = c->timeout_s;
+    atomic_store(&s->op_name, "");
+    if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {
+        free(s);
+        return gm_fail("rank %d: cannot start the communicator watchdog", c->rank);
+    }
+    c->impl = s;
+    c->ops = &mpi_ops;
+    return 0;
+}
