@@ -146,7 +146,7 @@ verify: build
 	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
 	@mkdir -p data
