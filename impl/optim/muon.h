@@ -1,0 +1,56 @@
+// Muon: momentum SGD whose update is orthogonalized (replaced by its polar factor, computed by an
+// orthogonalizer of optim/orthogonalize.h) and rescaled by a shape rule. Every variant the records
+// used is a setting:
+//   momentum  SUM (#3-#8):  buf = mu buf + g;            nesterov: u = g + mu buf
+//             EMA (#16-):   buf = mu buf + (1 - mu) g;   nesterov: u = (1 - mu) g + mu buf
+//             without nesterov u = buf.
+//   scale     NONE (#3): 1;  SQRT_MAX (#4): sqrt(max(rows, cols)), so the update's RMS is 1;
+//             ASPECT (#8-): sqrt(max(1, rows / cols)).
+//   split_qkv (#4): a matrix with rows == 3 cols (the fused QKV weight) is orthogonalized and
+//             scaled as three (rows/3, cols) blocks.
+//   mu warmup (#16-): mu_s = (1 - f) mu_from + f mu, f = min(s / warmup, 1).
+//   p <- p - lr * scale * O.
+// Sharded (record #6 on): with W ranks, matrix i is orthogonalized only by rank i % W, and the
+// updates are all-gathered so that every rank applies all of them: the parameters are bitwise the
+// same as one process computing everything.
+#ifndef GM_OPTIM_MUON_H
+#define GM_OPTIM_MUON_H
+
+#include "base/real.h"
+#include "dist/comm.h"
+#include "optim/orthogonalize.h"
+#include "optim/view.h"
+
+typedef enum { GM_MOMENTUM_SUM, GM_MOMENTUM_EMA } gm_momentum_form;
+typedef enum { GM_MUON_SCALE_NONE, GM_MUON_SCALE_SQRT_MAX, GM_MUON_SCALE_ASPECT } gm_muon_scale;
+
+typedef struct {
+    double lr, momentum;
+    double momentum_from;  // warmup start (used when momentum_warmup > 0)
+    int momentum_warmup;   // steps
+    int nesterov;
+    gm_momentum_form form;
+    gm_muon_scale scale;
+    int split_qkv;
+    gm_ortho ortho;
+} gm_muon_hparams;
+
+typedef struct {
+    gm_muon_hparams hp;
+    const gm_opt_view *views;
+    int n;
+    gm_real *buf;          // momentum, packed view after view
+    size_t *state_offset;  // (n)
+    size_t state_numel;
+    gm_real *send, *recv;  // this rank's updates, and all updates in rank order (sharded path)
+    gm_real *work;         // (max numel) the nesterov update u, and a block's output
+} gm_muon;
+
+int gm_muon_init(gm_muon *m, const gm_muon_hparams *hp, const gm_opt_view *views, int n);
+void gm_muon_free(gm_muon *m);
+// One step at training step s (for the momentum warmup). comm NULL or world 1: everything local.
+int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mult, int s, gm_comm *comm);
+// The scale applied to the orthogonalized (block) update of a (rows, cols) block.
+double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols);
+
+#endif

@@ -1,0 +1,51 @@
+// Schedules at their break points, against the records' formulas (refdata/records/PRESETS.md).
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "optim/schedule.h"
+
+Test(schedules, warmup_warmdown_break_points) {
+    // adamw record: 9536 steps, warmup 256, warmdown 2048.
+    gm_lr_schedule s = {GM_LR_WARMUP_WARMDOWN, 9536, 256, 2048, 0};
+    cr_assert_eq(gm_lr_mult(&s, 0), 1.0 / 256);
+    cr_assert_eq(gm_lr_mult(&s, 255), 1.0);
+    cr_assert_eq(gm_lr_mult(&s, 256), 1.0);
+    cr_assert_eq(gm_lr_mult(&s, 7487), 1.0);
+    cr_assert_eq(gm_lr_mult(&s, 7488), 1.0);  // (9536 - 7488) / 2048
+    cr_assert_eq(gm_lr_mult(&s, 7489), 2047.0 / 2048);
+    cr_assert_eq(gm_lr_mult(&s, 9535), 1.0 / 2048);
+    cr_assert_eq(gm_lr_mult(&s, 9536), 0.0);
+    // muon-v2: no warmup, warmdown 1800 of 6200.
+    gm_lr_schedule v2 = {GM_LR_WARMUP_WARMDOWN, 6200, 0, 1800, 0};
+    cr_assert_eq(gm_lr_mult(&v2, 0), 1.0);
+    cr_assert_eq(gm_lr_mult(&v2, 4399), 1.0);
+    cr_assert_eq(gm_lr_mult(&v2, 4401), 1799.0 / 1800);
+}
+
+Test(schedules, cooldown_fraction_of_the_softcap_record) {
+    gm_lr_schedule s = {GM_LR_COOLDOWN_FRAC, 1390, 0, 0, 0.4};
+    cr_assert_eq(gm_lr_mult(&s, 0), 1.0);
+    cr_assert_eq(gm_lr_mult(&s, 834), 1.0, "tau = 0.4 exactly in double");
+    cr_assert_float_eq(gm_lr_mult(&s, 835), 555.0 / 556, 1e-12);
+    cr_assert_float_eq(gm_lr_mult(&s, 1389), 1.0 / 556, 1e-12);
+}
+
+Test(schedules, momentum_warmup) {
+    cr_assert_eq(gm_momentum_at(0.85, 0.95, 300, 0), 0.85);
+    cr_assert_float_eq(gm_momentum_at(0.85, 0.95, 300, 150), 0.90, 1e-15);
+    cr_assert_eq(gm_momentum_at(0.85, 0.95, 300, 300), 0.95);
+    cr_assert_eq(gm_momentum_at(0.85, 0.95, 300, 5000), 0.95);
+    cr_assert_eq(gm_momentum_at(0.85, 0.95, 0, 0), 0.95);
+}
+
+Test(schedules, window_blocks_match_the_closed_form) {
+    // Both records: W_s = 1 + floor(13.5 s / N), first increase at s = 110 (N = 1480), 103 (N = 1390).
+    const int N[2] = {1480, 1390}, first[2] = {110, 103};
+    for (int r = 0; r < 2; r++) {
+        for (int s = 0; s <= N[r]; s++)
+            cr_assert_eq(gm_window_blocks(s, N[r], 128, 1856, 128), 1 + (int)floor(13.5 * s / N[r]), "N=%d s=%d", N[r], s);
+        cr_assert_eq(gm_window_blocks(first[r] - 1, N[r], 128, 1856, 128), 1);
+        cr_assert_eq(gm_window_blocks(first[r], N[r], 128, 1856, 128), 2);
+        cr_assert_eq(gm_window_blocks(N[r], N[r], 128, 1856, 128), 14);
+    }
+}
