@@ -60,18 +60,21 @@ def newton_schulz(G, steps=5, eps=1e-7):
     return X.T if transposed else X
 
 
-def run_muon(shapes, lr, mu, nesterov, ema, scale_rule, split_qkv):
-    params = [init(s, k) for k, s in enumerate(shapes)]
+def run_muon(first, lr, mu, nesterov, ema, scale_rule, split_qkv):
+    """Muon on the matrices SHAPES[first:], tensor index k counted in SHAPES."""
+    shapes = SHAPES[first:]
+    params = [init(s, first + i) for i, s in enumerate(shapes)]
     bufs = [torch.zeros_like(p) for p in params]
     for t in range(STEPS):
-        for k, p in enumerate(params):
+        for i, p in enumerate(params):
+            k = first + i
             g = grad(p.shape, k, t)
             if ema:
-                bufs[k] = mu * bufs[k] + (1 - mu) * g
-                u = (1 - mu) * g + mu * bufs[k] if nesterov else bufs[k]
+                bufs[i] = mu * bufs[i] + (1 - mu) * g
+                u = (1 - mu) * g + mu * bufs[i] if nesterov else bufs[i]
             else:
-                bufs[k] = mu * bufs[k] + g
-                u = g + mu * bufs[k] if nesterov else bufs[k]
+                bufs[i] = mu * bufs[i] + g
+                u = g + mu * bufs[i] if nesterov else bufs[i]
             blocks = u.chunk(3, dim=0) if split_qkv and u.size(0) == 3 * u.size(1) else [u]
             outs = []
             for blk in blocks:
@@ -83,7 +86,7 @@ def run_muon(shapes, lr, mu, nesterov, ema, scale_rule, split_qkv):
                 else:
                     s = 1.0
                 outs.append(s * newton_schulz(blk))
-            params[k] = p - lr * torch.cat(outs, dim=0)
+            params[i] = p - lr * torch.cat(outs, dim=0)
     return params
 
 
@@ -98,12 +101,11 @@ def save(out_dir, name, tensors):
 def main():
     out = sys.argv[1]
     torch.set_num_threads(1)
-    mats = [s for s in SHAPES if len(s) == 2]
     save(out, "adamw", run_torch(torch.optim.AdamW, dict(lr=0.0018, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1), SHAPES, normalize_grad=True))
     save(out, "adam", run_torch(torch.optim.Adam, dict(lr=0.6, betas=(0.8, 0.95), eps=1e-8), SHAPES))
-    save(out, "muon_sum_sqrtmax_qkv", run_muon(mats, 0.00036 * 10, 0.95, True, False, "sqrt_max", True))
-    save(out, "muon_ema_aspect", run_muon(mats, 0.05, 0.9, True, True, "aspect", False))
-    save(out, "muon_sum_plain", run_muon(mats, 0.018, 0.95, False, False, "none", False))
+    save(out, "muon_sum_sqrtmax_qkv", run_muon(2, 0.00036 * 10, 0.95, True, False, "sqrt_max", True))
+    save(out, "muon_ema_aspect", run_muon(2, 0.05, 0.9, True, True, "aspect", False))
+    save(out, "muon_sum_plain", run_muon(2, 0.018, 0.95, False, False, "none", False))
 
 
 if __name__ == "__main__":
