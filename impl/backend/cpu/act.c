@@ -1,0 +1,32 @@
+// MLP activations, elementwise: exact GELU x*Phi(x) (the records' nn.GELU(), erf form) and
+// ReLU^2.
+#include <math.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+#define INV_SQRT2 0.70710678118654752440
+#define INV_SQRT_2PI 0.39894228040143267794
+
+void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        double x = inp[i];
+        out[i] = (gm_real)(act == GM_ACT_GELU ? 0.5 * x * (1.0 + erf(x * INV_SQRT2)) : (x > 0 ? x * x : 0.0));
+    }
+}
+
+// GELU' = Phi(x) + x*phi(x); (ReLU^2)' = 2*relu(x).
+void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
+                    size_t n) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        double x = inp[i], g;
+        if (act == GM_ACT_GELU)
+            g = 0.5 * (1.0 + erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
+        else
+            g = x > 0 ? 2.0 * x : 0.0;
+        dinp[i] += (gm_real)(g * dout[i]);
+    }
+}

@@ -1,0 +1,23 @@
+// Embedding gather and its deterministic scatter-add backward.
+#include "backend/cpu/cpu_ops.h"
+
+// out (N, C) = table (V, C) rows ids (N).
+void gm_cpu_embed_fwd(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const gm_real *row = table + (size_t)ids[n] * C;
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = row[c];
+    }
+}
+
+// dtable (V, C) += dout (N, C) scattered by ids. Threads own disjoint column ranges and walk the
+// tokens in order, so a row hit by many tokens sums them in the same order on every run.
+void gm_cpu_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
+                      int C) {
+    (void)be;
+    (void)V;
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++)
+        for (int n = 0; n < N; n++) dtable[(size_t)ids[n] * C + c] += dout[(size_t)n * C + c];
+}

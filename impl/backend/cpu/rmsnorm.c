@@ -1,0 +1,33 @@
+// RMSNorm without a learnable weight, over rows of length C (the residual stream, or one head of
+// q/k for QK-norm): out = x / sqrt(mean(x^2) + eps).
+#include <math.h>
+
+#include "backend/cpu/cpu_ops.h"
+
+void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
+                        double eps) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const gm_real *x = inp + (size_t)n * C;
+        double ss = 0;
+        for (int c = 0; c < C; c++) ss += (double)x[c] * x[c];
+        gm_real r = (gm_real)(1.0 / sqrt(ss / C + eps));
+        for (int c = 0; c < C; c++) out[(size_t)n * C + c] = x[c] * r;
+        rstd[n] = r;
+    }
+}
+
+// With y = x*r, r = (mean(x^2)+eps)^(-1/2): dx = r*dy - x * r^3 * mean(dy*x).
+void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
+                        const gm_real *rstd, int N, int C) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const gm_real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        double dot = 0;
+        for (int c = 0; c < C; c++) dot += (double)dy[c] * x[c];
+        double r = rstd[n], k = r * r * r * dot / C;
+        for (int c = 0; c < C; c++) dinp[(size_t)n * C + c] += (gm_real)(r * dy[c] - k * x[c]);
+    }
+}

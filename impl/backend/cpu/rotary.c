@@ -1,0 +1,41 @@
+// Rotary position embedding, half-split layout, on (B, T, NH, HD) with tables (T, HD/2).
+// The backward is the rotation by -theta.
+#include "backend/cpu/cpu_ops.h"
+
+// sign = +1: forward rotation; -1: its transpose (the backward), added into out.
+static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,
+                   int NH, int HD, int sign, int accumulate) {
+    int h2 = HD / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                size_t base = (((size_t)b * T + t) * NH + h) * HD;
+                const gm_real *x = inp + base;
+                gm_real *y = out + base;
+                for (int i = 0; i < h2; i++) {
+                    gm_real c = cos_t[(size_t)t * h2 + i], s = sign * sin_t[(size_t)t * h2 + i];
+                    gm_real x1 = x[i], x2 = x[i + h2];
+                    gm_real y1 = x1 * c + x2 * s, y2 = -x1 * s + x2 * c;
+                    if (accumulate) {
+                        y[i] += y1;
+                        y[i + h2] += y2;
+                    } else {
+                        y[i] = y1;
+                        y[i + h2] = y2;
+                    }
+                }
+            }
+}
+
+void gm_cpu_rotary_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
+                       const gm_real *sin_t, int B, int T, int NH, int HD) {
+    (void)be;
+    rotate(out, inp, cos_t, sin_t, B, T, NH, HD, 1, 0);
+}
+
+void gm_cpu_rotary_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
+                       const gm_real *sin_t, int B, int T, int NH, int HD) {
+    (void)be;
+    rotate(dinp, dout, cos_t, sin_t, B, T, NH, HD, -1, 1);
+}

@@ -1,0 +1,36 @@
+// Central-difference gradient checks in fp64 (this folder builds with gm_real = double).
+// The function checked is L = sum_i w_i * out_i for fixed random weights w, so one backward
+// with dout = w gives the whole gradient of L; each input element is perturbed by +-h.
+#ifndef GM_VERIFY_FP64_GRADCHECK_H
+#define GM_VERIFY_FP64_GRADCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/real.h"
+
+typedef struct {
+    const char *name;
+    gm_real *x;   // the input (perturbed in place, restored)
+    gm_real *dx;  // its gradient buffer, filled by the backward (which must ADD into it)
+    size_t n;
+} gc_input;
+
+typedef struct {
+    void *ctx;
+    size_t nout;
+    void (*fwd)(void *ctx, gm_real *out);          // out (nout) from the current inputs
+    void (*bwd)(void *ctx, const gm_real *dout);  // dx += dL/dx for dout = dL/dout
+} gc_fn;
+
+// Checks every input: up to `max_elems` elements per input (all when the input is smaller),
+// relative error ||g - g_fd|| / ||g_fd|| over them. The backward runs on gradient buffers
+// pre-filled with random values, which are subtracted afterwards, so a kernel that overwrites
+// instead of adding fails. Returns the largest relative error; names and errors are printed
+// to stderr on failure by the caller's assert.
+double gc_check(gc_fn fn, gc_input *in, int nin, size_t max_elems, uint64_t seed, double *per_input_err);
+
+// Fill x (n) with normal(0, std) values from stream `stream`.
+void gc_randn(gm_real *x, size_t n, double std, uint64_t seed, uint64_t stream);
+
+#endif

@@ -1,0 +1,44 @@
+// The BLAS matmul against the naive triple loop, forward and backward (which must add into its
+// outputs), on odd shapes.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/cpu/cpu.h"
+#include "base/rng.h"
+
+static void randn(gm_real *x, size_t n, uint64_t stream) {
+    for (size_t i = 0; i < n; i++) x[i] = gm_rng_normal(42, stream, i);
+}
+
+// ||a - b|| / ||b||
+static double rel_err(const gm_real *a, const gm_real *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+Test(matmul, blas_matches_naive_forward_and_backward) {
+    const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 97}, {129, 64, 200}};
+    const gm_backend *be = gm_backend_cpu();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        gm_real *inp = malloc(sizeof(gm_real) * N * C), *W = malloc(sizeof(gm_real) * OC * C);
+        gm_real *o1 = malloc(sizeof(gm_real) * N * OC), *o2 = malloc(sizeof(gm_real) * N * OC);
+        gm_real *dout = malloc(sizeof(gm_real) * N * OC);
+        gm_real *di1 = malloc(sizeof(gm_real) * N * C), *di2 = malloc(sizeof(gm_real) * N * C);
+        gm_real *dw1 = malloc(sizeof(gm_real) * OC * C), *dw2 = malloc(sizeof(gm_real) * OC * C);
+        randn(inp, (size_t)N * C, 1), randn(W, (size_t)OC * C, 2), randn(dout, (size_t)N * OC, 3);
+        randn(di1, (size_t)N * C, 4), randn(di2, (size_t)N * C, 4);  // same prior content: both must add
+        randn(dw1, (size_t)OC * C, 5), randn(dw2, (size_t)OC * C, 5);
+        be->matmul_fwd(be, o1, inp, W, N, C, OC);
+        gm_cpu_matmul_fwd_naive(o2, inp, W, N, C, OC);
+        be->matmul_bwd(be, di1, dw1, dout, inp, W, N, C, OC);
+        gm_cpu_matmul_bwd_naive(di2, dw2, dout, inp, W, N, C, OC);
+        double tol = GM_REAL_EPS * 64;
+        cr_expect(rel_err(o1, o2, (size_t)N * OC) < tol, "fwd %dx%dx%d", N, C, OC);
+        cr_expect(rel_err(di1, di2, (size_t)N * C) < tol, "dinp %dx%dx%d", N, C, OC);
+        cr_expect(rel_err(dw1, dw2, (size_t)OC * C) < tol, "dW %dx%dx%d", N, C, OC);
+        free(inp), free(W), free(o1), free(o2), free(dout), free(di1), free(di2), free(dw1), free(dw2);
+    }
+}
