@@ -35,10 +35,11 @@ endif
 
 LIB_SRC := $(shell find impl -name '*.c' -not -path 'impl/bin/*' | sort)
 BIN_SRC := $(wildcard impl/bin/*.c)
-TEST_SRC := $(wildcard verify/*.c)
+# verify/both/*.c run in both builds (fp32 and fp64), each asserting its own precision's bar.
+TEST_SRC := $(wildcard verify/*.c) $(wildcard verify/both/*.c)
 # Programs that only tests run (e.g. under mpirun): verify/prog/*.c -> build/verify/prog/<name>.
 TESTPROG_SRC := $(wildcard verify/prog/*.c)
-TEST64_SRC := $(wildcard verify/fp64/*.c) verify/helpers.c
+TEST64_SRC := $(wildcard verify/fp64/*.c) $(wildcard verify/both/*.c) verify/helpers.c
 BENCH_SRC := $(wildcard bench/*.c)
 BINS := $(patsubst impl/bin/%.c,$(BUILD)/%,$(BIN_SRC))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -91,6 +92,13 @@ $(SAN)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -MMD -MP -c $< -o $@
 
+# Commit and source snapshot embedded in every binary (impl/base/build_info.h).
+BUILD_INFO := $(BUILD)/gen/build_info.c
+$(BUILD_INFO): FORCE $(DEPS_STAMP)
+	@python3 ci/build_info.py $@
+FORCE:
+LIB_SRC += $(BUILD_INFO)
+
 REL_LIB_OBJ := $(patsubst %.c,$(REL)/%.o,$(LIB_SRC)) $(patsubst %.cu,$(REL)/%.cu.o,$(CU_SRC))
 REL64_LIB_OBJ := $(patsubst %.c,$(REL64)/%.o,$(LIB_SRC))
 SAN_LIB_OBJ := $(patsubst %.c,$(SAN)/%.o,$(LIB_SRC))
@@ -141,12 +149,12 @@ build: $(DEPS_STAMP)
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
 verify: build
 	@echo "== tests (release build$(if $(NVCC), with CUDA,)) =="
-	GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
+	OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
 	@if [ -x $(BUILD)/verify/gm_verify64 ]; then echo "== tests (fp64 build) =="; \
-	  GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
+	  OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
+	  OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
 	@mkdir -p data

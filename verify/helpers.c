@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "base/io.h"
+#include "base/rng.h"
+#include "data/shard.h"
 
 char *th_tmpdir(void) {
     char *dir = strdup("/tmp/gmtest.XXXXXX");
@@ -103,4 +106,43 @@ int th_dir_entries(const char *dir) {
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
     closedir(d);
     return n;
+}
+
+static void write_tokens(const char *dir, const char *name, size_t n, uint64_t stream) {
+    uint16_t *tok = malloc(n * sizeof *tok);
+    if (!tok) abort();
+    size_t doc_left = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = gm_rng_u32(7, stream, i);
+        if (doc_left == 0) {
+            tok[i] = 1;  // end-of-text: a new document starts
+            doc_left = 20 + r % 131;
+            continue;
+        }
+        doc_left--;
+        // Mostly a pattern of period 7 shifted per document, sometimes noise.
+        tok[i] = (uint16_t)(r % 5 == 0 ? 2 + (r >> 8) % 510 : 2 + (i * 37 + doc_left % 7 * 11) % 510);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (gm_shard_write(path, tok, n)) {
+        fprintf(stderr, "%s\n", gm_error());
+        abort();
+    }
+    free(tok);
+}
+
+void th_make_train_data(const char *dir) {
+    write_tokens(dir, "train_000000.bin", 3000, 1);
+    write_tokens(dir, "train_000001.bin", 3000, 2);
+    write_tokens(dir, "val_000000.bin", 2000, 3);
+}
+
+const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra) {
+    snprintf(buf, n,
+             "--n_layer=4 --d_model=64 --n_head=2 --head_dim=32 --d_mlp=128 --seq_len=64 --batch=4 --vocab=512 "
+             "--vocab_padded=512 --eot=1 --attn_block=16 --steps=6 --val_every=3 --val_tokens=512 --log_every=0 "
+             "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run %s",
+             dir, dir, dir, extra);
+    return buf;
 }

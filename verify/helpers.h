@@ -23,4 +23,12 @@ int th_file_exists(const char *path);
 // Number of entries in a folder (excluding . and ..), -1 when it does not exist.
 int th_dir_entries(const char *dir);
 
+// A small token dataset for training tests in `dir`: train_000000.bin and train_000001.bin
+// (3000 tokens each) and val_000000.bin (2000 tokens), vocab 512, documents of 20-150 tokens
+// separated by the end-of-text id 1. Tokens follow a noisy repeating pattern, so a model can learn.
+void th_make_train_data(const char *dir);
+// Flags that shrink any preset to a test model on that data (4 layers, d 64, T 64, B 4, 6 steps),
+// with `extra` appended; written into buf.
+const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "dist/comm.h"
 
 static size_t step_tokens(const gm_loader *ld) { return (size_t)ld->world * ld->B * ld->T; }
 
@@ -84,4 +85,17 @@ int gm_val_steps(long long val_tokens, int B, int T, int world, int *steps) {
         return gm_fail("val_tokens %lld is not a positive multiple of world*B*T = %d*%d*%d = %lld", val_tokens, world, B, T, per_step);
     *steps = (int)(val_tokens / per_step);
     return 0;
+}
+
+uint64_t gm_loader_hash(const gm_loader *ld) {
+    uint64_t h = GM_HASH_INIT;
+    for (int i = 0; i < ld->nshards; i++) {
+        const gm_shard *s = &ld->shards[i];
+        const char *base = strrchr(s->path, '/');
+        base = base ? base + 1 : s->path;
+        h = gm_hash_bytes(h, base, strlen(base));
+        h = gm_hash_bytes(h, &s->count, sizeof s->count);
+        for (size_t j = 0; j < s->count; j += 4096) h = gm_hash_bytes(h, &s->tokens[j], sizeof s->tokens[j]);
+    }
+    return h;
 }

@@ -36,6 +36,10 @@ void gm_loader_reset(gm_loader *ld);
 gm_loader_state gm_loader_get_state(const gm_loader *ld);
 int gm_loader_set_state(gm_loader *ld, gm_loader_state st);
 
+// A fingerprint of the shards (names, sizes, headers and every 4096th token), compared across
+// ranks at start-up so that every rank trains on the same data.
+uint64_t gm_loader_hash(const gm_loader *ld);
+
 // Validation: a fixed number of tokens from the start of the val stream, the same tokens for
 // every world size. Requires val_tokens % (W*B*T) == 0; gm_val_steps gives the number of batches.
 int gm_val_steps(long long val_tokens, int B, int T, int world, int *steps);

@@ -48,16 +48,15 @@ double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols) {
     }
 }
 
-// Momentum update of view i and its orthogonalized, scaled update into out (rows, cols).
+// Orthogonalized, scaled update of view i into out (rows, cols), from its momentum buffer (already
+// updated this step) and gradient g.
 static int update_of(gm_muon *m, int i, const gm_real *g, double mu, gm_real *out) {
     const gm_opt_view *vw = &m->views[i];
     size_t n = gm_view_numel(vw);
-    gm_real *buf = m->buf + m->state_offset[i], *u = m->work, *blk = m->work + n;
+    const gm_real *buf = m->buf + m->state_offset[i];
+    gm_real *u = m->work, *blk = m->work + n;
     const gm_real rmu = (gm_real)mu, gmul = m->hp.form == GM_MOMENTUM_EMA ? (gm_real)(1.0 - mu) : 1;
-    for (size_t j = 0; j < n; j++) {
-        buf[j] = rmu * buf[j] + gmul * g[j];
-        u[j] = m->hp.nesterov ? gmul * g[j] + rmu * buf[j] : buf[j];
-    }
+    for (size_t j = 0; j < n; j++) u[j] = m->hp.nesterov ? gmul * g[j] + rmu * buf[j] : buf[j];
     // The fused QKV weight (rows == 3 cols) is three row blocks, each orthogonalized on its own.
     int nblocks = m->hp.split_qkv && vw->rows == 3 * vw->cols ? 3 : 1;
     int brows = vw->rows / nblocks;
@@ -75,6 +74,15 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
     const int W = comm ? comm->world : 1, rank = comm ? comm->rank : 0;
     const double mu = gm_momentum_at(m->hp.momentum_from, m->hp.momentum, m->hp.momentum_warmup, s);
     const gm_real lr = (gm_real)(m->hp.lr * lr_mult);
+    // Every rank keeps every momentum buffer current (elementwise, cheap), so any rank's checkpoint
+    // holds the whole optimizer state; only the orthogonalization is sharded.
+    const gm_real rmu = (gm_real)mu, gmul = m->hp.form == GM_MOMENTUM_EMA ? (gm_real)(1.0 - mu) : 1;
+    for (int i = 0; i < m->n; i++) {
+        gm_real *buf = m->buf + m->state_offset[i];
+        const gm_real *g = grads + m->views[i].offset;
+        size_t n = gm_view_numel(&m->views[i]);
+        for (size_t j = 0; j < n; j++) buf[j] = rmu * buf[j] + gmul * g[j];
+    }
     // This rank's matrices (i % W == rank), their updates packed in order into send.
     size_t at = 0;
     for (int i = rank; i < m->n; i += W) {
@@ -91,8 +99,6 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
         free(bytes);
         if (rc) return -1;
         all = m->recv;
-        // Momentum buffers of matrices owned elsewhere are never read here: every rank keeps
-        // only its own, as the sharded records do.
     }
     at = 0;
     for (int r = 0; r < W; r++)

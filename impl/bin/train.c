@@ -1,0 +1,76 @@
+// train: one training run of a preset.
+//   build/train --preset NAME --scale tiny|full [--key=value ...]
+// Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "base/args.h"
+#include "base/error.h"
+#include "base/runtime.h"
+#include "dist/comm.h"
+#include "train/run_config.h"
+#include "train/trainer.h"
+
+static void on_signal(int sig) {
+    (void)sig;
+    gm_train_request_stop();
+}
+
+static void usage(void) {
+    printf("usage: train --preset NAME --scale tiny|full [--key=value ...]\n"
+           "  presets: adamw, muon-v1, muon-v2, untied, value-embed, softcap\n"
+           "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
+           "overrides (defaults come from the preset; the resolved configuration is logged):\n");
+    gm_run_config_help();
+}
+
+int main(int argc, char **argv) {
+    gm_runtime_init(argc, argv);
+    const char *preset = NULL, *scale = NULL;
+    // Preset and scale first: the overrides apply on top of them, in the order given.
+    for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
+        const char *k, *v;
+        gm_arg_next(argc, argv, &i, &k, &v);
+        if (!strcmp(k, "preset")) preset = v;
+        else if (!strcmp(k, "scale")) scale = v;
+    }
+    if (!preset) gm_die("--preset: missing (adamw, muon-v1, muon-v2, untied, value-embed, softcap)");
+    if (!scale) gm_die("--scale: missing (tiny, full)");
+    gm_run_config rc;
+    if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
+    for (int i = 1; i < argc;) {
+        const char *k, *v;
+        gm_arg_next(argc, argv, &i, &k, &v);
+        if (strcmp(k, "preset") && strcmp(k, "scale") && gm_run_config_set(&rc, k, v)) gm_die_last();
+    }
+    if (gm_run_config_finish(&rc)) gm_die_last();
+
+    gm_comm comm;
+    if (gm_comm_open(&comm, rc.comm, &argc, &argv, rc.comm_timeout)) gm_die_last();
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    if (comm.rank == 0) {
+        char *json = gm_run_config_json(&rc);
+        printf("train: %s/%s on %d rank(s) (%s), config %s\n", preset, scale, comm.world, comm.ops->name, json);
+        free(json);
+    }
+    gm_train_result res = {0};
+    if (gm_train(&rc, &comm, gm_backend_cpu(), 1, &res)) {
+        fprintf(stderr, "train: error: rank %d: %s\n", comm.rank, gm_error());
+        fflush(stderr);
+        exit(1);  // without MPI_Finalize: mpirun then stops the other ranks
+    }
+    if (comm.rank == 0)
+        printf("train: %s after %d steps: final val loss %.4f, %.0f tokens/s (timed steps), peak RSS %.1f MiB, log %s/log.jsonl\n",
+               res.interrupted ? "interrupted" : "done", res.steps_done, res.final_val_loss, res.tokens_per_s,
+               res.peak_rss_kb / 1024.0, rc.out_dir);
+    gm_comm_close(&comm);
+    return res.interrupted ? 130 : 0;
+}

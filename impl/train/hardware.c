@@ -1,0 +1,67 @@
+#include "train/hardware.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int openblas_get_num_threads(void);  // OpenBLAS extension (cblas.h declares it too)
+
+static void cpu_model(char *out, size_t n) {
+    snprintf(out, n, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *v = strchr(line, ':');
+            if (v) {
+                v++;
+                while (*v == ' ') v++;
+                v[strcspn(v, "\n")] = '\0';
+                snprintf(out, n, "%s", v);
+            }
+            break;
+        }
+    fclose(f);
+}
+
+// nvidia-smi's CSV line per GPU, as a JSON array of strings; "[]" when there is none.
+static void gpus(char *out, size_t n) {
+    snprintf(out, n, "[]");
+    FILE *p = popen("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null", "r");
+    if (!p) return;
+    char line[512];
+    size_t at = 0;
+    int k = 0;
+    at += (size_t)snprintf(out + at, n - at, "[");
+    while (fgets(line, sizeof line, p) && at + 8 < n) {
+        line[strcspn(line, "\n")] = '\0';
+        for (char *q = line; *q; q++)
+            if (*q == '"' || *q == '\\') *q = '\'';
+        at += (size_t)snprintf(out + at, n - at, "%s\"%s\"", k++ ? "," : "", line);
+    }
+    snprintf(out + at, n - at, "]");
+    pclose(p);
+}
+
+char *gm_hardware_json(void) {
+    char cpu[256], gpu[2048];
+    cpu_model(cpu, sizeof cpu);
+    gpus(gpu, sizeof gpu);
+    char *out = malloc(3000);
+    if (!out) abort();
+    snprintf(out, 3000, "{\"cpu\":\"%s\",\"cpu_threads\":%ld,\"omp_threads\":%d,\"openblas_threads\":%d,\"gpus\":%s}", cpu,
+             sysconf(_SC_NPROCESSORS_ONLN), omp_get_max_threads(), openblas_get_num_threads(), gpu);
+    return out;
+}
+
+char *gm_hardware_line(void) {
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    char *out = malloc(400);
+    if (!out) abort();
+    snprintf(out, 400, "%s (%ld threads)", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    return out;
+}

@@ -1,0 +1,61 @@
+// The complete configuration of a training run: the model (model/config.h), the data, the batch,
+// the schedules and each parameter group's optimizer. Every preset at every scale is a value of
+// this struct; `--key=value` overrides any field by name; the whole thing is printed as JSON at
+// start-up and stored in logs and checkpoints, and its hash is compared across ranks.
+#ifndef GM_TRAIN_RUN_CONFIG_H
+#define GM_TRAIN_RUN_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/config.h"
+#include "optim/adam.h"
+#include "optim/muon.h"
+#include "optim/schedule.h"
+
+typedef enum { GM_MATRIX_ADAM = 0, GM_MATRIX_MUON = 1 } gm_matrix_opt;
+
+typedef struct {
+    gm_config model;
+
+    char train_data[512];  // glob of train shards
+    char val_data[512];    // glob of val shards
+    int grad_accum;        // micro-batches per optimizer step
+    int steps;             // optimizer steps
+    int val_every;         // validate every N steps (and after the last); 0: only after the last
+    long long val_tokens;  // fixed token count of each validation, the same for every world size
+    int batch0_twice;      // records #4 and #8 train step 0 and step 1 on the same batch
+
+    gm_lr_schedule lr;  // lr.steps, lr.warmup, lr.warmdown follow `steps` and the fractions below
+    // Schedule lengths as fractions of `steps` (the records' step counts divided by their N), so
+    // a run of any length keeps the recipe's shape.
+    double warmup_frac, warmdown_frac, momentum_warmup_frac;
+    // Base learning rates per parameter group; the schedule multiplies them all.
+    double lr_embed, lr_head, lr_scalar, lr_matrix;
+    gm_matrix_opt matrix_opt;  // the adamw preset trains matrices with AdamW too
+    gm_adam_hparams adam;      // betas, eps, weight decay, grad normalization (lr per group above)
+    gm_muon_hparams muon;      // lr = lr_matrix; ortho.coeffs set from ns_coeffs
+    char ns_coeffs[32];
+
+    uint64_t seed;
+    char out_dir[512];   // log and checkpoints
+    int ckpt_every;      // 0: only at the end (and on Ctrl-C)
+    int halt_at;         // stop after this many steps as if interrupted (0: run to the end)
+    char resume[512];    // checkpoint to resume from ("" : fresh start)
+    char comm[16];       // single | mpi | nccl | auto
+    double comm_timeout; // seconds a collective may take before the job is stopped
+    int log_every;       // progress line at most every N seconds
+} gm_run_config;
+
+// preset: adamw, muon-v1, muon-v2, untied, value-embed, softcap; scale: full or tiny.
+int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scale);
+// Apply one override; fails naming the flag (unknown key, malformed or out-of-range value).
+int gm_run_config_set(gm_run_config *rc, const char *key, const char *value);
+// Derived fields (schedule steps, coefficient pointer) and consistency; fails naming the field.
+int gm_run_config_finish(gm_run_config *rc);
+// The whole configuration as one JSON object (malloc'd).
+char *gm_run_config_json(const gm_run_config *rc);
+// Print the accepted keys with their help to stdout.
+void gm_run_config_help(void);
+
+#endif

@@ -1,0 +1,38 @@
+// The training loop, one function for every preset, scale and world size:
+//   per step s: validation when due (fixed token count, averaged over ranks, excluded from timing)
+//   -> sliding window for step s -> grad_accum micro-batches (forward, backward; gradients summed)
+//   -> one all-reduce of the averaged gradients (the no_sync pattern: sync only once per step)
+//   -> each group's optimizer at lr_base * schedule(s) (Muon sharded over ranks)
+//   -> a JSON-lines record; checkpoints atomically every ckpt_every steps, at the end, and when a
+//      stop is requested (Ctrl-C).
+#ifndef GM_TRAIN_TRAINER_H
+#define GM_TRAIN_TRAINER_H
+
+#include "backend/backend.h"
+#include "dist/comm.h"
+#include "train/run_config.h"
+
+typedef struct {
+    int steps_done;
+    double final_val_loss;  // NAN when no validation ran
+    double train_seconds;   // timed steps only (first 10 steps and validation excluded)
+    long long tokens;       // training tokens consumed (all ranks)
+    double tokens_per_s;    // over the timed steps
+    long peak_rss_kb;
+    int interrupted;        // stopped early by a stop request
+    // Optional outputs for tests (NULL: not wanted): train losses per step (rc.steps), final
+    // parameters (the model's parameter buffer, params_len elements, copied out).
+    double *train_loss;
+    gm_real *params;
+    size_t params_len;
+} gm_train_result;
+
+// Run rc on this rank of comm (comm NULL: single process). Logs to rc->out_dir/log.jsonl on rank 0
+// (and progress lines to stdout when verbose). Returns -1 with gm_fail on any error.
+int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res);
+// Ask a running gm_train to stop at the end of the current step (async-signal-safe).
+void gm_train_request_stop(void);
+// Length of the parameter buffer gm_train will use for rc (for sizing res->params).
+size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be);
+
+#endif
