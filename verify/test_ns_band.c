@@ -39,7 +39,7 @@ static void check_band(const band_case *bc, const gm_ns_coeffs *set, int steps, 
     cr_assert_eq(gm_singular_values_f64(G, m, n, s), 0, "%s", gm_error());
     th_ns_predict(set, steps, s, k, pred, amp);
 
-    gm_ortho cfg = {GM_ORTHO_NS, set, steps, 0, GM_NS_NORM_OF_X};
+    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
     if (fp32) {
         cr_assert_eq(gm_ns_f32(&cfg, Gf, Xf, m, n, GM_MM_BLAS), 0, "%s", gm_error());
         th_to_f64(Xf, X, (int)mn);

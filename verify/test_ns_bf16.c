@@ -31,7 +31,7 @@ static void run_pair(const gm_ns_coeffs *set, int steps, const float *G, int m, 
     const size_t mn = (size_t)m * n;
     float *out = malloc(mn * 4);
     cr_assert(out);
-    gm_ortho cfg = {GM_ORTHO_NS, set, steps, 0, GM_NS_NORM_OF_X};
+    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
     cr_assert_eq(gm_ns_f32(&cfg, G, out, m, n, GM_MM_BLAS), 0, "%s", gm_error());
     th_to_f64(out, X32, (int)mn);
     cfg.bf16 = 1;

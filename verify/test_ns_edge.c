@@ -10,7 +10,7 @@
 #include "ortho_fixtures.h"
 
 static gm_ortho ns_cfg(const char *set, int steps, int bf16) {
-    gm_ortho c = {GM_ORTHO_NS, gm_ns_coeffs_find(set), steps, bf16, GM_NS_NORM_OF_X};
+    gm_ortho c = {.method = GM_ORTHO_NS, .coeffs = gm_ns_coeffs_find(set), .steps = steps, .bf16 = bf16, .norm_src = GM_NS_NORM_OF_X};
     return c;
 }
 
@@ -26,7 +26,7 @@ Test(ns_edge, zero_matrix_gives_zero_without_nan) {
     float Gf[M * N] = {0}, Xf[M * N];
     for (int si = 0; si < gm_ns_coeffs_count(); si++)
         for (int bf16 = 0; bf16 < 2; bf16++) {
-            gm_ortho c = {GM_ORTHO_NS, gm_ns_coeffs_at(si), 5, bf16, GM_NS_NORM_OF_X};
+            gm_ortho c = {.method = GM_ORTHO_NS, .coeffs = gm_ns_coeffs_at(si), .steps = 5, .bf16 = bf16, .norm_src = GM_NS_NORM_OF_X};
             memset(Xf, 0x7f, sizeof Xf);
             cr_assert_eq(gm_ns_f32(&c, Gf, Xf, M, N, GM_MM_BLAS), 0, "%s", gm_error());
             for (int i = 0; i < M * N; i++) cr_assert_eq(Xf[i], 0.0f, "%s bf16=%d: NS(0)[%d] = %g", c.coeffs->name, bf16, i, Xf[i]);
@@ -34,7 +34,7 @@ Test(ns_edge, zero_matrix_gives_zero_without_nan) {
     memset(X, 0x7f, sizeof X);
     cr_assert_eq(gm_svd_polar_f64(G, X, M, N), 0, "%s", gm_error());
     for (int i = 0; i < M * N; i++) cr_assert_eq(X[i], 0.0, "svd polar(0)[%d] = %g", i, X[i]);
-    gm_ortho svd = {GM_ORTHO_SVD, NULL, 0, 0, GM_NS_NORM_OF_X};
+    gm_ortho svd = {.method = GM_ORTHO_SVD, .coeffs = NULL, .steps = 0, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
     gm_real Gr[M * N] = {0}, Xr[M * N];
     cr_assert_eq(gm_orthogonalize(&svd, Gr, Xr, M, N), 0, "%s", gm_error());
     for (int i = 0; i < M * N; i++) cr_assert_eq(Xr[i], 0, "gm_orthogonalize svd(0)[%d] != 0", i);
@@ -87,7 +87,7 @@ Test(ns_edge, one_huge_singular_value_follows_the_map) {
     for (int i = 0; i < K; i++) s[i] = i == 0 ? 1e6 : 1.0 + 0.01 * i;
     th_with_spectrum(G, M, N, s, 9);
     for (int si = 0; si < gm_ns_coeffs_count(); si++) {
-        gm_ortho c = {GM_ORTHO_NS, gm_ns_coeffs_at(si), 5, 0, GM_NS_NORM_OF_X};
+        gm_ortho c = {.method = GM_ORTHO_NS, .coeffs = gm_ns_coeffs_at(si), .steps = 5, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
         cr_assert_eq(gm_ns_f64(&c, G, X, M, N, GM_MM_BLAS), 0, "%s", gm_error());
         cr_assert(all_finite(X, M * N), "%s: non-finite output", c.coeffs->name);
         cr_assert_eq(gm_singular_values_f64(X, M, N, so), 0, "%s", gm_error());
@@ -113,7 +113,7 @@ Test(ns_edge, single_row_and_column) {
         cr_assert_eq(gm_svd_polar_f64(G, Q, m, n), 0, "%s", gm_error());
         for (int i = 0; i < L; i++) cr_expect(fabs(Q[i] - G[i] / nrm) < 1e-14, "%dx%d: svd polar[%d] = %g, want %g", m, n, i, Q[i], G[i] / nrm);
         for (int si = 0; si < gm_ns_coeffs_count(); si++) {
-            gm_ortho c = {GM_ORTHO_NS, gm_ns_coeffs_at(si), 5, 0, GM_NS_NORM_OF_X};
+            gm_ortho c = {.method = GM_ORTHO_NS, .coeffs = gm_ns_coeffs_at(si), .steps = 5, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
             cr_assert_eq(gm_ns_f64(&c, G, X, m, n, GM_MM_BLAS), 0, "%s", gm_error());
             double p = gm_ns_scalar_map(c.coeffs, 5, nrm / (c.coeffs->norm_scale * nrm + c.coeffs->norm_eps));
             for (int i = 0; i < L; i++)

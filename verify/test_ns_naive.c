@@ -19,7 +19,7 @@ static void compare(const gm_ns_coeffs *set, int m, int n, int fp32) {
     cr_assert(G && Xb && Xn && s && pred && amp && Gf && Xf);
     th_gauss_f32(Gf, m, n, 5 + m * n);
     th_to_f64(Gf, G, (int)mn);
-    gm_ortho cfg = {GM_ORTHO_NS, set, steps, 0, GM_NS_NORM_OF_X};
+    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
     for (int naive = 0; naive < 2; naive++) {
         double *X = naive ? Xn : Xb;
         gm_mm_impl mm = naive ? GM_MM_NAIVE : GM_MM_BLAS;

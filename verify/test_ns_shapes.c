@@ -20,7 +20,7 @@ static void check_full_shape(int m, int n) {
     double *Gd = malloc(mn * 8), *s = malloc(k * 8), *so = malloc(k * 8), *pred = malloc(k * 8), *amp = malloc(k * 8);
     cr_assert(G && X && Gd && s && so && pred && amp);
     th_gauss_f32(G, m, n, 2024 + m);
-    gm_ortho cfg = {GM_ORTHO_NS, set, steps, 0, GM_NS_NORM_OF_X};
+    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
     cr_assert_eq(gm_ns_f32(&cfg, G, X, m, n, GM_MM_BLAS), 0, "%s", gm_error());
     th_to_f64(G, Gd, (int)mn);
     cr_assert_eq(gm_singular_values_f64(Gd, m, n, s), 0, "%s", gm_error());
