@@ -1,12 +1,15 @@
 #include "ortho_fixtures.h"
 
 #include <cblas.h>
+#include <criterion/criterion.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "base/rng.h"
+#include "optim/orthogonalize.h"
 
 void th_gauss_f64(double *G, int rows, int cols, uint64_t seed) {
     for (size_t i = 0; i < (size_t)rows * cols; i++) G[i] = gm_rng_normal(seed, 0, i);
@@ -107,4 +110,25 @@ double th_min(const double *x, int k) {
     double m = x[0];
     for (int i = 1; i < k; i++) m = fmin(m, x[i]);
     return m;
+}
+
+void th_check_quintic_band_f32(const float *G, int m, int n, const char *label) {
+    const int k = m < n ? m : n, steps = 5;
+    const size_t mn = (size_t)m * n;
+    const gm_ns_coeffs *set = gm_ns_coeffs_find("quintic");
+    float *X = malloc(mn * 4);
+    double *Gd = malloc(mn * 8), *s = malloc(k * 8), *so = malloc(k * 8), *pred = malloc(k * 8), *amp = malloc(k * 8);
+    cr_assert(X && Gd && s && so && pred && amp);
+    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .norm_src = GM_NS_NORM_OF_X};
+    cr_assert_eq(gm_ns_f32(&cfg, G, X, m, n, GM_MM_BLAS), 0, "%s: %s", label, gm_error());
+    th_to_f64(G, Gd, (int)mn);
+    cr_assert_eq(gm_singular_values_f64(Gd, m, n, s), 0, "%s: %s", label, gm_error());
+    th_ns_predict(set, steps, s, k, pred, amp);
+    th_to_f64(X, Gd, (int)mn);
+    cr_assert_eq(gm_singular_values_f64(Gd, m, n, so), 0, "%s: %s", label, gm_error());
+    double d = th_sorted_maxdiff(so, pred, k);
+    double tol = sqrt((double)(m > n ? m : n)) * 1.1920928955078125e-07 * th_max(amp, k);
+    cr_expect_leq(d, tol, "%s: quintic fp32 singular values [%.5f, %.5f] off the predicted [%.5f, %.5f] by %.3g > %.3g",
+                  label, th_min(so, k), th_max(so, k), th_min(pred, k), th_max(pred, k), d, tol);
+    free(X), free(Gd), free(s), free(so), free(pred), free(amp);
 }

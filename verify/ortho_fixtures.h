@@ -32,6 +32,10 @@ void th_ns_predict(const gm_ns_coeffs *set, int steps, const double *s, int k, d
 // Largest |a_i - b_i| after sorting both (k values each); sorting does not increase this distance,
 // so it bounds the pairing of measured with predicted singular values.
 double th_sorted_maxdiff(const double *a, const double *b, int k);
+// One fp32 run of the speedrun's quintic, 5 steps, on G (rows, cols); Criterion-asserts that its
+// singular values are those the scalar map predicts from G's fp64 SVD, within sqrt(n) eps32 amp.
+void th_check_quintic_band_f32(const float *G, int rows, int cols, const char *label);
+
 double th_max(const double *x, int k);
 double th_min(const double *x, int k);
 
