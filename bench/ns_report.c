@@ -88,6 +88,17 @@ static void cpu_model(char *buf, size_t n) {
     fclose(f);
 }
 
+// The 1-minute load average: timings on a shared machine are only as good as its idleness.
+static double load_average(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static void write_or_die(gm_atomic_file *af, int rc) {
     if (rc) {
         gm_atomic_abort(af);
@@ -127,13 +138,14 @@ int main(int argc, char **argv) {
     for (int si = 0; si < nsets; si++) {
         const gm_ns_coeffs *set = gm_ns_coeffs_at(si);
         OUT(&dat, "# curve %s: x_in p_%d(x_in)\n", set->name, MAP_STEPS);
-        for (int i = 0; i <= 400; i++) {
-            double x = pow(10.0, -4.0 + 4.05 * i / 400);
+        for (int i = 0; i <= 500; i++) {
+            double x = pow(10.0, -5.0 + 5.05 * i / 500);
             OUT(&dat, "%.6e %.6e\n", x, gm_ns_scalar_map(set, MAP_STEPS, x));
         }
         OUT(&dat, "\n\n");
     }
 
+    const double load_start = load_average();
     double timing[NSHAPES][3][2];  // (median, min) seconds: NS fp32 (quintic, 5 steps), SVD polar fp32 and fp64
     OUT(&md, "# Newton-Schulz vs SVD polar factor\n\n");
     OUT(&md, "Machine: %s, %ld hardware threads, OpenBLAS with %d threads. Commit: `%s`.\n", cpu,
@@ -222,6 +234,8 @@ int main(int argc, char **argv) {
     }
 
     OUT(&md, "## Time per orthogonalization on this CPU (median of %d after one warm-up)\n\n", reps);
+    OUT(&md, "1-minute load average at the start %.2f, at the end %.2f (on %ld hardware threads: above that, other "
+             "work shared the CPU and the times are inflated).\n\n", load_start, load_average(), sysconf(_SC_NPROCESSORS_ONLN));
     OUT(&md, "Median (min) in ms. NS: the speedrun's quintic, 5 steps, fp32 (OpenBLAS ssyrk/sgemm); SVD: "
              "LAPACKE gesdd + the U V^T product.\n\n");
     OUT(&md, "| shape | role | NS quintic 5 steps fp32 | SVD polar fp32 | SVD polar fp64 | NS / SVD (fp32, medians) |\n");
