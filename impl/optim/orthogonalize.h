@@ -30,6 +30,10 @@ typedef struct {
     int bf16;                    // NS: round the normalized input and every matmul output to bf16
                                  //     (as bf16 GEMMs with fp32 accumulation do)
     gm_ns_norm_src norm_src;     // NS: see above
+    // NS, optional (NULL in training): called after iteration k = 1..steps with the iterate as a
+    // (rows, cols) fp64 matrix, so the harness gets every step count from one run.
+    void (*observe)(void *ctx, int k, const double *X, int rows, int cols);
+    void *observe_ctx;
 } gm_ortho;
 
 // The entry Muon calls: out (rows, cols) = orthogonalize(G (rows, cols)) in gm_real (fp32, or fp64
