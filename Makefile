@@ -51,19 +51,20 @@ SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: help deps build verify bench refdata repro train data clean
+.PHONY: help deps build verify bench refdata repro train data clean FORCE
 .DEFAULT_GOAL := help
 
 help:
 	@echo "gptmuon - GPT + Muon trainer with verification and benchmark harnesses"
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
-	@echo "  make repro      train the presets and write validation-loss tables and curves (coming: needs the trainer)"
+	@echo "  make repro      train every preset (SEEDS=3 seeds, BUDGET=120 steps, SCALE=tiny) -> reports/repro/"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "  make deps       install missing Debian packages (apt-get), once; stamp in $(DEPS_STAMP)"
-	@echo "  make bench      per-kernel timings (coming: needs the model)"
-	@echo "  make train      one training run (coming: needs the trainer)"
+	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh)"
+	@echo "  make train      one run: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help)"
+	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
 	@echo ""
 	@echo "  $(CUDA_NOTE)"
@@ -168,9 +169,22 @@ bench: build
 refdata: build
 	bash refdata/gen/make_refdata.sh $(BUILD)
 
-repro train: build
-	@echo "make $@: coming: this target needs the trainer (see the open issues); nothing was run." >&2
-	@exit 2
+# One run: make train PRESET=softcap SCALE=tiny ARGS="--steps=100"
+PRESET ?= softcap
+SCALE ?= tiny
+ARGS ?=
+train: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
+	OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
+
+# Every preset, SEEDS seeds, BUDGET steps each: reports/repro/ (table, curves, README).
+PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
+SEEDS ?= 3
+BUDGET ?= 120
+repro: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
+	bash bench/repro.sh $(BUILD) "$(PRESETS)" $(SEEDS) $(BUDGET) $(SCALE)
+
+data/gcide/val_000000.bin: | build
+	$(MAKE) --no-print-directory data
 
 clean:
 	rm -rf $(BUILD)

@@ -1,7 +1,7 @@
 // NS on real gradient matrices: every refdata/matrices/*.bin (base/matfile.h format) is held to
-// the band the quintic's scalar map predicts from its SVD, as the Gaussian inputs are. A folder
-// with no matrices is a failure. Until the trainer dumps gradients the folder does not exist and
-// the test says so (skips): no stand-in random matrices are committed as "real".
+// the band the quintic's scalar map predicts from its SVD, as the Gaussian inputs are. The matrices
+// are gradients and Muon momenta dumped by the trainer (refdata/matrices/README.md says how); a
+// missing or empty folder is a failure.
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ Test(ns_real_matrices, every_dumped_gradient_follows_the_band) {
     char dirbuf[4200];
     snprintf(dirbuf, sizeof dirbuf, "%s", dirpath);
     DIR *d = opendir(dirbuf);
-    if (!d) cr_skip_test("%s does not exist: no real gradient dumps yet (they come with the trainer)", dirbuf);
+    cr_assert_not_null(d, "%s does not exist: the committed gradient dumps are missing", dirbuf);
     int count = 0;
     struct dirent *e;
     while ((e = readdir(d))) {

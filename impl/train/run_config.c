@@ -111,6 +111,7 @@ static const field FIELDS[] = {
     I("ckpt_every", R(ckpt_every), 0, 1 << 30, "checkpoint every N steps (0: only at the end)"),
     I("halt_at", R(halt_at), 0, 1 << 30, "stop after N steps with a checkpoint, as Ctrl-C does (0: never)"),
     S("resume", resume, "checkpoint to resume from"),
+    I("dump_at", R(dump_at), -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),
     S("comm", comm, "communicator: single, mpi, nccl, auto"),
     D("comm_timeout", R(comm_timeout), 0.1, 1e6, "seconds before a stuck collective stops the job"),
     I("log_every", R(log_every), 0, 3600, "seconds between progress lines"),
@@ -320,6 +321,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scal
     snprintf(rc->comm, sizeof rc->comm, "auto");
     rc->comm_timeout = 300;
     rc->log_every = 5;
+    rc->dump_at = -1;
     return 0;
 }
 

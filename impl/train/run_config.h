@@ -41,6 +41,8 @@ typedef struct {
     char out_dir[512];   // log and checkpoints
     int ckpt_every;      // 0: only at the end (and on Ctrl-C)
     int halt_at;         // stop after this many steps as if interrupted (0: run to the end)
+    int dump_at;         // at this step, write every block matrix's gradient and Muon momentum to
+                         // out_dir/matrices/ (base/matfile.h format) for the NS harness (-1: never)
     char resume[512];    // checkpoint to resume from ("" : fresh start)
     char comm[16];       // single | mpi | nccl | auto
     double comm_timeout; // seconds a collective may take before the job is stopped

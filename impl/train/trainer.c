@@ -12,6 +12,7 @@
 #include "base/build_info.h"
 #include "base/error.h"
 #include "base/jsonl.h"
+#include "base/matfile.h"
 #include "base/timer.h"
 #include "data/loader.h"
 #include "model/model.h"
@@ -85,7 +86,7 @@ static int build_optimizers(trainer *t) {
 static char *config_core_json(const gm_run_config *rc) {
     gm_run_config core = *rc;
     core.resume[0] = core.out_dir[0] = '\0';
-    core.ckpt_every = core.log_every = core.halt_at = 0;
+    core.ckpt_every = core.log_every = core.halt_at = core.dump_at = 0;
     core.comm_timeout = 0;
     return gm_run_config_json(&core);
 }
@@ -200,6 +201,30 @@ static int validate(trainer *t, double *loss) {
     return 0;
 }
 
+// Rank 0 writes each block matrix of `buf` (gradients or momenta, laid out as the views) as
+// out_dir/matrices/<name>.<what>.bin in float32.
+static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, const char *what) {
+    if (t->comm->rank != 0) return 0;
+    char dir[700], path[1000], name[GM_MATFILE_NAME_MAX];
+    snprintf(dir, sizeof dir, "%s/matrices", t->rc->out_dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return gm_fail("%s: cannot create: %s", dir, strerror(errno));
+    const int g = GM_GROUP_MATRIX - 1;
+    for (int i = 0; i < t->nviews[g]; i++) {
+        const gm_opt_view *v = &t->views[g][i];
+        size_t n = gm_view_numel(v);
+        float *f = malloc(n * sizeof *f);
+        if (!f) return gm_fail("dump: out of memory");
+        const gm_real *src = buf + (offsets ? offsets[i] : v->offset);
+        for (size_t j = 0; j < n; j++) f[j] = (float)src[j];
+        snprintf(name, sizeof name, "%s %s at step %d", v->name, what, t->rc->dump_at);
+        snprintf(path, sizeof path, "%s/%s.%s.bin", dir, v->name, what);
+        int rc = gm_matfile_write(path, name, f, v->rows, v->cols);
+        free(f);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
 static int train_step(trainer *t, int s, double *loss) {
     const gm_run_config *rc = t->rc;
     const gm_config *c = &t->model.cfg;
@@ -216,10 +241,13 @@ static int train_step(trainer *t, int s, double *loss) {
     gm_real *g = t->model.g;
     size_t n = t->model.params.total;
     if (gm_allreduce_mean(t->comm, g, n, real_dtype())) return -1;
+    const int dump = s == rc->dump_at;
+    if (dump && dump_matrices(t, g, NULL, "grad")) return -1;
     double mult = gm_lr_mult(&rc->lr, s);
     for (int grp = 0; grp < NGROUPS; grp++)
         if (t->has_adam[grp]) gm_adam_step(&t->adam[grp], t->model.p, g, mult);
     if (t->has_muon && gm_muon_step(&t->muon, t->model.p, g, mult, s, t->comm)) return -1;
+    if (dump && t->has_muon && dump_matrices(t, t->muon.buf, t->muon.state_offset, "momentum")) return -1;
     gm_real mean = (gm_real)(sum / rc->grad_accum);
     if (gm_allreduce_mean(t->comm, &mean, 1, real_dtype())) return -1;
     *loss = mean;
