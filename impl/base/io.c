@@ -145,3 +145,21 @@ void gm_unmap(gm_mapping *m) {
     m->data = NULL;
     m->len = 0;
 }
+
+int gm_mkdir_p(const char *path) {
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) return gm_fail("%s: path too long", path);
+    strcpy(buf, path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return gm_fail("%s: cannot create: %s", buf, strerror(errno));
+            *p = c;
+            if (c == '\0') break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return gm_fail("%s: not a folder", path);
+    return 0;
+}

@@ -28,6 +28,9 @@ void gm_atomic_abort(gm_atomic_file *af);
 // One-shot atomic write of a buffer.
 int gm_write_file_atomic(const char *path, const void *data, size_t n);
 
+// Create a folder and its missing parents (mkdir -p); an existing folder is fine.
+int gm_mkdir_p(const char *path);
+
 // Read-only memory mapping of a whole file (a zero-length file maps to data == NULL, len == 0).
 typedef struct {
     void *data;

@@ -177,20 +177,20 @@ int gm_run_config_set(gm_run_config *rc, const char *key, const char *value) {
     return gm_fail("--%s: internal: bad field type", key);
 }
 
-static void json_str(char **buf, size_t *len, size_t *cap, const char *s) {
+// Append text to a growing buffer: raw (JSON syntax) or escaped as a JSON string body.
+static void put(char **buf, size_t *len, size_t *cap, const char *s, int escape) {
     for (; *s; s++) {
         char tmp[8];
-        const char *out = tmp;
-        if (*s == '"' || *s == '\\') snprintf(tmp, sizeof tmp, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned char)*s);
+        if (escape && (*s == '"' || *s == '\\')) snprintf(tmp, sizeof tmp, "\\%c", *s);
+        else if (escape && (unsigned char)*s < 0x20) snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned char)*s);
         else snprintf(tmp, sizeof tmp, "%c", *s);
-        size_t n = strlen(out);
+        size_t n = strlen(tmp);
         if (*len + n + 1 > *cap) {
             *cap *= 2;
             *buf = realloc(*buf, *cap);
             if (!*buf) abort();
         }
-        memcpy(*buf + *len, out, n + 1);
+        memcpy(*buf + *len, tmp, n + 1);
         *len += n;
     }
 }
@@ -200,33 +200,31 @@ char *gm_run_config_json(const gm_run_config *rc) {
     char *buf = malloc(cap), item[1024];
     if (!buf) abort();
     buf[0] = '\0';
-    json_str(&buf, &len, &cap, "{\"preset\":\"");
-    json_str(&buf, &len, &cap, rc->model.name);
-    json_str(&buf, &len, &cap, "\",\"scale\":\"");
-    json_str(&buf, &len, &cap, rc->model.scale);
-    json_str(&buf, &len, &cap, "\"");
+    put(&buf, &len, &cap, "{\"preset\":\"", 0);
+    put(&buf, &len, &cap, rc->model.name, 1);
+    put(&buf, &len, &cap, "\",\"scale\":\"", 0);
+    put(&buf, &len, &cap, rc->model.scale, 1);
+    put(&buf, &len, &cap, "\"", 0);
     for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++) {
         const field *f = &FIELDS[i];
         const char *p = (const char *)rc + f->offset;
         snprintf(item, sizeof item, ",\"%s\":", f->key);
-        json_str(&buf, &len, &cap, item);
+        put(&buf, &len, &cap, item, 0);
         switch (f->type) {
         case F_INT: snprintf(item, sizeof item, "%d", *(const int *)p); break;
         case F_LLONG: snprintf(item, sizeof item, "%lld", *(const long long *)p); break;
         case F_U64: snprintf(item, sizeof item, "%llu", (unsigned long long)*(const uint64_t *)p); break;
         case F_DOUBLE: snprintf(item, sizeof item, "%.17g", *(const double *)p); break;
         case F_ENUM: snprintf(item, sizeof item, "\"%s\"", f->names[get_enum(p, f->size)]); break;
-        case F_STR: item[0] = '\0'; break;
+        case F_STR: snprintf(item, sizeof item, "\""); break;
         }
+        put(&buf, &len, &cap, item, 0);
         if (f->type == F_STR) {
-            json_str(&buf, &len, &cap, "\"");
-            json_str(&buf, &len, &cap, p);  // escaped: paths may hold quotes
-            json_str(&buf, &len, &cap, "\"");
-        } else {
-            json_str(&buf, &len, &cap, item);
+            put(&buf, &len, &cap, p, 1);
+            put(&buf, &len, &cap, "\"", 0);
         }
     }
-    json_str(&buf, &len, &cap, "}");
+    put(&buf, &len, &cap, "}", 0);
     return buf;
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/io.h"
 #include "base/jsonl.h"
 #include "base/matfile.h"
 #include "base/timer.h"
@@ -163,7 +164,7 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
 static int open_log(trainer *t) {
     const gm_run_config *rc = t->rc;
     if (t->comm->rank != 0) return gm_jsonl_open(&t->log, NULL, "a");
-    if (mkdir(rc->out_dir, 0755) != 0 && errno != EEXIST) return gm_fail("--out_dir: %s: cannot create: %s", rc->out_dir, strerror(errno));
+    if (gm_mkdir_p(rc->out_dir)) return gm_fail("--out_dir: %s", gm_error());
     char path[600];
     snprintf(path, sizeof path, "%s/log.jsonl", rc->out_dir);
     if (gm_jsonl_open(&t->log, path, rc->resume[0] ? "a" : "w")) return -1;
@@ -207,7 +208,7 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     if (t->comm->rank != 0) return 0;
     char dir[700], path[1000], name[GM_MATFILE_NAME_MAX];
     snprintf(dir, sizeof dir, "%s/matrices", t->rc->out_dir);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return gm_fail("%s: cannot create: %s", dir, strerror(errno));
+    if (gm_mkdir_p(dir)) return -1;
     const int g = GM_GROUP_MATRIX - 1;
     for (int i = 0; i < t->nviews[g]; i++) {
         const gm_opt_view *v = &t->views[g][i];
