@@ -12,6 +12,7 @@
 #include "base/io.h"
 #include "base/rng.h"
 #include "data/shard.h"
+#include "train/run_config.h"
 
 char *th_tmpdir(void) {
     char *dir = strdup("/tmp/gmtest.XXXXXX");
@@ -145,4 +146,17 @@ const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extr
              "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run %s",
              dir, dir, dir, extra);
     return buf;
+}
+
+void th_apply_flags(void *run_config, const char *flags) {
+    gm_run_config *rc = run_config;
+    char *copy = strdup(flags), *save = NULL;
+    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || strncmp(tok, "--", 2) != 0 || gm_run_config_set(rc, (*eq = '\0', tok + 2), eq + 1)) {
+            fprintf(stderr, "test flag %s: %s\n", tok, gm_error());
+            abort();
+        }
+    }
+    free(copy);
 }

@@ -31,4 +31,7 @@ void th_make_train_data(const char *dir);
 // with `extra` appended; written into buf.
 const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra);
 
+// Apply "--k=v --k=v ..." to a run configuration (a failing key fails the test).
+void th_apply_flags(void *run_config, const char *flags);
+
 #endif

@@ -30,23 +30,11 @@
 #define BAR 1e-5
 #endif
 
-// Apply "--k=v --k=v ..." to rc.
-static void apply(gm_run_config *rc, const char *flags) {
-    char *copy = strdup(flags), *save = NULL;
-    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        char *eq = strchr(tok, '=');
-        cr_assert(eq && tok[0] == '-' && tok[1] == '-', "bad test flag %s", tok);
-        *eq = '\0';
-        cr_assert_eq(gm_run_config_set(rc, tok + 2, eq + 1), 0, "%s", gm_error());
-    }
-    free(copy);
-}
-
 static gm_real *run(const char *preset, const char *dir, const char *extra, size_t *len, double *losses, gm_run_config *rc_out) {
     gm_run_config rc;
     char flags[4096];
     cr_assert_eq(gm_run_config_preset(&rc, preset, "tiny"), 0, "%s", gm_error());
-    apply(&rc, th_test_flags(flags, sizeof flags, dir, extra));
+    th_apply_flags(&rc, th_test_flags(flags, sizeof flags, dir, extra));
     cr_assert_eq(gm_run_config_finish(&rc), 0, "%s", gm_error());
     *rc_out = rc;
     gm_train_result res = {0};
@@ -73,7 +61,7 @@ static void check_gradients(const char *preset, const char *dir, const char *pre
     gm_run_config rc;
     char flags[4096];
     cr_assert_eq(gm_run_config_preset(&rc, preset, "tiny"), 0, "%s", gm_error());
-    apply(&rc, th_test_flags(flags, sizeof flags, dir, preset_flags));
+    th_apply_flags(&rc, th_test_flags(flags, sizeof flags, dir, preset_flags));
     cr_assert_eq(gm_run_config_finish(&rc), 0, "%s", gm_error());
     const int T = rc.model.seq_len;
     gm_loader ld;

@@ -1,0 +1,105 @@
+// Training under a real mpirun: W = 2 ranks with B = 2 each train the same model as one process
+// with B = 4 on the same tokens (fp32 bar 1e-5 per tensor, and the same validation loss), and
+// ranks started with different configurations are refused at start.
+// As in both/test_train_accum.c, Newton-Schulz runs unrounded and Adam's eps is 1e-4: with the
+// records' bf16 NS and eps 1e-8 the optimizer amplifies last-bit gradient differences that any
+// change of summation order makes (see that file for the measurements).
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "model/model.h"
+#include "train/checkpoint.h"
+#include "train/run_config.h"
+#include "helpers.h"
+
+static const char *PF = "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64 "
+                        "--ns_bf16=0 --adam_eps=1e-4 --steps=5 --val_every=5 --comm=mpi --comm_timeout=60";
+
+static int run_train(const char *dir, int world, const char *extra, char **out, char **err) {
+    char flags[4096], all[2048], cmd[8600];
+    snprintf(all, sizeof all, "%s %s", PF, extra);
+    th_test_flags(flags, sizeof flags, dir, all);
+    snprintf(cmd, sizeof cmd, "%s -x OPENBLAS_NUM_THREADS=1 '%s' --preset=softcap --scale=tiny %s", th_mpirun(world), th_bin_path("train"), flags);
+    return th_run(cmd, out, err);
+}
+
+// The final validation loss as logged (full precision) in run_dir/log.jsonl.
+static double final_val(const char *run_dir) {
+    char path[4300], *data;
+    size_t len;
+    snprintf(path, sizeof path, "%s/log.jsonl", run_dir);
+    cr_assert_eq(gm_read_all(path, &data, &len), 0, "%s", gm_error());
+    const char *p = strstr(data, "\"final_val_loss\":");
+    cr_assert_not_null(p, "%s has no end record", path);
+    double v = atof(p + 17);
+    free(data);
+    return v;
+}
+
+Test(train_mpi, two_ranks_train_the_single_process_model, .timeout = 300) {
+    char *dir = th_tmpdir(), *o1, *e1, *o2, *e2, extra[4300], path[4300];
+    th_make_train_data(dir);
+    snprintf(extra, sizeof extra, "--batch=4 --out_dir=%s/w1", dir);
+    cr_assert_eq(run_train(dir, 1, extra, &o1, &e1), 0, "%s", e1);
+    snprintf(extra, sizeof extra, "--batch=2 --out_dir=%s/w2", dir);
+    cr_assert_eq(run_train(dir, 2, extra, &o2, &e2), 0, "%s", e2);
+    snprintf(path, sizeof path, "%s/w1", dir);
+    double v1 = final_val(path);
+    snprintf(path, sizeof path, "%s/w2", dir);
+    double v2 = final_val(path);
+    cr_assert_leq(fabs(v1 - v2), 1e-5 * v1, "val loss %.7f (W=1) vs %.7f (W=2)", v1, v2);
+    // Parameters from the two final checkpoints, tensor by tensor.
+    gm_ckpt c1, c2;
+    snprintf(path, sizeof path, "%s/w1/ckpt.bin", dir);
+    cr_assert_eq(gm_ckpt_read(&c1, path), 0, "%s", gm_error());
+    snprintf(path, sizeof path, "%s/w2/ckpt.bin", dir);
+    cr_assert_eq(gm_ckpt_read(&c2, path), 0, "%s", gm_error());
+    gm_run_config rc;
+    char flags[4096];
+    cr_assert_eq(gm_run_config_preset(&rc, "softcap", "tiny"), 0);
+    th_apply_flags(&rc, th_test_flags(flags, sizeof flags, dir, PF));
+    gm_model m;
+    cr_assert_eq(gm_model_create(&m, &rc.model, gm_backend_cpu()), 0, "%s", gm_error());
+    size_t bytes = m.params.total * sizeof(float);
+    const float *p1 = gm_ckpt_get(&c1, "params", bytes), *p2 = gm_ckpt_get(&c2, "params", bytes);
+    cr_assert(p1 && p2, "%s", gm_error());
+    for (int t = 0; t < m.params.n; t++) {
+        const gm_view *v = &m.params.v[t];
+        double num = 0, den = 0;
+        for (size_t i = v->offset; i < v->offset + v->numel; i++) {
+            double d = (double)p1[i] - p2[i];
+            num += d * d;
+            den += (double)p1[i] * p1[i];
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        cr_assert_leq(rel, 1e-5, "%s differs by %.3g relative between W=1 and W=2", v->name, rel);
+    }
+    gm_model_free(&m);
+    gm_ckpt_close(&c1), gm_ckpt_close(&c2);
+    free(o1), free(e1), free(o2), free(e2);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(train_mpi, ranks_with_different_configs_are_refused, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, f1[4096], f2[4096], a1[4300], a2[4300], cmd[20000];
+    th_make_train_data(dir);
+    snprintf(a1, sizeof a1, "%s --seed=1", PF);
+    snprintf(a2, sizeof a2, "%s --seed=2", PF);
+    th_test_flags(f1, sizeof f1, dir, a1);
+    th_test_flags(f2, sizeof f2, dir, a2);
+    // MPMD: rank 0 and rank 1 get different flags.
+    snprintf(cmd, sizeof cmd, "%s '%s' --preset=softcap --scale=tiny %s : -np 1 '%s' --preset=softcap --scale=tiny %s",
+             th_mpirun(1), th_bin_path("train"), f1, th_bin_path("train"), f2);
+    cr_assert_neq(th_run(cmd, &out, &err), 0);
+    cr_assert(strstr(err, "the resolved configuration differs between ranks: rank 1 has"), "%s", err);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
