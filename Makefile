@@ -58,7 +58,7 @@ help:
 	@echo "gptmuon - GPT + Muon trainer with verification and benchmark harnesses"
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
-	@echo "  make repro      train every preset (SEEDS=3 seeds, BUDGET=120 steps, SCALE=tiny) -> reports/repro/"
+	@echo "  make repro      train every preset (SEEDS=3 seeds, BUDGET=100 steps, SCALE=tiny) -> reports/repro/"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "  make deps       install missing Debian packages (apt-get), once; stamp in $(DEPS_STAMP)"
@@ -179,7 +179,7 @@ train: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
 # Every preset, SEEDS seeds, BUDGET steps each: reports/repro/ (table, curves, README).
 PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
 SEEDS ?= 3
-BUDGET ?= 120
+BUDGET ?= 100
 repro: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
 	bash bench/repro.sh $(BUILD) "$(PRESETS)" $(SEEDS) $(BUDGET) $(SCALE)
 

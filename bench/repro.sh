@@ -3,13 +3,13 @@
 # the validation-loss table and the loss-versus-tokens curves under reports/repro/.
 # Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE]
 #   PRESETS  space-separated (default: all six)       SEEDS   seeds per preset (default 3)
-#   BUDGET   optimizer steps per run (default 120)     SCALE   tiny (default) or full
+#   BUDGET   optimizer steps per run (default 100)     SCALE   tiny (default) or full
 # Every run of a preset sees the same tokens in the same order; seeds change the initialization.
 set -euo pipefail
 BUILD=${1:-build}
 PRESETS=${2:-"adamw muon-v1 muon-v2 untied value-embed softcap"}
 SEEDS=${3:-3}
-BUDGET=${4:-120}
+BUDGET=${4:-100}
 SCALE=${5:-tiny}
 cd "$(dirname "$0")/.."
 RUNS=runs/repro-$SCALE
@@ -17,9 +17,9 @@ OUT=reports/repro
 mkdir -p "$RUNS" "$OUT"
 export OMP_WAIT_POLICY=passive
 
-# Tiny runs: validate 6 times on 16 k tokens; full runs keep the records' settings.
+# Tiny runs: validate 7 times (every BUDGET/6 steps and at the end) on 8 k tokens; full runs keep the records' settings.
 EXTRA=()
-if [ "$SCALE" = tiny ]; then EXTRA=(--val_every=$(( (BUDGET + 5) / 6 )) --val_tokens=16384); fi
+if [ "$SCALE" = tiny ]; then EXTRA=(--val_every=$(( (BUDGET + 5) / 6 )) --val_tokens=8192); fi
 
 start=$(date +%s)
 n=0

@@ -350,8 +350,12 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
-            printf("step %d/%d | loss %.4f | lr x%.3f | window %d | %.0f tok/s\n", s + 1, rc->steps, loss, mult, window,
-                   train_s > 0 ? timed_tokens / train_s : step_tokens / dt);
+            char bar[21];
+            int filled = (int)(20.0 * (s + 1) / rc->steps);
+            for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
+            bar[20] = '\0';
+            printf("step %d/%d [%s] | loss %.4f | lr x%.3f | window %d | %.0f tok/s\n", s + 1, rc->steps, bar, loss, mult,
+                   window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt);
             fflush(stdout);
         }
         if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(&t, s + 1)) goto fail;
