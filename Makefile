@@ -26,7 +26,7 @@ ifneq ($(NVCC),)
   NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA \
     -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 \
     -Xcompiler -Wall,-Wextra,-Werror
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lnccl -lstdc++
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart -lnccl -lstdc++
   CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
 else
   CU_SRC :=

@@ -1,0 +1,189 @@
+// The CUDA backend struct: device memory on one stream, the cuBLAS handle, scratch buffers,
+// sticky error recording, and the kernels of this folder.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/cuda_common.cuh"
+#include "base/error.h"
+
+void gm_cuda_note(gm_cuda_ctx *c, const char *file, int line, const char *what, const char *err) {
+    if (!c->failed) {
+        snprintf(c->msg, sizeof c->msg, "cuda backend: %s:%d: %s: %s", file, line, what, err);
+        c->failed = 1;
+    }
+    gm_fail("%s", c->msg);
+}
+
+void *gm_cuda_scratch(gm_cuda_ctx *c, int slot, size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (c->scr_bytes[slot] >= bytes) return c->scr[slot];
+    // Work already queued may still read the old buffer.
+    GM_CU(c, cudaStreamSynchronize(c->stream));
+    if (c->scr[slot]) GM_CU(c, cudaFree(c->scr[slot]));
+    c->scr[slot] = NULL;
+    c->scr_bytes[slot] = 0;
+    size_t want = (bytes + bytes / 4 + 255) / 256 * 256;  // headroom for slowly growing shapes
+    cudaError_t e = cudaMalloc(&c->scr[slot], want);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky for the runtime; it is for us
+        c->scr[slot] = NULL;
+        char what[96];
+        snprintf(what, sizeof what, "scratch slot %d: cudaMalloc(%zu bytes)", slot, want);
+        gm_cuda_note(c, __FILE__, __LINE__, what, cudaGetErrorString(e));
+        return NULL;
+    }
+    c->scr_bytes[slot] = want;
+    return c->scr[slot];
+}
+
+// ---- memory ----
+
+static void *cuda_alloc(const gm_backend *be, size_t bytes) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        gm_fail("cuda backend: cannot allocate %zu bytes: %s", bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    e = cudaMemsetAsync(p, 0, bytes ? bytes : 1, c->stream);
+    if (e != cudaSuccess) {
+        gm_cuda_note(c, __FILE__, __LINE__, "cudaMemsetAsync (zeroing a new allocation)", cudaGetErrorString(e));
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(const gm_backend *be, void *p) {
+    if (p) GM_CU(gm_cuda_ctx_of(be), cudaFree(p));  // cudaFree waits for the device
+}
+
+static void cuda_upload(const gm_backend *be, void *dst, const void *host_src, size_t bytes) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    if (!bytes) return;
+    GM_CU(c, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, c->stream));
+    GM_CU(c, cudaStreamSynchronize(c->stream));  // the caller may reuse host_src at once
+}
+
+static void cuda_download(const gm_backend *be, void *host_dst, const void *src, size_t bytes) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    if (!bytes) return;
+    GM_CU(c, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    GM_CU(c, cudaStreamSynchronize(c->stream));
+}
+
+// memmove semantics: overlapping ranges go through a scratch buffer.
+static void cuda_copy(const gm_backend *be, void *dst, const void *src, size_t bytes) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    if (!bytes || dst == src) return;
+    const char *s = (const char *)src;
+    char *d = (char *)dst;
+    if (d < s + bytes && s < d + bytes) {
+        void *tmp = gm_cuda_scratch(c, GM_SCR_COPY, bytes);
+        if (!tmp) return;
+        GM_CU(c, cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+        GM_CU(c, cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, c->stream));
+        return;
+    }
+    GM_CU(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+}
+
+__global__ static void fill_kernel(float *p, float value, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = value;
+}
+
+static void cuda_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    if (!n) return;
+    fill_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(p, value, n);
+    GM_CU_LAUNCHED(c);
+}
+
+// ---- the backend ----
+
+static gm_cuda_ctx cuda_ctx;
+static gm_backend cuda_backend;
+static int cuda_ready;
+
+extern "C" const gm_backend *gm_backend_cuda(int device) {
+    if (cuda_ready) {
+        if (device != cuda_ctx.device) {
+            gm_fail("cuda backend: already made on device %d; one device per process (asked for %d)", cuda_ctx.device,
+                    device);
+            return NULL;
+        }
+        return &cuda_backend;
+    }
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        (void)cudaGetLastError();
+        gm_fail("cuda backend: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
+        return NULL;
+    }
+    if (device < 0 || device >= n) {
+        gm_fail("cuda backend: no device %d (%d found)", device, n);
+        return NULL;
+    }
+    gm_cuda_ctx *c = &cuda_ctx;
+    memset(c, 0, sizeof *c);
+    c->device = device;
+    if ((e = cudaSetDevice(device)) != cudaSuccess) {
+        gm_fail("cuda backend: cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
+        return NULL;
+    }
+    // A blocking stream: it also orders against legacy default-stream work of other code.
+    if ((e = cudaStreamCreate(&c->stream)) != cudaSuccess) {
+        gm_fail("cuda backend: cudaStreamCreate: %s", cudaGetErrorString(e));
+        return NULL;
+    }
+    cublasStatus_t st = cublasCreate(&c->blas);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetStream(c->blas, c->stream);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        gm_fail("cuda backend: cuBLAS set-up: %s", cublasGetStatusString(st));
+        cudaStreamDestroy(c->stream);
+        return NULL;
+    }
+
+    gm_backend *be = &cuda_backend;
+    memset(be, 0, sizeof *be);
+    be->name = "cuda";
+    be->ctx = c;
+    be->alloc = cuda_alloc;
+    be->free = cuda_free;
+    be->upload = cuda_upload;
+    be->download = cuda_download;
+    be->copy = cuda_copy;
+    be->fill = cuda_fill;
+    be->embed_fwd = gm_cuda_embed_fwd;
+    be->embed_bwd = gm_cuda_embed_bwd;
+    be->matmul_fwd = gm_cuda_matmul_fwd;
+    be->matmul_bwd = gm_cuda_matmul_bwd;
+    be->rmsnorm_fwd = gm_cuda_rmsnorm_fwd;
+    be->rmsnorm_bwd = gm_cuda_rmsnorm_bwd;
+    be->rotary_fwd = gm_cuda_rotary_fwd;
+    be->rotary_bwd = gm_cuda_rotary_bwd;
+    be->attn_fwd = gm_cuda_attn_fwd;
+    be->attn_bwd = gm_cuda_attn_bwd;
+    be->act_fwd = gm_cuda_act_fwd;
+    be->act_bwd = gm_cuda_act_bwd;
+    be->lincomb_fwd = gm_cuda_lincomb_fwd;
+    be->lincomb_bwd = gm_cuda_lincomb_bwd;
+    be->xent_fwd_bwd = gm_cuda_xent_fwd_bwd;
+    cuda_ready = 1;
+    return be;
+}
+
+extern "C" int gm_cuda_sync(const gm_backend *be) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    GM_CU(c, cudaStreamSynchronize(c->stream));
+    GM_CU(c, cudaGetLastError());
+    return c->failed ? gm_fail("%s", c->msg) : 0;
+}

@@ -1,0 +1,104 @@
+// Helpers of the CUDA-vs-CPU suites; see cuda_check.h.
+#include "cuda_check.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda.h"
+#include "base/error.h"
+#include "base/rng.h"
+
+cc_env cc_begin(void) {
+    cc_env e = {gm_backend_cpu(), gm_backend_cuda(0), 0, 1};
+    cr_assert(e.gpu, "cuda backend: %s", gm_error());
+    const char *s = getenv("GM_TEST_SEED");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    e.seed = s && *s ? strtoull(s, NULL, 10)
+                     : ((uint64_t)ts.tv_sec * 1000003u) ^ ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)getpid();
+    return e;
+}
+
+gm_real *cc_randn(cc_env *e, size_t n, double scale) {
+    gm_real *x = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(x);
+    uint64_t st = e->stream++;
+    for (size_t i = 0; i < n; i++) x[i] = (gm_real)(scale * gm_rng_normal(e->seed, st, i));
+    return x;
+}
+
+int32_t *cc_randint(cc_env *e, size_t n, int V) {
+    int32_t *x = malloc(sizeof(int32_t) * (n ? n : 1));
+    cr_assert(x);
+    uint64_t st = e->stream++;
+    for (size_t i = 0; i < n; i++) x[i] = (int32_t)(gm_rng_u32(e->seed, st, i) % (uint32_t)V);
+    return x;
+}
+
+void *cc_to_gpu(const cc_env *e, const void *host, size_t bytes) {
+    void *d = e->gpu->alloc(e->gpu, bytes);
+    cr_assert(d, "%s", gm_error());
+    e->gpu->upload(e->gpu, d, host, bytes);
+    return d;
+}
+
+gm_real *cc_poisoned(const cc_env *e, size_t n) {
+    gm_real *d = e->gpu->alloc(e->gpu, sizeof(gm_real) * (n ? n : 1));
+    cr_assert(d, "%s", gm_error());
+    e->gpu->fill(e->gpu, d, (gm_real)NAN, n);
+    return d;
+}
+
+gm_real *cc_from_gpu(const cc_env *e, const gm_real *dev, size_t n) {
+    gm_real *h = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(h);
+    e->gpu->download(e->gpu, h, dev, sizeof(gm_real) * n);
+    return h;
+}
+
+void cc_sync(const cc_env *e, const char *what) {
+    cr_assert_eq(gm_cuda_sync(e->gpu), 0, "%s: %s (seed %llu)", what, gm_error(), (unsigned long long)e->seed);
+}
+
+double cc_rel_err(const gm_real *a, const gm_real *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(a[i]) || (exact ? memcmp(&a[i], &b[i], sizeof a[i]) != 0 : 0)) return (long)i;
+    return -1;
+}
+
+int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol) {
+    cc_sync(e, what);
+    gm_real *h = cc_from_gpu(e, dev, n);
+    double err = cc_rel_err(h, ref, n);
+    long bad = first_bad(h, ref, n, 0);
+    int ok = err <= tol;
+    cr_expect(ok, "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
+              what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
+              (unsigned long long)e->seed);
+    free(h);
+    return ok;
+}
+
+int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n) {
+    cc_sync(e, what);
+    gm_real *h = cc_from_gpu(e, dev, n);
+    long bad = first_bad(h, ref, n, 1);
+    cr_expect(bad < 0, "%s: not bitwise equal at %ld of %zu: gpu %.9g vs cpu %.9g (seed %llu)", what, bad, n,
+              bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0, (unsigned long long)e->seed);
+    free(h);
+    return bad < 0;
+}

@@ -1,0 +1,58 @@
+// Helpers of the CUDA-vs-CPU suites (test_cuda_*.c): the two backends, fresh random inputs with
+// the seed in every failure message, NaN-poisoned outputs, and comparisons at DESIGN.md's bars.
+#ifndef GM_VERIFY_CUDA_CHECK_H
+#define GM_VERIFY_CUDA_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/device.h"
+
+// DESIGN.md section 4: bf16-input results within 1e-2 relative, fp32 within 1e-5 (relative
+// errors are ||gpu - cpu|| / ||cpu|| over the whole tensor, and every value must be finite).
+#define CC_TOL_BF16 1e-2
+#define CC_TOL_FP32 1e-5
+// Attention sums up to T terms in a different order than the CPU: the CPU suite's own bar for
+// two fp32 attention implementations (test_attn_mask.c), 200 ulp.
+#define CC_TOL_ATTN (200 * 1.1920928955078125e-07)
+// A bf16 matmul against the CPU fed the same bf16-rounded operands: only the fp32 summation
+// order differs (~1e-6); a wrong transpose, stride or beta gives O(1).
+#define CC_TOL_BF16_SAME_INPUTS 1e-4
+
+// First statement of every GPU test.
+#define CC_REQUIRE_GPU()                                                                  \
+    do {                                                                                  \
+        char why_[256];                                                                   \
+        if (gm_cuda_device_count(why_, sizeof why_) == 0) cr_skip_test("GPU test skipped: %s", why_); \
+    } while (0)
+
+typedef struct {
+    const gm_backend *cpu, *gpu;
+    uint64_t seed;    // fresh per test (time, pid); GM_TEST_SEED=<n> replays one
+    uint64_t stream;  // next RNG stream
+} cc_env;
+
+// The backends and a seed; the test fails at once when the CUDA backend cannot be made.
+cc_env cc_begin(void);
+// n normal draws times `scale` (malloc'd host memory; a fresh stream per call).
+gm_real *cc_randn(cc_env *e, size_t n, double scale);
+// n ids uniform in [0, V) (malloc'd).
+int32_t *cc_randint(cc_env *e, size_t n, int V);
+// Device copy of host memory.
+void *cc_to_gpu(const cc_env *e, const void *host, size_t bytes);
+// n device values, all NaN, so an element a kernel fails to write fails every comparison.
+gm_real *cc_poisoned(const cc_env *e, size_t n);
+// Host copy of n device values (malloc'd).
+gm_real *cc_from_gpu(const cc_env *e, const gm_real *dev, size_t n);
+// Wait for the GPU; fails the test with the backend's recorded error.
+void cc_sync(const cc_env *e, const char *what);
+// Download and compare with the CPU's values: every value finite and the relative error <= tol.
+// On failure the message names `what`, the error, the first non-finite index and the seed.
+int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol);
+// Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
+int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
+// Relative error ||a - b|| / ||b|| (infinite when a holds a non-finite value).
+double cc_rel_err(const gm_real *a, const gm_real *b, size_t n);
+
+#endif

@@ -1,0 +1,115 @@
+// The CUDA attention kernels (forward, and the backward that recomputes probabilities from the
+// lse) against the CPU backend, with causal, sliding-window (whole blocks, block sizes above and
+// below the kernel's 32-row tiles) and document masks, head dims from 2 to 128, sequence lengths
+// that are not multiples of anything, and a second backward run that must repeat bit for bit.
+// Skipped where no GPU is present.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/attn_mask.h"
+#include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda.h"
+#include "base/rng.h"
+#include "cuda_check.h"
+
+typedef struct {
+    const char *what;
+    int T, NH, HD, block, window, use_docs;
+    double qscale;  // > 1: peaky softmax
+    int eot[12];    // EOT positions of row 0, -1 terminated; row 1 gets random ones
+} attn_case;
+
+static gm_real *dup(const gm_real *x, size_t n) {
+    gm_real *y = malloc(sizeof(gm_real) * n);
+    cr_assert(y);
+    memcpy(y, x, sizeof(gm_real) * n);
+    return y;
+}
+
+static void run_case(cc_env *e, const attn_case *c) {
+    const gm_backend *cpu = e->cpu, *gpu = e->gpu;
+    int B = 2, T = c->T, NH = c->NH, HD = c->HD;
+    size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+    gm_real *q = cc_randn(e, n, c->qscale), *k = cc_randn(e, n, 1.0), *v = cc_randn(e, n, 1.0);
+    gm_real *dout = cc_randn(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
+    int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);
+    cr_assert(ids && doc);
+    uint64_t st = e->stream++;
+    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;
+    for (int t = 0; t < T; t++) ids[T + t] = gm_rng_u32(e->seed, st, (uint64_t)t) % 23 == 0 ? 1 : 2;
+    gm_doc_ids(doc, ids, B, T, 1);
+    double scale = 1.0 / sqrt(HD);
+
+    gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
+    gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = dup(g0, 3 * n);
+    cpu->attn_fwd(cpu, out, lse, q, k, v, B, T, NH, HD, scale, cm);
+    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
+
+    int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
+    gm_real *gq = cc_to_gpu(e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(e, k, sizeof(gm_real) * n);
+    gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
+    gm_real *gout = cc_poisoned(e, n), *glse = cc_poisoned(e, nl), *gg = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
+    gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
+    gpu->attn_fwd(gpu, gout, glse, gq, gk, gv, B, T, NH, HD, scale, gm);
+    gpu->attn_bwd(gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD, scale, gm);
+
+    char what[200];
+    const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+    const gm_real *gpus[5] = {gout, glse, gg, gg + n, gg + 2 * n}, *cpus[5] = {out, lse, g, g + n, g + 2 * n};
+    for (int t = 0; t < 5; t++) {
+        snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s", c->what, T, NH, HD,
+                 c->block, c->window, c->use_docs, names[t]);
+        cc_expect_close(e, what, gpus[t], cpus[t], t == 1 ? nl : n, CC_TOL_ATTN);
+    }
+    // The backward again on the same inputs: every output row has one owner summing in a fixed
+    // order, so the bits repeat.
+    gm_real *first = cc_from_gpu(e, gg, 3 * n);
+    gpu->upload(gpu, gg, g0, sizeof(gm_real) * 3 * n);
+    gpu->attn_bwd(gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD, scale, gm);
+    snprintf(what, sizeof what, "%s: backward run twice", c->what);
+    cc_expect_equal(e, what, gg, first, 3 * n);
+
+    gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
+    gpu->free(gpu, gout), gpu->free(gpu, glse), gpu->free(gpu, gg);
+    free(q), free(k), free(v), free(dout), free(g0), free(ids), free(doc), free(out), free(lse), free(g), free(first);
+}
+
+static void run_cases(const attn_case *cases, size_t count) {
+    cc_env e = cc_begin();
+    for (size_t i = 0; i < count; i++) run_case(&e, &cases[i]);
+}
+
+Test(cuda_attn, causal_and_window) {
+    CC_REQUIRE_GPU();
+    const attn_case cases[] = {
+        {"causal only", 40, 2, 8, 8, 0, 0, 1.0, {-1}},
+        {"T = 1", 1, 2, 32, 128, 0, 0, 1.0, {-1}},
+        {"head dim 2", 33, 2, 2, 4, 0, 0, 1.0, {-1}},
+        {"window 1 block of 8", 40, 2, 8, 8, 1, 0, 1.0, {-1}},
+        {"window 3 blocks, T not a multiple of the block", 45, 2, 8, 8, 3, 0, 1.0, {-1}},
+        {"head dim 128, several key tiles, peaky softmax", 257, 3, 128, 128, 0, 0, 3.0, {-1}},
+        {"head dim 48 (not a multiple of 32)", 77, 2, 48, 16, 2, 0, 1.0, {-1}},
+        {"block 5 (below the tile size), window 3", 200, 2, 16, 5, 3, 0, 1.0, {-1}},
+        {"block 64, window 3, many skipped tiles", 1000, 2, 64, 64, 3, 0, 1.0, {-1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+Test(cuda_attn, document_masks) {
+    CC_REQUIRE_GPU();
+    const attn_case cases[] = {
+        {"docs at block edges", 48, 2, 8, 8, 0, 1, 1.0, {0, 8, 16, 24, 40, -1}},
+        {"docs one token before/after edges, window 2", 48, 2, 8, 8, 2, 1, 1.0, {7, 9, 15, 17, 31, 33, -1}},
+        {"docs shorter than a block, window 4", 48, 2, 8, 8, 4, 1, 1.0, {0, 2, 3, 5, 11, 12, 13, 30, 31, -1}},
+        {"no EOT at all (doc 0), window 2", 64, 2, 16, 16, 2, 1, 1.0, {-1}},
+        {"records' block 128, window 1", 300, 2, 64, 128, 1, 1, 1.0, {0, 100, 128, 129, 255, 256, -1}},
+        {"block 128, no window, docs", 700, 2, 64, 128, 0, 1, 2.0, {0, 3, 200, 511, 512, 600, -1}},
+        {"head dim 48, block 16, window 2, docs", 77, 2, 48, 16, 2, 1, 1.0, {10, 40, -1}},
+        {"block 5, window 3, docs", 200, 2, 16, 5, 3, 1, 1.0, {50, 51, 120, -1}},
+        {"block 64, window 3, docs over tile edges", 1000, 2, 64, 64, 3, 1, 1.0, {0, 5, 300, 301, 640, 999, -1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}

@@ -1,0 +1,380 @@
+// Every CUDA kernel except attention (test_cuda_attention.c) against the CPU reference backend,
+// on fresh random inputs (the seed is in every failure message; GM_TEST_SEED=<n> replays it),
+// odd shapes, forward outputs poisoned with NaN, backward gradients holding random prior values
+// (the kernels must add into them). Skipped where no GPU is present.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "backend/cuda/cuda.h"
+#include "base/bf16.h"
+#include "base/error.h"
+#include "cuda_check.h"
+
+static gm_real *dup(const gm_real *x, size_t n) {
+    gm_real *y = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(y);
+    memcpy(y, x, sizeof(gm_real) * n);
+    return y;
+}
+
+static gm_real *rounded_bf16(const gm_real *x, size_t n) {
+    gm_real *y = dup(x, n);
+    for (size_t i = 0; i < n; i++) y[i] = gm_round_bf16(y[i]);
+    return y;
+}
+
+Test(cuda_backend, memory_ops) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const gm_backend *g = e.gpu;
+    const size_t n = 100003;
+    gm_real *zero = calloc(n, sizeof(gm_real)), *x = cc_randn(&e, n, 1.0);
+    gm_real *d = g->alloc(g, sizeof(gm_real) * n);
+    cr_assert(d, "%s", gm_error());
+    cc_expect_equal(&e, "alloc is zeroed", d, zero, n);
+    g->upload(g, d, x, sizeof(gm_real) * n);
+    cc_expect_equal(&e, "upload/download round trip", d, x, n);
+    gm_real *d2 = cc_poisoned(&e, n);
+    g->copy(g, d2, d, sizeof(gm_real) * n);
+    cc_expect_equal(&e, "copy", d2, x, n);
+    // Overlapping copy, memmove semantics: shift right by 7, then left by 3.
+    gm_real *want = dup(x, n);
+    memmove(want + 7, want, sizeof(gm_real) * (n - 7));
+    g->copy(g, d + 7, d, sizeof(gm_real) * (n - 7));
+    cc_expect_equal(&e, "overlapping copy (right)", d, want, n);
+    memmove(want, want + 3, sizeof(gm_real) * (n - 3));
+    g->copy(g, d, d + 3, sizeof(gm_real) * (n - 3));
+    cc_expect_equal(&e, "overlapping copy (left)", d, want, n);
+    g->fill(g, d, 2.5f, n - 1);
+    for (size_t i = 0; i + 1 < n; i++) want[i] = 2.5f;
+    cc_expect_equal(&e, "fill", d, want, n);
+    g->free(g, d), g->free(g, d2);
+    cc_sync(&e, "free");
+    free(zero), free(x), free(want);
+}
+
+// A wrong shape is reported by gm_cuda_sync, not ignored.
+Test(cuda_backend, bad_shape_is_reported) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    gm_real *buf = cc_poisoned(&e, 4 * 130);
+    gm_attn_mask m = {NULL, 128, 0};
+    e.gpu->attn_fwd(e.gpu, buf, buf, buf, buf, buf, 1, 1, 1, 130, 1.0, m);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1);
+    cr_expect(strstr(gm_error(), "head_dim") != NULL, "message: %s", gm_error());
+}
+
+Test(cuda_kernels, embedding_bitwise_equal) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    // {N, V, C, hot}: hot > 0 draws half of the ids from the first `hot` rows (long runs).
+    const int cases[][4] = {{1, 1, 1, 0}, {37, 5, 7, 0}, {1000, 50, 768, 3}, {4099, 50304, 64, 2}, {513, 1, 33, 0}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        int N = cases[s][0], V = cases[s][1], C = cases[s][2], hot = cases[s][3];
+        int32_t *ids = cc_randint(&e, (size_t)N, V), *pick = cc_randint(&e, (size_t)N, 2);
+        if (hot)
+            for (int i = 0; i < N; i++)
+                if (pick[i]) ids[i] %= hot;
+        gm_real *table = cc_randn(&e, (size_t)V * C, 1.0), *dout = cc_randn(&e, (size_t)N * C, 1.0);
+        gm_real *dtable = cc_randn(&e, (size_t)V * C, 1.0), *out = malloc(sizeof(gm_real) * N * C);
+        gm_real *dtable_cpu = dup(dtable, (size_t)V * C);
+        e.cpu->embed_fwd(e.cpu, out, ids, table, N, C);
+        e.cpu->embed_bwd(e.cpu, dtable_cpu, ids, dout, N, V, C);
+
+        int32_t *gids = cc_to_gpu(&e, ids, sizeof(int32_t) * N);
+        gm_real *gtable = cc_to_gpu(&e, table, sizeof(gm_real) * V * C), *gout = cc_poisoned(&e, (size_t)N * C);
+        gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * N * C);
+        gm_real *gdtable = cc_to_gpu(&e, dtable, sizeof(gm_real) * V * C);
+        e.gpu->embed_fwd(e.gpu, gout, gids, gtable, N, C);
+        e.gpu->embed_bwd(e.gpu, gdtable, gids, gdout, N, V, C);
+        char what[128];
+        snprintf(what, sizeof what, "embed_fwd N=%d V=%d C=%d", N, V, C);
+        cc_expect_equal(&e, what, gout, out, (size_t)N * C);
+        // Tokens in position order per row, from the prior value: the CPU's order exactly.
+        snprintf(what, sizeof what, "embed_bwd N=%d V=%d C=%d", N, V, C);
+        cc_expect_equal(&e, what, gdtable, dtable_cpu, (size_t)V * C);
+        e.gpu->free(e.gpu, gids), e.gpu->free(e.gpu, gtable), e.gpu->free(e.gpu, gout);
+        e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdtable);
+        free(ids), free(pick), free(table), free(dout), free(dtable), free(out), free(dtable_cpu);
+    }
+}
+
+Test(cuda_kernels, matmul_bf16_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 97}, {129, 64, 200}, {300, 768, 1000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+        gm_real *inp = cc_randn(&e, nx, 1.0), *W = cc_randn(&e, nw, 1.0), *dout = cc_randn(&e, no, 1.0);
+        gm_real *dinp0 = cc_randn(&e, nx, 1.0), *dW0 = cc_randn(&e, nw, 1.0);
+        gm_real *inp_r = rounded_bf16(inp, nx), *W_r = rounded_bf16(W, nw), *dout_r = rounded_bf16(dout, no);
+        gm_real *out = malloc(sizeof(gm_real) * no), *out_r = malloc(sizeof(gm_real) * no);
+        e.cpu->matmul_fwd(e.cpu, out, inp, W, N, C, OC);
+        gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
+
+        gm_real *ginp = cc_to_gpu(&e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(&e, W, sizeof(gm_real) * nw);
+        gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(&e, no);
+        e.gpu->matmul_fwd(e.gpu, gout, ginp, gW, N, C, OC);
+        char what[160];
+        snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs fp32 CPU", N, C, OC);
+        cc_expect_close(&e, what, gout, out, no, CC_TOL_BF16);
+        snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs CPU on the same bf16 operands", N, C, OC);
+        cc_expect_close(&e, what, gout, out_r, no, CC_TOL_BF16_SAME_INPUTS);
+
+        // Backward: both gradients, only dinp, only dW; each must add into its prior values and
+        // leave a gradient it was not given untouched.
+        for (int mode = 0; mode < 3; mode++) {
+            int want_dinp = mode != 2, want_dW = mode != 1;
+            gm_real *di = dup(dinp0, nx), *dw = dup(dW0, nw), *di_r = dup(dinp0, nx), *dw_r = dup(dW0, nw);
+            e.cpu->matmul_bwd(e.cpu, want_dinp ? di : NULL, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
+            gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
+            gm_real *gdi = cc_to_gpu(&e, dinp0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(&e, dW0, sizeof(gm_real) * nw);
+            e.gpu->matmul_bwd(e.gpu, want_dinp ? gdi : NULL, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
+            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp vs fp32 CPU", N, C, OC, mode);
+            cc_expect_close(&e, what, gdi, di, nx, want_dinp ? CC_TOL_BF16 : 0.0);
+            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp vs CPU on bf16 operands", N, C, OC, mode);
+            cc_expect_close(&e, what, gdi, di_r, nx, want_dinp ? CC_TOL_BF16_SAME_INPUTS : 0.0);
+            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW vs fp32 CPU", N, C, OC, mode);
+            cc_expect_close(&e, what, gdw, dw, nw, want_dW ? CC_TOL_BF16 : 0.0);
+            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW vs CPU on bf16 operands", N, C, OC, mode);
+            cc_expect_close(&e, what, gdw, dw_r, nw, want_dW ? CC_TOL_BF16_SAME_INPUTS : 0.0);
+            e.gpu->free(e.gpu, gdi), e.gpu->free(e.gpu, gdw);
+            free(di), free(dw), free(di_r), free(dw_r);
+        }
+        e.gpu->free(e.gpu, ginp), e.gpu->free(e.gpu, gW), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gout);
+        free(inp), free(W), free(dout), free(dinp0), free(dW0), free(inp_r), free(W_r), free(dout_r);
+        free(out), free(out_r);
+    }
+}
+
+Test(cuda_kernels, rmsnorm_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][2] = {{1, 1}, {5, 7}, {33, 64}, {100, 768}, {7, 1000}, {3, 4097}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1];
+        size_t n = (size_t)N * C;
+        const double eps = 1e-6;
+        gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
+        gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * N), *dx = dup(dx0, n);
+        e.cpu->rmsnorm_fwd(e.cpu, out, rstd, x, N, C, eps);
+        e.cpu->rmsnorm_bwd(e.cpu, dx, dy, x, rstd, N, C);
+        gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
+        gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
+        gm_real *gout = cc_poisoned(&e, n), *grstd = cc_poisoned(&e, (size_t)N);
+        e.gpu->rmsnorm_fwd(e.gpu, gout, grstd, gx, N, C, eps);
+        e.gpu->rmsnorm_bwd(e.gpu, gdx, gdy, gx, grstd, N, C);
+        char what[96];
+        snprintf(what, sizeof what, "rmsnorm_fwd out N=%d C=%d", N, C);
+        cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+        snprintf(what, sizeof what, "rmsnorm_fwd rstd N=%d C=%d", N, C);
+        cc_expect_close(&e, what, grstd, rstd, (size_t)N, CC_TOL_FP32);
+        snprintf(what, sizeof what, "rmsnorm_bwd N=%d C=%d", N, C);
+        cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
+        // In place (out aliasing inp), as a caller may do.
+        e.gpu->rmsnorm_fwd(e.gpu, gx, grstd, gx, N, C, eps);
+        snprintf(what, sizeof what, "rmsnorm_fwd in place N=%d C=%d", N, C);
+        cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
+        e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy), e.gpu->free(e.gpu, gdx);
+        e.gpu->free(e.gpu, gout), e.gpu->free(e.gpu, grstd);
+        free(x), free(dy), free(dx0), free(out), free(rstd), free(dx);
+    }
+}
+
+Test(cuda_kernels, rotary_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], NH = shapes[s][2], HD = shapes[s][3], h2 = HD / 2;
+        size_t n = (size_t)B * T * NH * HD, nt = (size_t)T * h2;
+        gm_real *freq = cc_randn(&e, (size_t)h2, 1.0);
+        gm_real *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < h2; i++)
+                cos_t[(size_t)t * h2 + i] = cosf(t * freq[i]), sin_t[(size_t)t * h2 + i] = sinf(t * freq[i]);
+        gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
+        gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
+        e.cpu->rotary_fwd(e.cpu, out, x, cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_bwd(e.cpu, dx, dy, cos_t, sin_t, B, T, NH, HD);
+        gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
+        gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
+        gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
+        e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD);
+        e.gpu->rotary_bwd(e.gpu, gdx, gdy, gc, gs, B, T, NH, HD);
+        char what[96];
+        snprintf(what, sizeof what, "rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+        snprintf(what, sizeof what, "rotary_bwd %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
+        e.gpu->rotary_fwd(e.gpu, gx, gx, gc, gs, B, T, NH, HD);  // in place
+        snprintf(what, sizeof what, "rotary_fwd in place %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
+        e.gpu->free(e.gpu, gc), e.gpu->free(e.gpu, gs), e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy);
+        e.gpu->free(e.gpu, gdx), e.gpu->free(e.gpu, gout);
+        free(freq), free(cos_t), free(sin_t), free(x), free(dy), free(dx0), free(out), free(dx);
+    }
+}
+
+Test(cuda_kernels, activations_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const size_t sizes[] = {1, 1000, (1u << 20) + 3};
+    for (int a = 0; a < 2; a++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            gm_act act = a ? GM_ACT_RELU2 : GM_ACT_GELU;
+            size_t n = sizes[s];
+            gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
+            for (size_t i = 0; i < n; i += 17) x[i] = 0;  // the kink of ReLU^2
+            gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
+            e.cpu->act_fwd(e.cpu, act, out, x, n);
+            e.cpu->act_bwd(e.cpu, act, dx, dy, x, n);
+            gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
+            gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
+            e.gpu->act_fwd(e.gpu, act, gout, gx, n);
+            e.gpu->act_bwd(e.gpu, act, gdx, gdy, gx, n);
+            char what[96];
+            snprintf(what, sizeof what, "act_fwd %s n=%zu", a ? "relu2" : "gelu", n);
+            cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+            snprintf(what, sizeof what, "act_bwd %s n=%zu", a ? "relu2" : "gelu", n);
+            cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
+            e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy), e.gpu->free(e.gpu, gdx), e.gpu->free(e.gpu, gout);
+            free(x), free(dy), free(dx0), free(out), free(dx);
+        }
+}
+
+// Every combination of learnable a, learnable b and a present y; plus the aliasing a residual
+// stream uses (out = x in place; dx = dout).
+Test(cuda_kernels, lincomb_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const size_t sizes[] = {1, 4097, (1u << 20) + 17};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int combo = 0; combo < 8; combo++) {
+            int has_pa = combo & 1, has_pb = combo & 2, has_y = combo & 4;
+            size_t n = sizes[s];
+            const double ca = 0.7, cb = -1.3;
+            gm_real *x = cc_randn(&e, n, 1.0), *y = cc_randn(&e, n, 1.0), *dout = cc_randn(&e, n, 1.0);
+            gm_real *dx0 = cc_randn(&e, n, 1.0), *dy0 = cc_randn(&e, n, 1.0), *sc = cc_randn(&e, 4, 1.0);
+            // sc: a, b, prior dpa, prior dpb
+            gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n), *dy = dup(dy0, n), *dsc = dup(sc, 4);
+            const gm_real *pa = has_pa ? &sc[0] : NULL, *pb = has_pb ? &sc[1] : NULL, *yy = has_y ? y : NULL;
+            e.cpu->lincomb_fwd(e.cpu, out, ca, pa, x, cb, pb, yy, n);
+            e.cpu->lincomb_bwd(e.cpu, dx, has_y ? dy : NULL, has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, dout, ca,
+                               pa, x, cb, pb, yy, n);
+
+            gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gy = cc_to_gpu(&e, y, sizeof(gm_real) * n);
+            gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n), *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
+            gm_real *gdy = cc_to_gpu(&e, dy0, sizeof(gm_real) * n), *gsc = cc_to_gpu(&e, sc, sizeof(gm_real) * 4);
+            gm_real *gout = cc_poisoned(&e, n);
+            const gm_real *gpa = has_pa ? &gsc[0] : NULL, *gpb = has_pb ? &gsc[1] : NULL, *gyy = has_y ? gy : NULL;
+            e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_bwd(e.gpu, gdx, has_y ? gdy : NULL, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, gdout,
+                               ca, gpa, gx, cb, gpb, gyy, n);
+            char what[128];
+            snprintf(what, sizeof what, "lincomb_fwd n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
+            cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+            snprintf(what, sizeof what, "lincomb_bwd dx n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
+            cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
+            snprintf(what, sizeof what, "lincomb_bwd dy n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
+            cc_expect_close(&e, what, gdy, dy, n, CC_TOL_FP32);
+            snprintf(what, sizeof what, "lincomb_bwd dpa, dpb n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
+            cc_expect_close(&e, what, gsc + 2, dsc + 2, 2, CC_TOL_FP32);
+            // Aliasing: out = x (in place), then dx = dout (the same buffer).
+            e.gpu->lincomb_fwd(e.gpu, gx, ca, gpa, gx, cb, gpb, gyy, n);
+            snprintf(what, sizeof what, "lincomb_fwd in place n=%zu", n);
+            cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
+            gm_real *alias = dup(dout, n);
+            e.cpu->lincomb_bwd(e.cpu, alias, NULL, NULL, NULL, alias, ca, pa, x, cb, pb, yy, n);
+            e.gpu->lincomb_bwd(e.gpu, gdout, NULL, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
+            snprintf(what, sizeof what, "lincomb_bwd dx aliasing dout n=%zu", n);
+            cc_expect_close(&e, what, gdout, alias, n, CC_TOL_FP32);
+            e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gy), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdx);
+            e.gpu->free(e.gpu, gdy), e.gpu->free(e.gpu, gsc), e.gpu->free(e.gpu, gout);
+            free(x), free(y), free(dout), free(dx0), free(dy0), free(sc), free(out), free(dx), free(dy), free(dsc);
+            free(alias);
+        }
+}
+
+// Softcap + cross-entropy: losses only, losses with a separate dlogits, and dlogits over logits.
+Test(cuda_kernels, softcap_xent) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const struct {
+        int N, V;
+        double cap;
+    } cases[] = {{1, 1, 0}, {3, 7, 0}, {5, 7, 15}, {64, 1000, 0}, {64, 1000, 15}, {4, 50304, 15}, {2, 50304, 0},
+                 {3, 513, 30}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        int N = cases[s].N, V = cases[s].V;
+        double cap = cases[s].cap, scale = 1.0 / N;
+        size_t nl = (size_t)N * V;
+        gm_real *logits = cc_randn(&e, nl, 4.0), *losses = malloc(sizeof(gm_real) * N);
+        gm_real *dl = malloc(sizeof(gm_real) * nl);
+        int32_t *tg = cc_randint(&e, (size_t)N, V);
+        e.cpu->xent_fwd_bwd(e.cpu, losses, dl, logits, tg, N, V, cap, scale);
+        gm_real *glog = cc_to_gpu(&e, logits, sizeof(gm_real) * nl);
+        int32_t *gtg = cc_to_gpu(&e, tg, sizeof(int32_t) * N);
+        gm_real *gloss = cc_poisoned(&e, (size_t)N), *gdl = cc_poisoned(&e, nl);
+        char what[128];
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, NULL, glog, gtg, N, V, cap, scale);
+        snprintf(what, sizeof what, "xent losses only N=%d V=%d cap=%g", N, V, cap);
+        cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
+        e.gpu->fill(e.gpu, gloss, (gm_real)NAN, (size_t)N);
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, gdl, glog, gtg, N, V, cap, scale);
+        snprintf(what, sizeof what, "xent losses N=%d V=%d cap=%g", N, V, cap);
+        cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
+        snprintf(what, sizeof what, "xent dlogits N=%d V=%d cap=%g", N, V, cap);
+        cc_expect_close(&e, what, gdl, dl, nl, CC_TOL_FP32);
+        e.gpu->fill(e.gpu, gloss, (gm_real)NAN, (size_t)N);
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, glog, glog, gtg, N, V, cap, scale);  // dlogits over logits
+        snprintf(what, sizeof what, "xent in place: losses N=%d V=%d cap=%g", N, V, cap);
+        cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
+        snprintf(what, sizeof what, "xent in place: dlogits N=%d V=%d cap=%g", N, V, cap);
+        cc_expect_close(&e, what, glog, dl, nl, CC_TOL_FP32);
+        e.gpu->free(e.gpu, glog), e.gpu->free(e.gpu, gtg), e.gpu->free(e.gpu, gloss), e.gpu->free(e.gpu, gdl);
+        free(logits), free(losses), free(dl), free(tg);
+    }
+}
+
+// The backward kernels that reduce (embedding scatter, lincomb scalars) give the same bits when
+// run twice.
+Test(cuda_kernels, reductions_repeat_bitwise) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int N = 20000, V = 300, C = 96;
+    const size_t n = (size_t)3 << 20;
+    int32_t *ids = cc_randint(&e, (size_t)N, V);
+    for (int i = 0; i < N; i += 2) ids[i] = 7;  // one very long run
+    gm_real *dout = cc_randn(&e, (size_t)N * C, 1.0), *u = cc_randn(&e, n, 1.0), *w = cc_randn(&e, n, 1.0);
+    int32_t *gids = cc_to_gpu(&e, ids, sizeof(int32_t) * N);
+    gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * N * C), *gu = cc_to_gpu(&e, u, sizeof(gm_real) * n);
+    gm_real *gw = cc_to_gpu(&e, w, sizeof(gm_real) * n);
+    gm_real *first_tab = NULL, first_dp = 0;
+    for (int run = 0; run < 2; run++) {
+        gm_real *gtab = e.gpu->alloc(e.gpu, sizeof(gm_real) * V * C), *gdp = e.gpu->alloc(e.gpu, sizeof(gm_real));
+        cr_assert(gtab && gdp);
+        e.gpu->embed_bwd(e.gpu, gtab, gids, gdout, N, V, C);
+        e.gpu->lincomb_bwd(e.gpu, NULL, NULL, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n);
+        cc_sync(&e, "repeat run");
+        gm_real *tab = cc_from_gpu(&e, gtab, (size_t)V * C), dp;
+        e.gpu->download(e.gpu, &dp, gdp, sizeof dp);
+        if (run == 0) {
+            first_tab = tab, first_dp = dp;
+        } else {
+            cr_expect(memcmp(tab, first_tab, sizeof(gm_real) * V * C) == 0, "embed_bwd differs between runs (seed %llu)",
+                      (unsigned long long)e.seed);
+            cr_expect(memcmp(&dp, &first_dp, sizeof dp) == 0, "lincomb dpa differs between runs: %.9g vs %.9g (seed %llu)",
+                      (double)dp, (double)first_dp, (unsigned long long)e.seed);
+            free(tab);
+        }
+        e.gpu->free(e.gpu, gtab), e.gpu->free(e.gpu, gdp);
+    }
+    e.gpu->free(e.gpu, gids), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gu), e.gpu->free(e.gpu, gw);
+    free(ids), free(dout), free(u), free(w), free(first_tab);
+}
