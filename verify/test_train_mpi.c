@@ -1,6 +1,7 @@
 // Training under a real mpirun: W = 2 ranks with B = 2 each train the same model as one process
-// with B = 4 on the same tokens (fp32 bar 1e-5 per tensor, and the same validation loss), and
-// ranks started with different configurations are refused at start.
+// with B = 4 on the same tokens (fp32 bar 1e-5 per tensor, and the same validation loss); ranks
+// started with different configurations are refused at start; a rank killed mid-run ends the job
+// with a non-zero status in bounded time and a message naming the rank.
 // As in both/test_train_accum.c, Newton-Schulz runs unrounded and Adam's eps is 1e-4: with the
 // records' bf16 NS and eps 1e-8 the optimizer amplifies last-bit gradient differences that any
 // change of summation order makes (see that file for the measurements).
@@ -99,6 +100,35 @@ Test(train_mpi, ranks_with_different_configs_are_refused, .timeout = 120) {
              th_mpirun(1), th_bin_path("train"), f1, th_bin_path("train"), f2);
     cr_assert_neq(th_run(cmd, &out, &err), 0);
     cr_assert(strstr(err, "the resolved configuration differs between ranks: rank 1 has"), "%s", err);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], all[4300], script[20000];
+    th_make_train_data(dir);
+    snprintf(all, sizeof all, "%s --steps=1000000 --val_every=0 --ckpt_every=0", PF);
+    th_test_flags(flags, sizeof flags, dir, all);
+    // Start a long run on 2 ranks, SIGKILL rank 1 after 2 s, and time how long the job takes to end.
+    snprintf(script, sizeof script,
+             "%s '%s' --preset=softcap --scale=tiny %s & job=$!; sleep 2; "
+             "for p in $(pgrep -f '%s'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; "
+             "then kill -9 $p; fi; done; start=$(date +%%s); wait $job; rc=$?; echo \"job exit $rc after $(( $(date +%%s) - start )) s\"; exit $rc",
+             th_mpirun(2), th_bin_path("train"), flags, th_bin_path("train"));
+    char cmd[4400], path[4300];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/kill.sh", dir);
+    f = fopen(path, "w");
+    fputs(script, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "bash '%s'", path);
+    int rc = th_run(cmd, &out, &err);
+    cr_assert_neq(rc, 0, "the job survived a killed rank: %s", out);
+    const char *took = strstr(out, "after ");
+    cr_assert_not_null(took, "%s", out);
+    cr_assert_leq(atoi(took + 6), 30, "the job took %s to end", took);
+    cr_assert(strstr(err, "rank 1"), "the message names the rank: %s", err);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);
