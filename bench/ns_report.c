@@ -14,6 +14,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "train/hardware.h"
 #include "base/io.h"
 #include "base/rng.h"
 #include "base/timer.h"
@@ -70,24 +71,6 @@ static double median(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-static void cpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c += 2;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(buf, n, "%s", c);
-            }
-            break;
-        }
-    fclose(f);
-}
-
 // The 1-minute load average: timings on a shared machine are only as good as its idleness.
 static double load_average(void) {
     double l = -1;
@@ -124,8 +107,8 @@ int main(int argc, char **argv) {
         strncat(cmdline, i ? " " : "", sizeof cmdline - strlen(cmdline) - 1);
         strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);
     }
-    char cpu[256], path[4096];
-    cpu_model(cpu, sizeof cpu);
+    char path[4096];
+    char *cpu = gm_cpu_model();
     const int nsets = gm_ns_coeffs_count();
 
     gm_atomic_file md;
@@ -251,5 +234,6 @@ int main(int argc, char **argv) {
     OUT(&md, "\nSteps 1..%d: ns_table_full.md. Scalar map after %d steps with the measured u_i^T Q v_i of the "
              "768x768 and 768x3072 inputs (fp32 and bf16): ns_map.png.\n", MAX_STEPS, MAP_STEPS);
     if (gm_atomic_commit(&md) || gm_atomic_commit(&full) || gm_atomic_commit(&dat)) gm_die_last();
+    free(cpu);
     return 0;
 }

@@ -57,11 +57,10 @@ char *gm_hardware_json(void) {
     return out;
 }
 
-char *gm_hardware_line(void) {
+char *gm_cpu_model(void) {
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
-    char *out = malloc(400);
+    char *out = strdup(cpu);
     if (!out) abort();
-    snprintf(out, 400, "%s (%ld threads)", cpu, sysconf(_SC_NPROCESSORS_ONLN));
     return out;
 }

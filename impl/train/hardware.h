@@ -5,7 +5,7 @@
 
 // malloc'd JSON object.
 char *gm_hardware_json(void);
-// One line, e.g. "Intel Xeon ... (2 threads)", for report headers. malloc'd.
-char *gm_hardware_line(void);
+// The CPU model name from /proc/cpuinfo ("unknown CPU" when absent), for report headers. malloc'd.
+char *gm_cpu_model(void);
 
 #endif
