@@ -103,3 +103,26 @@ Test(model_params, tiny_forward_backward_runs) {
         gm_model_free(&m);
     }
 }
+
+// The sliding-window schedule against the records' own figures (PRESETS.md 7.2 and 8.1):
+// W_0 = 1 block, first increase at step 110 of 1480 (#16) and 103 of 1390 (#18), W_N = 14.
+Test(model_params, window_schedule_as_recorded) {
+    const struct {
+        const char *preset;
+        long steps, first_increase;
+    } r[] = {{"value-embed", 1480, 110}, {"softcap", 1390, 103}};
+    for (int i = 0; i < 2; i++) {
+        gm_config cfg;
+        cr_assert_eq(gm_config_preset(&cfg, r[i].preset, "full"), 0);
+        cr_expect_eq(gm_config_window_blocks(&cfg, 0, r[i].steps), 1);
+        cr_expect_eq(gm_config_window_blocks(&cfg, r[i].first_increase - 1, r[i].steps), 1, "%s", r[i].preset);
+        cr_expect_eq(gm_config_window_blocks(&cfg, r[i].first_increase, r[i].steps), 2, "%s", r[i].preset);
+        cr_expect_eq(gm_config_window_blocks(&cfg, r[i].steps, r[i].steps), 14, "%s", r[i].preset);
+        for (long s = 0; s <= r[i].steps; s++)  // the closed form 1 + floor(13.5 s / N) from the spec
+            cr_expect_eq(gm_config_window_blocks(&cfg, s, r[i].steps), 1 + (int)floor(13.5 * s / r[i].steps), "%s step %ld",
+                         r[i].preset, s);
+    }
+    gm_config adamw;
+    cr_assert_eq(gm_config_preset(&adamw, "adamw", "full"), 0);
+    cr_expect_eq(gm_config_window_blocks(&adamw, 5, 10), 0);  // no window: plain causal
+}
