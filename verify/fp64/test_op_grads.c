@@ -46,7 +46,7 @@ Test(op_grads, matmul) {
                           {"W", m.W, ALLOC(m.OC * m.C), (size_t)m.OC * m.C}};
         g_in = in;
         double err[2];
-        gc_check((gc_fn){&m, (size_t)m.N * m.OC, mm_fwd, mm_bwd}, in, 2, 400, seed, err);
+        gc_check((gc_fn){&m, (size_t)m.N * m.OC, mm_fwd, mm_bwd, NULL}, in, 2, 400, seed, err);
         expect_all_below("matmul", in, 2, err);
         for (int k = 0; k < 2; k++) free(in[k].x), free(in[k].dx);
     }
@@ -77,7 +77,7 @@ Test(op_grads, embedding_with_repeated_ids) {
     gc_input in[1] = {{"table", e.table, ALLOC(e.V * e.C), (size_t)e.V * e.C}};
     g_in = in;
     double err[1];
-    gc_check((gc_fn){&e, (size_t)e.N * e.C, emb_fwd, emb_bwd}, in, 1, 1000, seed, err);
+    gc_check((gc_fn){&e, (size_t)e.N * e.C, emb_fwd, emb_bwd, NULL}, in, 1, 1000, seed, err);
     expect_all_below("embedding", in, 1, err);
     free(e.ids), free(e.table), free(in[0].dx);
 }
@@ -110,7 +110,7 @@ Test(op_grads, rmsnorm) {
         gc_input in[1] = {{"x", r.x, ALLOC(r.N * r.C), (size_t)r.N * r.C}};
         g_in = in;
         double err[1];
-        gc_check((gc_fn){&r, (size_t)r.N * r.C, rn_fwd, rn_bwd}, in, 1, 400, seed, err);
+        gc_check((gc_fn){&r, (size_t)r.N * r.C, rn_fwd, rn_bwd, NULL}, in, 1, 400, seed, err);
         expect_all_below("rmsnorm", in, 1, err);
         free(r.x), free(r.rstd), free(in[0].dx);
     }
@@ -143,7 +143,7 @@ Test(op_grads, rotary) {
     gc_input in[1] = {{"x", r.x, ALLOC(n), n}};
     g_in = in;
     double err[1];
-    gc_check((gc_fn){&r, n, ro_fwd, ro_bwd}, in, 1, 400, seed, err);
+    gc_check((gc_fn){&r, n, ro_fwd, ro_bwd, NULL}, in, 1, 400, seed, err);
     expect_all_below("rotary", in, 1, err);
     free(r.x), free(r.cos_t), free(r.sin_t), free(in[0].dx);
 }
@@ -179,7 +179,7 @@ static void attn_case(uint64_t seed, int with_docs, int window_blocks) {
     gc_input in[3] = {{"q", a.q, ALLOC(n), n}, {"k", a.k, ALLOC(n), n}, {"v", a.v, ALLOC(n), n}};
     g_in = in;
     double err[3];
-    gc_check((gc_fn){&a, n, at_fwd, at_bwd}, in, 3, 300, seed, err);
+    gc_check((gc_fn){&a, n, at_fwd, at_bwd, NULL}, in, 3, 300, seed, err);
     expect_all_below("attention", in, 3, err);
     for (int k = 0; k < 3; k++) free(in[k].dx);
     free(a.q), free(a.k), free(a.v), free(a.out), free(a.lse), free(ids), free(doc);
@@ -213,7 +213,7 @@ Test(op_grads, gelu_and_relu2) {
         gc_input in[1] = {{"x", a.x, ALLOC(a.n), a.n}};
         g_in = in;
         double err[1];
-        gc_check((gc_fn){&a, a.n, ac_fwd, ac_bwd}, in, 1, 1000, 600 + k, err);
+        gc_check((gc_fn){&a, a.n, ac_fwd, ac_bwd, NULL}, in, 1, 1000, 600 + k, err);
         expect_all_below(names[k], in, 1, err);
         free(a.x), free(in[0].dx);
     }
@@ -242,14 +242,14 @@ Test(op_grads, lincomb) {
     gc_input in[4] = {{"x", l.x, ALLOC(n), n}, {"y", l.y, ALLOC(n), n}, {"a", l.pa, ALLOC(1), 1}, {"b", l.pb, ALLOC(1), 1}};
     g_in = in;
     double err[4];
-    gc_check((gc_fn){&l, n, lc_fwd, lc_bwd}, in, 4, 300, 700, err);
+    gc_check((gc_fn){&l, n, lc_fwd, lc_bwd, NULL}, in, 4, 300, 700, err);
     expect_all_below("lincomb", in, 4, err);
     // the single-term form (v = alpha0 * v in layers without a value embedding)
     lc_ctx l1 = {l.x, NULL, l.pa, NULL, 1.0, 0.0, n};
     double err1[3];
     gc_input in1[3] = {in[0], in[1], in[2]};  // dy stays untouched: its difference quotient is 0 too
     g_in = in1;
-    gc_check((gc_fn){&l1, n, lc_fwd, lc_bwd}, in1, 3, 300, 701, err1);
+    gc_check((gc_fn){&l1, n, lc_fwd, lc_bwd, NULL}, in1, 3, 300, 701, err1);
     expect_all_below("lincomb single term", in1, 3, err1);
     for (int k = 0; k < 4; k++) free(in[k].x), free(in[k].dx);
 }
@@ -287,7 +287,7 @@ Test(op_grads, softcap_cross_entropy) {
         gc_input in[1] = {{"logits", x.logits, ALLOC(x.N * x.V), (size_t)x.N * x.V}};
         g_in = in;
         double err[1];
-        gc_check((gc_fn){&x, 1, xe_fwd, xe_bwd}, in, 1, 1000, 800 + k, err);
+        gc_check((gc_fn){&x, 1, xe_fwd, xe_bwd, NULL}, in, 1, 1000, 800 + k, err);
         expect_all_below(k ? "softcap xent" : "xent", in, 1, err);
         free(x.logits), free(x.losses), free(x.dl), free(x.tg), free(in[0].dx);
     }

@@ -9,7 +9,7 @@
 
 void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         double x = inp[i];
         out[i] = (gm_real)(act == GM_ACT_GELU ? 0.5 * x * (1.0 + erf(x * INV_SQRT2)) : (x > 0 ? x * x : 0.0));
@@ -20,7 +20,7 @@ void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_rea
 void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
                     size_t n) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         double x = inp[i], g;
         if (act == GM_ACT_GELU)

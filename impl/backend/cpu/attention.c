@@ -56,7 +56,7 @@ static inline size_t at(int b, int t, int h, int T, int NH, int HD) { return (((
 void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
     {
         gm_real *s = malloc(sizeof(gm_real) * (size_t)T);  // scores of one query row
 #pragma omp for collapse(3) schedule(dynamic, 16)
@@ -104,7 +104,7 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
     (void)be;
     gm_real *D = malloc(sizeof(gm_real) * (size_t)B * NH * T);  // (B, NH, T)
     // Pass 1, by query rows: D_i and dq_i.
-#pragma omp parallel for collapse(3) schedule(dynamic, 16)
+#pragma omp parallel for collapse(3) schedule(dynamic, 16) if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
@@ -129,7 +129,7 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                 }
             }
     // Pass 2, by key rows: dk_j and dv_j over the queries that see key j.
-#pragma omp parallel for collapse(3) schedule(dynamic, 16)
+#pragma omp parallel for collapse(3) schedule(dynamic, 16) if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int j = 0; j < T; j++) {

@@ -4,6 +4,11 @@
 
 #include "backend/backend.h"
 
+// Loops with less work than this (elements touched) run on one thread: below it a parallel
+// region costs more than it saves, and idle OpenMP threads spinning beside a busy process (tests
+// run 2 at a time on 2 cores) slow both down by orders of magnitude.
+#define GM_CPU_PAR_MIN ((size_t)1 << 16)
+
 void gm_cpu_embed_fwd(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C);
 void gm_cpu_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
                       int C);

@@ -4,7 +4,7 @@
 // out (N, C) = table (V, C) rows ids (N).
 void gm_cpu_embed_fwd(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const gm_real *row = table + (size_t)ids[n] * C;
         for (int c = 0; c < C; c++) out[(size_t)n * C + c] = row[c];
@@ -17,7 +17,7 @@ void gm_cpu_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids,
                       int C) {
     (void)be;
     (void)V;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int c = 0; c < C; c++)
         for (int n = 0; n < N; n++) dtable[(size_t)ids[n] * C + c] += dout[(size_t)n * C + c];
 }

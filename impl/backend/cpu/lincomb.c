@@ -7,7 +7,7 @@ void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_
                         double cb, const gm_real *pb, const gm_real *y, size_t n) {
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a * x[i] + (y ? b * y[i] : 0);
 }
 
@@ -20,7 +20,7 @@ static gm_real dot_fixed(const gm_real *u, const gm_real *v, size_t n) {
     double partial[64];
     for (size_t c0 = 0; c0 < nchunks; c0 += 64) {
         size_t cn = nchunks - c0 < 64 ? nchunks - c0 : 64;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
         for (size_t c = 0; c < cn; c++) {
             size_t lo = (c0 + c) * CHUNK, hi = lo + CHUNK < n ? lo + CHUNK : n;
             double s = 0;
@@ -39,7 +39,7 @@ void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real 
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
     if (dpa) *dpa += (gm_real)ca * dot_fixed(dout, x, n);
     if (dpb && y) *dpb += (gm_real)cb * dot_fixed(dout, y, n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         if (dx) dx[i] += a * dout[i];
         if (dy && y) dy[i] += b * dout[i];

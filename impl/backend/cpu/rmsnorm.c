@@ -7,7 +7,7 @@
 void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
                         double eps) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const gm_real *x = inp + (size_t)n * C;
         double ss = 0;
@@ -22,7 +22,7 @@ void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const
 void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
                         const gm_real *rstd, int N, int C) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const gm_real *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         double dot = 0;

@@ -6,7 +6,7 @@
 static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,
                    int NH, int HD, int sign, int accumulate) {
     int h2 = HD / 2;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * T * NH * HD > GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int h = 0; h < NH; h++) {

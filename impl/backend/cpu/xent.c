@@ -10,7 +10,7 @@ static inline double capped(double l, double cap) { return cap > 0 ? cap * tanh(
 void gm_cpu_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_real *dlogits, const gm_real *logits,
                          const int32_t *targets, int N, int V, double cap, double dloss_scale) {
     (void)be;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)N * V > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
         const gm_real *l = logits + (size_t)n * V;
         double mx = -INFINITY;

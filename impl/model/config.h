@@ -1,0 +1,66 @@
+// Model configuration: every architectural switch of the six presets as data. The forward and
+// backward read these fields; there is no per-preset code.
+#ifndef GM_MODEL_CONFIG_H
+#define GM_MODEL_CONFIG_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8 };
+
+// Which layer reads which value-embedding table (records #16 and #18), for n tables and L layers:
+// UNET: tables 0..n-1 on the first n layers and mirrored on the last n (012345 543210);
+// ENDS: tables 0..n-1 on the first n layers and again on the last n (012 ... 012).
+typedef enum { GM_VE_NONE = 0, GM_VE_UNET, GM_VE_ENDS } gm_ve_pattern;
+
+typedef struct {
+    char name[32];   // preset
+    char scale[8];   // "full", "tiny" or "test"
+    int vocab;        // token ids are < vocab
+    int vocab_padded; // rows of the embedding / head tables and width of the logits (CE runs over all)
+    int n_layer, n_head, head_dim, d_model, d_mlp;
+    int seq_len, batch;  // per rank, one micro-batch
+    int eot;             // end-of-text id: documents for the doc mask
+
+    int tied_head;       // head = embedding table (default-Linear uniform init), else its own table
+    int qkv_fused;       // one (3C, C) c_attn matrix instead of c_q, c_k, c_v
+    int embed_norm;      // RMSNorm right after the embedding
+    int qk_norm;         // RMSNorm of q and k per head (before rotary)
+    double norm_eps;     // 1e-6 (hand-written norm, #2-#4) or 2^-23 (F.rms_norm, #8+)
+    double rotary_base;  // 1e4; 1024 for the half-truncated rotary of #18
+    int rotary_half_truncated;  // #18: HD/4 frequencies base^(-i/(HD/4-1)), the other HD/4 pairs fixed
+    int branch_scale_depth;     // attention branch scaled by 1/sqrt(2 n_layer) (#2-#4)
+    gm_act mlp_act;
+    double softcap;      // logits cap*tanh(z/cap); 0: none
+    int zero_init_proj;  // attention c_proj and MLP c_proj start at zero
+    int zero_init_head;  // untied head starts at zero
+
+    int x0_lambdas;       // per block x = l0*x + l1*x0 (learnable, init (1, 0))
+    int n_value_embeds;   // value-embedding tables, mixed into v by per-layer (a0, a1), init (0.5, 0.5)
+    gm_ve_pattern ve_pattern;
+    int unet_skips;       // decoder layer i adds skip_weights[i] * output of encoder layer L/2-1-i
+    unsigned skip_attn_mask;  // bit l set: layer l has no attention (#18: layer 7)
+
+    int doc_mask;            // attention within documents (EOT-delimited)
+    int attn_block;          // block of the block mask (128)
+    int window_start_tokens; // sliding window schedule, blocks = floor(((1-f)*start + f*end)/block) at
+    int window_end_tokens;   // progress f = step/steps; 0: no window
+} gm_config;
+
+// The preset `name` at scale "full" (the record's shapes), "tiny" (a few million parameters
+// on the embedded corpus) or "test" (a few ten thousand, for gradient checks and refdata). Returns -1 (gm_fail) for an unknown name or scale.
+int gm_config_preset(gm_config *cfg, const char *name, const char *scale);
+// Preset names, NULL-terminated.
+extern const char *const gm_preset_names[];
+// Sliding-window size in blocks at training step `step` of `steps`; 0 when the preset has none.
+int gm_config_window_blocks(const gm_config *cfg, long step, long steps);
+// Table index of the value embedding layer `l` reads, or -1.
+int gm_config_ve_of_layer(const gm_config *cfg, int l);
+static inline int gm_config_has_attn(const gm_config *cfg, int l) { return !((cfg->skip_attn_mask >> l) & 1u); }
+// Consistency checks (divisibility, limits); -1 with a message naming the field.
+int gm_config_check(const gm_config *cfg);
+// One line per field ("key = value"), for logs and checkpoints.
+int gm_config_describe(const gm_config *cfg, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Regenerate refdata/model/<preset>/ from our C model's inputs and our PyTorch reference.
+# usage: bash refdata/gen/make_refdata.sh BUILD_DIR     (run from the repository root; `make refdata`)
+# Needs Debian's python3-torch under /usr/bin/python3. CI never runs this: tests only read the
+# committed files.
+set -euo pipefail
+build=${1:-build}
+py=/usr/bin/python3
+if ! "$py" -c 'import torch, numpy' 2>/dev/null; then
+  echo "make_refdata: $py cannot import torch and numpy (apt-get install python3-torch)" >&2
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$build/dump_refmodel" --out="$tmp"
+for dir in "$tmp"/*/; do
+  preset=$(basename "$dir")
+  out=refdata/model/$preset
+  mkdir -p "$out"
+  "$py" refdata/gen/ref_model.py "$dir" "$tmp/$preset.ref.bin"
+  # the weights are not committed: the test rebuilds them from the seed and checks params_fnv
+  cp "$dir/meta.txt" "$dir/params.txt" "$dir/tokens.bin" "$out/"
+  cp "$tmp/$preset.ref.bin" "$out/ref.bin"
+done
+echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)), $("$py" -c 'import torch; print("torch", torch.__version__)')"
