@@ -12,7 +12,8 @@
 //   p <- p - lr * scale * O.
 // Sharded (record #6 on): with W ranks, matrix i is orthogonalized only by rank i % W, and the
 // updates are all-gathered so that every rank applies all of them: the parameters are bitwise the
-// same as one process computing everything.
+// same as one process computing everything. Every rank keeps every momentum buffer (an
+// elementwise update), so any rank's checkpoint holds the whole optimizer state.
 #ifndef GM_OPTIM_MUON_H
 #define GM_OPTIM_MUON_H
 
