@@ -34,7 +34,7 @@ static void run_case(const mask_case *c) {
         q[i] = gm_rng_normal(7, 1, i), k[i] = gm_rng_normal(7, 2, i), v[i] = gm_rng_normal(7, 3, i),
         dout[i] = gm_rng_normal(7, 4, i);
     int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);
-    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;                      // EOT id 1 in row 0
+    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;                         // EOT id 1 in row 0
     for (int t = 0; t < T; t++) ids[T + t] = gm_rng_u32(7, 5, t) % 23 == 0 ? 1 : 2;  // row 1: random
     gm_doc_ids(doc, ids, B, T, 1);
     gm_attn_mask m = {c->use_docs ? doc : NULL, c->block, c->window};

@@ -18,8 +18,8 @@ typedef struct {
 } record_count;
 
 static const record_count records[] = {
-    {"adamw", 123532032, 48},     {"muon-v1", 123532032, 48},     {"muon-v2", 123532032, 48},
-    {"untied", 162201600, 72},    {"value-embed", 394002486, 72}, {"softcap", 275742772, 68},
+    {"adamw", 123532032, 48},  {"muon-v1", 123532032, 48},     {"muon-v2", 123532032, 48},
+    {"untied", 162201600, 72}, {"value-embed", 394002486, 72}, {"softcap", 275742772, 68},
 };
 
 Test(model_params, full_scale_counts_match_the_records) {
@@ -65,10 +65,13 @@ Test(model_params, record_initialisation) {
             if ((is_proj && cfg.zero_init_proj) || (is_head && !cfg.tied_head && cfg.zero_init_head))
                 cr_expect_eq(max_abs(x, v->numel), 0.0, "%s/%s not zero", *p, v->name);
             else if (v->group == GM_GROUP_MATRIX || is_head)  // default Linear: U(+-1/sqrt(in))
-                cr_expect(max_abs(x, v->numel) <= 1 / sqrt((double)v->shape[1]) && max_abs(x, v->numel) > 0.9 / sqrt((double)v->shape[1]),
+                cr_expect(max_abs(x, v->numel) <= 1 / sqrt((double)v->shape[1]) &&
+                              max_abs(x, v->numel) > 0.9 / sqrt((double)v->shape[1]),
                           "%s/%s not U(+-1/sqrt(in))", *p, v->name);
-            if (strstr(v->name, "attn.lambdas")) cr_expect(x[0] == 0.5 && x[1] == 0.5, "%s/%s", *p, v->name);
-            else if (strstr(v->name, "lambdas")) cr_expect(x[0] == 1 && x[1] == 0, "%s/%s", *p, v->name);
+            if (strstr(v->name, "attn.lambdas"))
+                cr_expect(x[0] == 0.5 && x[1] == 0.5, "%s/%s", *p, v->name);
+            else if (strstr(v->name, "lambdas"))
+                cr_expect(x[0] == 1 && x[1] == 0, "%s/%s", *p, v->name);
             if (strcmp(v->name, "skip_weights") == 0)
                 for (size_t k = 0; k < v->numel; k++) cr_expect_eq(x[k], 1);
             if (v->group == GM_GROUP_EMBED) {  // N(0, 1)
@@ -82,7 +85,8 @@ Test(model_params, record_initialisation) {
 }
 
 // A tiny-scale step: the loss at record init is ln(vocab) where the head is zero (uniform
-// logits), a plausible value otherwise, and forward + backward run without error.
+// logits), a plausible value otherwise; a forward alone allocates no gradient memory and gives
+// the same loss twice; forward + backward run without error.
 Test(model_params, tiny_forward_backward_runs) {
     for (const char *const *p = gm_preset_names; *p; p++) {
         gm_config cfg;
@@ -95,9 +99,12 @@ Test(model_params, tiny_forward_backward_runs) {
         for (int i = 0; i <= N; i++) ids[i] = (i * 7919) % cfg.vocab;
         double loss = gm_model_forward(&m, ids, ids + 1, cfg.batch, cfg.seq_len);
         if (!cfg.tied_head && cfg.zero_init_head)
-            cr_expect(fabs(loss - log(cfg.vocab_padded)) < 1e-5, "%s: loss %g, ln(Vp) %g", *p, loss, log(cfg.vocab_padded));
+            cr_expect(fabs(loss - log(cfg.vocab_padded)) < 1e-5, "%s: loss %g, ln(Vp) %g", *p, loss,
+                      log(cfg.vocab_padded));
         else
             cr_expect(isfinite(loss) && loss > 0 && loss < 3 * log(cfg.vocab_padded), "%s: loss %g", *p, loss);
+        cr_expect(m.g == NULL && m.da == NULL, "%s: a forward alone allocated gradient buffers", *p);
+        cr_expect_eq(gm_model_forward(&m, ids, ids + 1, cfg.batch, cfg.seq_len), loss, "%s: not deterministic", *p);
         cr_expect_eq(gm_model_backward(&m, 1.0), 0, "%s", gm_error());
         free(ids);
         gm_model_free(&m);
@@ -119,8 +126,8 @@ Test(model_params, window_schedule_as_recorded) {
         cr_expect_eq(gm_config_window_blocks(&cfg, r[i].first_increase, r[i].steps), 2, "%s", r[i].preset);
         cr_expect_eq(gm_config_window_blocks(&cfg, r[i].steps, r[i].steps), 14, "%s", r[i].preset);
         for (long s = 0; s <= r[i].steps; s++)  // the closed form 1 + floor(13.5 s / N) from the spec
-            cr_expect_eq(gm_config_window_blocks(&cfg, s, r[i].steps), 1 + (int)floor(13.5 * s / r[i].steps), "%s step %ld",
-                         r[i].preset, s);
+            cr_expect_eq(gm_config_window_blocks(&cfg, s, r[i].steps), 1 + (int)floor(13.5 * s / r[i].steps),
+                         "%s step %ld", r[i].preset, s);
     }
     gm_config adamw;
     cr_assert_eq(gm_config_preset(&adamw, "adamw", "full"), 0);

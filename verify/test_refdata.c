@@ -35,7 +35,8 @@ static unsigned long long meta_int(const char *meta, const char *key, int base) 
 
 static double rel_err(const gm_real *a, const float *ref, size_t n) {
     double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]), den += (double)ref[i] * ref[i];
+    for (size_t i = 0; i < n; i++)
+        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]), den += (double)ref[i] * ref[i];
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
@@ -51,8 +52,8 @@ static void check_preset(const char *preset) {
     size_t len, tlen, rlen;
     char *meta = slurp(preset, "meta.txt", &len), desc[4096];
     cr_assert_eq(gm_config_describe(&cfg, desc, sizeof desc), 0);
-    cr_assert(strncmp(meta, desc, strlen(desc)) == 0, "%s: configuration changed since refdata was made: run make refdata",
-              preset);
+    cr_assert(strncmp(meta, desc, strlen(desc)) == 0,
+              "%s: configuration changed since refdata was made: run make refdata", preset);
     gm_model m;
     cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0, "%s", gm_error());
     cr_assert_eq(gm_model_init(&m, (uint64_t)meta_int(meta, "seed", 10), GM_INIT_TEST), 0);

@@ -78,25 +78,24 @@ struct gm_backend {
     // scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ----
     void (*attn_fwd)(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask);
-    void (*attn_bwd)(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout,
-                     const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
-                     int B, int T, int NH, int HD, double scale, gm_attn_mask mask);
+    void (*attn_bwd)(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
+                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
+                     int HD, double scale, gm_attn_mask mask);
 
     // ---- MLP activation, elementwise over n ----
     void (*act_fwd)(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n);
-    void (*act_bwd)(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                    size_t n);
+    void (*act_bwd)(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp, size_t n);
 
     // ---- linear combination of two tensors with constant and optional learnable coefficients:
     // out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may
     // be NULL (term absent). Residual adds, branch scales, x0 lambdas, value mixing, U-net skips.
-    void (*lincomb_fwd)(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x,
-                        double cb, const gm_real *pb, const gm_real *y, size_t n);
+    void (*lincomb_fwd)(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
+                        const gm_real *pb, const gm_real *y, size_t n);
     // dx += ca*a*dout ; dy += cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).
     // Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic).
-    void (*lincomb_bwd)(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb,
-                        const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
-                        const gm_real *pb, const gm_real *y, size_t n);
+    void (*lincomb_bwd)(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
+                        double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+                        size_t n);
 
     // ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.
     // losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for

@@ -15,20 +15,20 @@ enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8 };
 typedef enum { GM_VE_NONE = 0, GM_VE_UNET, GM_VE_ENDS } gm_ve_pattern;
 
 typedef struct {
-    char name[32];   // preset
-    char scale[8];   // "full", "tiny" or "test"
-    int vocab;        // token ids are < vocab
-    int vocab_padded; // rows of the embedding / head tables and width of the logits (CE runs over all)
+    char name[32];     // preset
+    char scale[8];     // "full", "tiny" or "test"
+    int vocab;         // token ids are < vocab
+    int vocab_padded;  // rows of the embedding / head tables and width of the logits (CE runs over all)
     int n_layer, n_head, head_dim, d_model, d_mlp;
     int seq_len, batch;  // per rank, one micro-batch
     int eot;             // end-of-text id: documents for the doc mask
 
-    int tied_head;       // head = embedding table (default-Linear uniform init), else its own table
-    int qkv_fused;       // one (3C, C) c_attn matrix instead of c_q, c_k, c_v
-    int embed_norm;      // RMSNorm right after the embedding
-    int qk_norm;         // RMSNorm of q and k per head (before rotary)
-    double norm_eps;     // 1e-6 (hand-written norm, #2-#4) or 2^-23 (F.rms_norm, #8+)
-    double rotary_base;  // 1e4; 1024 for the half-truncated rotary of #18
+    int tied_head;              // head = embedding table (default-Linear uniform init), else its own table
+    int qkv_fused;              // one (3C, C) c_attn matrix instead of c_q, c_k, c_v
+    int embed_norm;             // RMSNorm right after the embedding
+    int qk_norm;                // RMSNorm of q and k per head (before rotary)
+    double norm_eps;            // 1e-6 (hand-written norm, #2-#4) or 2^-23 (F.rms_norm, #8+)
+    double rotary_base;         // 1e4; 1024 for the half-truncated rotary of #18
     int rotary_half_truncated;  // #18: HD/4 frequencies base^(-i/(HD/4-1)), the other HD/4 pairs fixed
     int branch_scale_depth;     // attention branch scaled by 1/sqrt(2 n_layer) (#2-#4)
     gm_act mlp_act;
@@ -36,20 +36,21 @@ typedef struct {
     int zero_init_proj;  // attention c_proj and MLP c_proj start at zero
     int zero_init_head;  // untied head starts at zero
 
-    int x0_lambdas;       // per block x = l0*x + l1*x0 (learnable, init (1, 0))
-    int n_value_embeds;   // value-embedding tables, mixed into v by per-layer (a0, a1), init (0.5, 0.5)
+    int x0_lambdas;      // per block x = l0*x + l1*x0 (learnable, init (1, 0))
+    int n_value_embeds;  // value-embedding tables, mixed into v by per-layer (a0, a1), init (0.5, 0.5)
     gm_ve_pattern ve_pattern;
-    int unet_skips;       // decoder layer i adds skip_weights[i] * output of encoder layer L/2-1-i
+    int unet_skips;           // decoder layer i adds skip_weights[i] * output of encoder layer L/2-1-i
     unsigned skip_attn_mask;  // bit l set: layer l has no attention (#18: layer 7)
 
-    int doc_mask;            // attention within documents (EOT-delimited)
-    int attn_block;          // block of the block mask (128)
-    int window_start_tokens; // sliding window schedule, blocks = floor(((1-f)*start + f*end)/block) at
-    int window_end_tokens;   // progress f = step/steps; 0: no window
+    int doc_mask;             // attention within documents (EOT-delimited)
+    int attn_block;           // block of the block mask (128)
+    int window_start_tokens;  // sliding window schedule, blocks = floor(((1-f)*start + f*end)/block) at
+    int window_end_tokens;    // progress f = step/steps; 0: no window
 } gm_config;
 
 // The preset `name` at scale "full" (the record's shapes), "tiny" (a few million parameters
-// on the embedded corpus) or "test" (a few ten thousand, for gradient checks and refdata). Returns -1 (gm_fail) for an unknown name or scale.
+// on the embedded corpus) or "test" (a few ten thousand, for gradient checks and refdata). Returns -1 (gm_fail) for an
+// unknown name or scale.
 int gm_config_preset(gm_config *cfg, const char *name, const char *scale);
 // Preset names, NULL-terminated.
 extern const char *const gm_preset_names[];

@@ -144,10 +144,10 @@ static gm_real *g_qkv(const gm_model *m, int l, int which) {
 
 // The residual stream entering layer l, and after its U-net skip and x0 mixing.
 typedef struct {
-    gm_real *in;      // previous block's output (x0 for layer 0)
-    gm_real *skip;    // encoder output added by the U-net (NULL if none)
-    gm_real *xs;      // after the skip add (== in without one)
-    gm_real *xm;      // after the x0 mix (== xs without one): the block's working input
+    gm_real *in;    // previous block's output (x0 for layer 0)
+    gm_real *skip;  // encoder output added by the U-net (NULL if none)
+    gm_real *xs;    // after the skip add (== in without one)
+    gm_real *xm;    // after the x0 mix (== xs without one): the block's working input
 } layer_io;
 
 static gm_real *x0_of(const gm_model *m) { return A(m, m->cfg.embed_norm ? m->aix.x0 : m->aix.emb); }
@@ -176,7 +176,9 @@ static gm_real *ve_of(const gm_model *m, int l) {
     return j < 0 ? NULL : A(m, m->aix.ve[j]);
 }
 
-static double attn_branch_scale(const gm_config *c) { return c->branch_scale_depth ? 1.0 / sqrt(2.0 * c->n_layer) : 1.0; }
+static double attn_branch_scale(const gm_config *c) {
+    return c->branch_scale_depth ? 1.0 / sqrt(2.0 * c->n_layer) : 1.0;
+}
 
 double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T) {
     const gm_config *c = &m->cfg;
@@ -210,8 +212,11 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
         const gm_layer_acts *a = &x->layer[l];
         const gm_layer_params *p = &m->pix.layer[l];
         layer_io io = io_of(m, l);
-        if (io.skip) be->lincomb_fwd(be, io.xs, 1, NULL, io.in, 1, P(m, m->pix.skip_weights) + skip_index(m, l), io.skip, (size_t)N * C);
-        if (a->mix >= 0) be->lincomb_fwd(be, io.xm, 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m), (size_t)N * C);
+        if (io.skip)
+            be->lincomb_fwd(be, io.xs, 1, NULL, io.in, 1, P(m, m->pix.skip_weights) + skip_index(m, l), io.skip,
+                            (size_t)N * C);
+        if (a->mix >= 0)
+            be->lincomb_fwd(be, io.xm, 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m), (size_t)N * C);
         gm_real *xa = io.xm;  // stream entering the MLP
         if (gm_config_has_attn(c, l)) {
             be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io.xm, N, C, c->norm_eps);
@@ -233,7 +238,8 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
             be->rotary_fwd(be, A(m, a->kr), ks, m->cos_t, m->sin_t, B, T, NH, HD);
             be->attn_fwd(be, A(m, a->att), A(m, a->lse), A(m, a->qr), A(m, a->kr), vs, B, T, NH, HD, scale, mask);
             be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
-            be->lincomb_fwd(be, A(m, a->res_attn), 1, NULL, io.xm, attn_branch_scale(c), NULL, A(m, a->ao), (size_t)N * C);
+            be->lincomb_fwd(be, A(m, a->res_attn), 1, NULL, io.xm, attn_branch_scale(c), NULL, A(m, a->ao),
+                            (size_t)N * C);
             xa = A(m, a->res_attn);
         }
         be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), xa, N, C, c->norm_eps);
@@ -284,7 +290,8 @@ int gm_model_backward(gm_model *m, double dloss) {
         // MLP
         be->lincomb_bwd(be, D(m, xa), D(m, A(m, a->mo)), NULL, NULL, D(m, A(m, a->res_mlp)), 1, NULL, xa, 1, NULL,
                         A(m, a->mo), (size_t)N * C);
-        be->matmul_bwd(be, D(m, A(m, a->actv)), G(m, p->mlp_proj), D(m, A(m, a->mo)), A(m, a->actv), P(m, p->mlp_proj), N, H, C);
+        be->matmul_bwd(be, D(m, A(m, a->actv)), G(m, p->mlp_proj), D(m, A(m, a->mo)), A(m, a->actv), P(m, p->mlp_proj),
+                       N, H, C);
         be->act_bwd(be, c->mlp_act, D(m, A(m, a->fc)), D(m, A(m, a->actv)), A(m, a->fc), (size_t)N * H);
         be->matmul_bwd(be, D(m, A(m, a->ln2)), G(m, p->fc), D(m, A(m, a->fc)), A(m, a->ln2), P(m, p->fc), N, C, H);
         be->rmsnorm_bwd(be, D(m, xa), D(m, A(m, a->ln2)), xa, A(m, a->ln2_rstd), N, C);
@@ -292,7 +299,8 @@ int gm_model_backward(gm_model *m, double dloss) {
         if (gm_config_has_attn(c, l)) {
             be->lincomb_bwd(be, D(m, io.xm), D(m, A(m, a->ao)), NULL, NULL, D(m, xa), 1, NULL, io.xm,
                             attn_branch_scale(c), NULL, A(m, a->ao), (size_t)N * C);
-            be->matmul_bwd(be, D(m, A(m, a->att)), G(m, p->c_proj), D(m, A(m, a->ao)), A(m, a->att), P(m, p->c_proj), N, C, C);
+            be->matmul_bwd(be, D(m, A(m, a->att)), G(m, p->c_proj), D(m, A(m, a->ao)), A(m, a->att), P(m, p->c_proj), N,
+                           C, C);
             gm_real *qs = c->qk_norm ? A(m, a->qn) : A(m, a->q), *ks = c->qk_norm ? A(m, a->kn) : A(m, a->k);
             gm_real *vs = a->vmix >= 0 ? A(m, a->vmix) : A(m, a->v);
             be->attn_bwd(be, D(m, A(m, a->qr)), D(m, A(m, a->kr)), D(m, vs), D(m, A(m, a->att)), A(m, a->qr),
@@ -310,7 +318,8 @@ int gm_model_backward(gm_model *m, double dloss) {
             }
             for (int w = 0; w < 3; w++) {
                 gm_real *out = A(m, w == 0 ? a->q : w == 1 ? a->k : a->v);
-                be->matmul_bwd(be, D(m, A(m, a->ln1)), g_qkv(m, l, w), D(m, out), A(m, a->ln1), w_qkv(m, l, w), N, C, C);
+                be->matmul_bwd(be, D(m, A(m, a->ln1)), g_qkv(m, l, w), D(m, out), A(m, a->ln1), w_qkv(m, l, w), N, C,
+                               C);
             }
             be->rmsnorm_bwd(be, D(m, io.xm), D(m, A(m, a->ln1)), io.xm, A(m, a->ln1_rstd), N, C);
         }
@@ -320,13 +329,13 @@ int gm_model_backward(gm_model *m, double dloss) {
                             x0_of(m), (size_t)N * C);
         }
         if (io.skip) {
-            gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l), *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
+            gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l),
+                    *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
             be->lincomb_bwd(be, D(m, io.in), D(m, io.skip), NULL, dw, D(m, io.xs), 1, NULL, io.in, 1, w, io.skip,
                             (size_t)N * C);
         }
     }
-    if (c->embed_norm)
-        be->rmsnorm_bwd(be, D(m, A(m, x->emb)), D(m, A(m, x->x0)), A(m, x->emb), A(m, x->x0_rstd), N, C);
+    if (c->embed_norm) be->rmsnorm_bwd(be, D(m, A(m, x->emb)), D(m, A(m, x->x0)), A(m, x->emb), A(m, x->x0_rstd), N, C);
     be->embed_bwd(be, G(m, m->pix.embed), m->ids, D(m, A(m, x->emb)), N, Vp, C);
     for (int j = 0; j < c->n_value_embeds; j++)
         be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, A(m, x->ve[j])), N, Vp, C);

@@ -69,7 +69,8 @@ void gm_params_init(const gm_table *t, gm_real *host, uint64_t seed, gm_init_mod
         gm_init_kind kind = v->init;
         double a = v->init_a;
         // Test mode: zero-initialised matrices get the default uniform init, so no path is dead.
-        if (mode == GM_INIT_TEST && kind == GM_INIT_CONST && v->ndim == 2) kind = GM_INIT_UNIFORM, a = 1.0 / sqrt((double)v->shape[1]);
+        if (mode == GM_INIT_TEST && kind == GM_INIT_CONST && v->ndim == 2)
+            kind = GM_INIT_UNIFORM, a = 1.0 / sqrt((double)v->shape[1]);
         for (size_t i = 0; i < v->numel; i++) {
             double x;
             if (kind == GM_INIT_NORMAL)

@@ -11,12 +11,12 @@
 
 // Table indices of one block's tensors; -1 where the configuration has none.
 typedef struct {
-    int c_attn;              // (3C, C) fused q|k|v (#2-#4)
-    int c_q, c_k, c_v;       // (C, C) each (#8+)
-    int c_proj;              // (C, C)
-    int fc, mlp_proj;        // (H, C), (C, H)
-    int lambdas;             // (2,) x0 mixing
-    int attn_lambdas;        // (2,) value-embedding mixing
+    int c_attn;         // (3C, C) fused q|k|v (#2-#4)
+    int c_q, c_k, c_v;  // (C, C) each (#8+)
+    int c_proj;         // (C, C)
+    int fc, mlp_proj;   // (H, C), (C, H)
+    int lambdas;        // (2,) x0 mixing
+    int attn_lambdas;   // (2,) value-embedding mixing
 } gm_layer_params;
 
 typedef struct {

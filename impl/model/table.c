@@ -18,8 +18,8 @@ int gm_table_find(const gm_table *t, const char *name) {
     return -1;
 }
 
-int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_group group, gm_init_kind init,
-                 double a, double b) {
+int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_group group, gm_init_kind init, double a,
+                 double b) {
     if (strlen(name) >= sizeof t->v[0].name) return t->failed = 1, gm_fail("table: name too long: %s", name);
     if (gm_table_find(t, name) >= 0) return t->failed = 1, gm_fail("table: duplicate tensor name %s", name);
     if (t->n == t->cap) {

@@ -44,8 +44,8 @@ enum { GM_TABLE_ALIGN = 16 };
 void gm_table_init(gm_table *t);
 void gm_table_free(gm_table *t);
 // Append a view; returns its index, or -1 (gm_fail) when out of memory or the name is taken.
-int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_group group, gm_init_kind init,
-                 double a, double b);
+int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_group group, gm_init_kind init, double a,
+                 double b);
 // Index of the view called `name`, -1 when absent.
 int gm_table_find(const gm_table *t, const char *name);
 

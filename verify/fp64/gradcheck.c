@@ -43,8 +43,8 @@ double gc_check(gc_fn fn, gc_input *in, int nin, size_t max_elems, uint64_t seed
         // all elements when they fit, else a fixed pseudo-random sample; elements whose stencil
         // leaves the base point's piece are replaced, at most 4m tries in all
         for (size_t e = 0; used < m && e < 4 * m; e++) {
-            size_t i = m == n ? e % n : gm_rng_u32(seed, 3000 + (uint64_t)k, e) % n;
             if (m == n && e >= n) break;
+            size_t i = m == n ? e : gm_rng_u32(seed, 3000 + (uint64_t)k, e) % n;
             gm_real x0 = in[k].x[i];
             // a stencil that leaves the base point's piece is retried with h/4, then h/16
             double h = gc_step() * (fabs((double)x0) > 1 ? fabs((double)x0) : 1), L[4];

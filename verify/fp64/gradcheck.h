@@ -19,7 +19,7 @@ typedef struct {
 typedef struct {
     void *ctx;
     size_t nout;
-    void (*fwd)(void *ctx, gm_real *out);          // out (nout) from the current inputs
+    void (*fwd)(void *ctx, gm_real *out);         // out (nout) from the current inputs
     void (*bwd)(void *ctx, const gm_real *dout);  // dx += dL/dx for dout = dL/dout
     // Optional (NULL: smooth everywhere). For a piecewise-smooth function (ReLU^2 has a jump in
     // its second derivative at 0), a fingerprint of the piece the last fwd evaluated in. A

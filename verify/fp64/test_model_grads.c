@@ -73,6 +73,7 @@ static void check_preset(const char *name) {
 
 Test(model_grads, adamw) { check_preset("adamw"); }
 Test(model_grads, muon_v1) { check_preset("muon-v1"); }
+Test(model_grads, muon_v2) { check_preset("muon-v2"); }
 Test(model_grads, untied) { check_preset("untied"); }
 Test(model_grads, value_embed) { check_preset("value-embed"); }
 Test(model_grads, softcap) { check_preset("softcap"); }

@@ -14,7 +14,9 @@
 #define ALLOC(n) calloc((size_t)(n), sizeof(gm_real))
 
 // A random size in [lo, hi] drawn from the test's seed.
-static int rsize(uint64_t seed, int i, int lo, int hi) { return lo + (int)(gm_rng_u32(seed, 77, (uint64_t)i) % (uint32_t)(hi - lo + 1)); }
+static int rsize(uint64_t seed, int i, int lo, int hi) {
+    return lo + (int)(gm_rng_u32(seed, 77, (uint64_t)i) % (uint32_t)(hi - lo + 1));
+}
 
 static void expect_all_below(const char *op, gc_input *in, int nin, const double *err) {
     for (int k = 0; k < nin; k++)
@@ -238,8 +240,10 @@ static void lc_bwd(void *c, const gm_real *dout) {
 Test(op_grads, lincomb) {
     size_t n = 9001;  // over two reduction chunks
     lc_ctx l = {ALLOC(n), ALLOC(n), ALLOC(1), ALLOC(1), 0.7, -1.3, n};
-    gc_randn(l.x, n, 1, 700, 1), gc_randn(l.y, n, 1, 700, 2), gc_randn(l.pa, 1, 1, 700, 3), gc_randn(l.pb, 1, 1, 700, 4);
-    gc_input in[4] = {{"x", l.x, ALLOC(n), n}, {"y", l.y, ALLOC(n), n}, {"a", l.pa, ALLOC(1), 1}, {"b", l.pb, ALLOC(1), 1}};
+    gc_randn(l.x, n, 1, 700, 1), gc_randn(l.y, n, 1, 700, 2), gc_randn(l.pa, 1, 1, 700, 3),
+        gc_randn(l.pb, 1, 1, 700, 4);
+    gc_input in[4] = {
+        {"x", l.x, ALLOC(n), n}, {"y", l.y, ALLOC(n), n}, {"a", l.pa, ALLOC(1), 1}, {"b", l.pb, ALLOC(1), 1}};
     g_in = in;
     double err[4];
     gc_check((gc_fn){&l, n, lc_fwd, lc_bwd, NULL}, in, 4, 300, 700, err);

@@ -98,9 +98,9 @@ void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_
 // With P = softmax(S), S = scale*q k^T, D_i = dout_i . out_i = sum_j P_ij dP_ij:
 // dS_ij = P_ij (dout_i . v_j - D_i); dq_i += scale sum_j dS_ij k_j; dk_j += scale sum_i dS_ij q_i;
 // dv_j += sum_i P_ij dout_i.
-void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout,
-                     const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
-                     int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
+                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
+                     int HD, double scale, gm_attn_mask mask) {
     (void)be;
     gm_real *D = malloc(sizeof(gm_real) * (size_t)B * NH * T);  // (B, NH, T)
     // Pass 1, by query rows: D_i and dq_i.
@@ -128,7 +128,7 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                     }
                 }
             }
-    // Pass 2, by key rows: dk_j and dv_j over the queries that see key j.
+            // Pass 2, by key rows: dk_j and dv_j over the queries that see key j.
 #pragma omp parallel for collapse(3) schedule(dynamic, 16) if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -170,8 +170,8 @@ void gm_cpu_attn_dense_mask(uint8_t *mask, int B, int T, gm_attn_mask m) {
 }
 
 // P (T, T) for one (b, h): row softmax of scale*q k^T over the mask; returns lse per row.
-static void dense_probs(gm_real *P, gm_real *lse_row, const gm_real *q, const gm_real *k, int b, int h, int T,
-                        int NH, int HD, double scale, const uint8_t *mask) {
+static void dense_probs(gm_real *P, gm_real *lse_row, const gm_real *q, const gm_real *k, int b, int h, int T, int NH,
+                        int HD, double scale, const uint8_t *mask) {
     for (int i = 0; i < T; i++) {
         double mx = -INFINITY, sum = 0;
         const uint8_t *mrow = mask + ((size_t)b * T + i) * T;
@@ -181,13 +181,14 @@ static void dense_probs(gm_real *P, gm_real *lse_row, const gm_real *q, const gm
             mx = s > mx ? s : mx;
         }
         for (int j = 0; j < T; j++) sum += mrow[j] ? exp(P[(size_t)i * T + j] - mx) : 0;
-        for (int j = 0; j < T; j++) P[(size_t)i * T + j] = mrow[j] ? (gm_real)(exp(P[(size_t)i * T + j] - mx) / sum) : 0;
+        for (int j = 0; j < T; j++)
+            P[(size_t)i * T + j] = mrow[j] ? (gm_real)(exp(P[(size_t)i * T + j] - mx) / sum) : 0;
         if (lse_row) lse_row[i] = (gm_real)(mx + log(sum));
     }
 }
 
-void gm_cpu_attn_fwd_dense(gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k, const gm_real *v,
-                           int B, int T, int NH, int HD, double scale, const uint8_t *mask) {
+void gm_cpu_attn_fwd_dense(gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k, const gm_real *v, int B,
+                           int T, int NH, int HD, double scale, const uint8_t *mask) {
     gm_real *P = malloc(sizeof(gm_real) * (size_t)T * T);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {

@@ -16,8 +16,8 @@ void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_real *dW, const gm_real *dout, co
                              int N, int C, int OC);
 // Attention with an explicit dense mask (B, T, T) of 0/1 bytes, mask[b][q][k]; materialises the
 // (T, T) probabilities per (b, head). Same outputs as attn_fwd/attn_bwd.
-void gm_cpu_attn_fwd_dense(gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k, const gm_real *v,
-                           int B, int T, int NH, int HD, double scale, const uint8_t *mask);
+void gm_cpu_attn_fwd_dense(gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k, const gm_real *v, int B,
+                           int T, int NH, int HD, double scale, const uint8_t *mask);
 void gm_cpu_attn_bwd_dense(gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
                            const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
                            const uint8_t *mask);

@@ -3,8 +3,8 @@
 // U-net skip weights.
 #include "backend/cpu/cpu_ops.h"
 
-void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x,
-                        double cb, const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
+                        const gm_real *pb, const gm_real *y, size_t n) {
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
@@ -32,9 +32,9 @@ static gm_real dot_fixed(const gm_real *u, const gm_real *v, size_t n) {
     return (gm_real)total;
 }
 
-void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb,
-                        const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
-                        const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
+                        double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+                        size_t n) {
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
     if (dpa) *dpa += (gm_real)ca * dot_fixed(dout, x, n);

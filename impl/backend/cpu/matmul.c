@@ -35,8 +35,7 @@ static void slice(int rows, int t, int nt, int *lo, int *hi) {
 
 static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_get_max_threads() : 1; }
 
-void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C,
-                       int OC) {
+void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)be;
     blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);

@@ -3,8 +3,8 @@
 #include "backend/cpu/cpu_ops.h"
 
 // sign = +1: forward rotation; -1: its transpose (the backward), added into out.
-static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,
-                   int NH, int HD, int sign, int accumulate) {
+static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH,
+                   int HD, int sign, int accumulate) {
     int h2 = HD / 2;
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * T * NH * HD > GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
