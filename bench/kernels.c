@@ -82,6 +82,7 @@ typedef struct {
     int B, T, N, C, H, NH, HD, Vp, L, LA;
     gm_attn_mask mask;
     double attn_pairs;  // (q, k) pairs the mask admits, over the batch and heads
+    int doc_len;        // mean synthetic document length
     gm_loader ld;
     int32_t *x, *y;  // (B, T) host batch of the last step
     gm_opt_view *views[NGROUPS];
@@ -594,10 +595,10 @@ static void write_md(const bench *b, const results *r, const char *path, const c
             "other work shared the CPU and every time below is inflated by it; compare runs only at similar load.\n",
         r->load[0], r->load[1], sysconf(_SC_NPROCESSORS_ONLN));
     OUT(&f, "- Shapes: N = B T = %d tokens, d_model %d, MLP %d, %d heads x %d, padded vocab %d, %d layers (%d with "
-            "attention). Attention mask: %s, window %d blocks of %d; synthetic documents (EOT-opened, mean length "
-            "in the command) leave %.0f of the %.0f causal (q, k) pairs per head.\n",
+            "attention). Attention mask: %s, window %d blocks of %d; synthetic documents (EOT-opened, exponential "
+            "lengths of mean %d tokens) leave %.0f of the %.0f causal (q, k) pairs per head.\n",
         b->N, b->C, b->H, b->NH, b->HD, b->Vp, b->L, b->LA, c->doc_mask ? "documents + causal" : "causal",
-        b->mask.window_blocks, b->mask.block, b->attn_pairs / b->NH, (double)b->B * b->T * (b->T + 1) / 2.0);
+        b->mask.window_blocks, b->mask.block, b->doc_len, b->attn_pairs / b->NH, (double)b->B * b->T * (b->T + 1) / 2.0);
     OUT(&f, "- Method: each kernel alone on the model's own buffers after one training step (real activations and "
             "gradients), layer 0's operands; one warm-up call, then the median of at least %d calls (more for cheap "
             "kernels, up to %d), %s. FLOPs and bytes per call are the formulas in bench/kernels.c (bytes: every "
@@ -804,6 +805,7 @@ int main(int argc, char **argv) {
     if (gm_model_create(&b->m, mc, b->be) || gm_model_init(&b->m, b->rc.seed, GM_INIT_RECORD)) gm_die_last();
     b->mask.window_blocks = window >= 0 ? window : gm_config_window_blocks(mc, 1, 2);
     gm_model_set_window(&b->m, b->mask.window_blocks);
+    b->doc_len = doc_len;
     open_synthetic_data(b, doc_len);
     build_optimizers(b);
 
