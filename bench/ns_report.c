@@ -17,9 +17,11 @@
 #include "train/hardware.h"
 #include "base/io.h"
 #include "base/rng.h"
+#include "base/stats.h"
 #include "base/timer.h"
 #include "optim/ortho_stats.h"
 #include "optim/orthogonalize.h"
+#include "train/hardware.h"
 
 #define MAX_STEPS 10
 #define MAP_STEPS 5  // the scalar-map figure: what 5 steps (the speedrun's count) do
@@ -59,27 +61,6 @@ static void observe(void *ctx, int k, const double *X, int rows, int cols) {
         for (int i = 0; i < r; i++) o->diag[i] = cblas_ddot(cols, UtX + (size_t)i * cols, 1, o->Vt + (size_t)i * cols, 1);
         free(UtX);
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-// The 1-minute load average: timings on a shared machine are only as good as its idleness.
-static double load_average(void) {
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1) l = -1;
-        fclose(f);
-    }
-    return l;
 }
 
 static void write_or_die(gm_atomic_file *af, int rc) {
@@ -128,7 +109,7 @@ int main(int argc, char **argv) {
         OUT(&dat, "\n\n");
     }
 
-    const double load_start = load_average();
+    const double load_start = gm_load_average();
     double timing[NSHAPES][3][2];  // (median, min) seconds: NS fp32 (quintic, 5 steps), SVD polar fp32 and fp64
     OUT(&md, "# Newton-Schulz vs SVD polar factor\n\n");
     OUT(&md, "Machine: %s, %ld hardware threads, OpenBLAS with %d threads. Commit: `%s`.\n", cpu,
@@ -209,8 +190,8 @@ int main(int argc, char **argv) {
                 if (r >= 0) t[w][r] = gm_seconds_since(t0);
             }
         for (int w = 0; w < 3; w++) {
-            timing[sh][w][0] = median(t[w], reps < 64 ? reps : 64);
-            timing[sh][w][1] = t[w][0];  // median() sorted the samples
+            timing[sh][w][0] = gm_median(t[w], reps < 64 ? reps : 64);
+            timing[sh][w][1] = t[w][0];  // gm_median() sorted the samples
         }
         gm_polar_ref_free(&ref);
         free(G), free(U), free(s), free(Vt), free(diag), free(X), free(Gf), free(Xf);
@@ -218,7 +199,7 @@ int main(int argc, char **argv) {
 
     OUT(&md, "## Time per orthogonalization on this CPU (median of %d after one warm-up)\n\n", reps);
     OUT(&md, "1-minute load average at the start %.2f, at the end %.2f (on %ld hardware threads: above that, other "
-             "work shared the CPU and the times are inflated).\n\n", load_start, load_average(), sysconf(_SC_NPROCESSORS_ONLN));
+             "work shared the CPU and the times are inflated).\n\n", load_start, gm_load_average(), sysconf(_SC_NPROCESSORS_ONLN));
     OUT(&md, "Median (min) in ms. NS: the speedrun's quintic, 5 steps, fp32 (OpenBLAS ssyrk/sgemm); SVD: "
              "LAPACKE gesdd + the U V^T product.\n\n");
     OUT(&md, "| shape | role | NS quintic 5 steps fp32 | SVD polar fp32 | SVD polar fp64 | NS / SVD (fp32, medians) |\n");

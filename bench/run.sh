@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: run every timing/numerics harness and write its report under reports/.
 # Usage: bash bench/run.sh <build dir>. Each section is one function; add new ones to SECTIONS.
+# Timings are never pass/fail: a shared machine only makes them slower (reports carry the load).
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -15,7 +16,18 @@ section_ns() {
     echo "bench: wrote reports/ns/ns_vs_svd.md, ns_table_full.md, ns_map.png"
 }
 
-SECTIONS=(section_ns)
+# Per-kernel CPU timings of one training step (softcap at full shapes, B=1 T=1024) and the step
+# end to end: CSV + Markdown + bar chart under reports/bench, named by machine, preset and scale.
+section_kernels() {
+    mkdir -p reports/bench
+    local csv
+    csv=$("$BUILD/bench/kernels" --preset="${KPRESET:-softcap}" --scale="${KSCALE:-full}" --out=reports/bench)
+    gnuplot -e "csv='$csv'; png='${csv%.csv}.png'; title='$(basename "${csv%.csv}"): ms per training step per kernel (commit $COMMIT)'" bench/kernels.gp
+    echo "bench: wrote $csv, ${csv%.csv}.md, ${csv%.csv}.png"
+}
+
+# BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset.
+read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels}"
 for s in "${SECTIONS[@]}"; do
     echo "== bench: $s =="
     start=$(date +%s)

@@ -1,5 +1,6 @@
 #include "train/hardware.h"
 
+#include <ctype.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,4 +64,34 @@ char *gm_cpu_model(void) {
     char *out = strdup(cpu);
     if (!out) abort();
     return out;
+}
+
+char *gm_hardware_slug(void) {
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    char *at = strchr(cpu, '@');  // "... CPU @ 2.40GHz": the clock is not part of the name
+    if (at) *at = '\0';
+    char *out = malloc(300);
+    if (!out) abort();
+    size_t n = 0;
+    for (char *w = strtok(cpu, " \t"); w; w = strtok(NULL, " \t")) {
+        if (!strcmp(w, "CPU") || !strcmp(w, "Processor") || strstr(w, "-Core")) continue;
+        for (char *c = w; *c && n < 240; c++) {
+            if (isalnum((unsigned char)*c)) out[n++] = (char)tolower((unsigned char)*c);
+            else if (n && out[n - 1] != '-') out[n++] = '-';
+        }
+        if (n && out[n - 1] != '-') out[n++] = '-';
+    }
+    snprintf(out + n, 300 - n, "%ldt", sysconf(_SC_NPROCESSORS_ONLN));
+    return out;
+}
+
+double gm_load_average(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
 }

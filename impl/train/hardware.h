@@ -7,5 +7,12 @@
 char *gm_hardware_json(void);
 // The CPU model name from /proc/cpuinfo ("unknown CPU" when absent), for report headers. malloc'd.
 char *gm_cpu_model(void);
+// A short file-name slug of the CPU model and thread count, e.g. "amd-epyc-2t" or
+// "intel-xeon-gold-6338-64t" (lower case, words joined by '-', "(R)", "CPU", "Processor" and the
+// clock dropped), for naming reports by machine. malloc'd.
+char *gm_hardware_slug(void);
+// The 1-minute load average (/proc/loadavg), -1 when unknown: timings on a shared machine are
+// only as good as its idleness, so every timing report prints it.
+double gm_load_average(void);
 
 #endif
