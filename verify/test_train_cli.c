@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/io.h"
+#include "train/checkpoint.h"
 #include "helpers.h"
 
 static int train(const char *dir, const char *preset, const char *extra, char **out, char **err) {
@@ -49,6 +50,15 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
         cr_assert_eq(train(dir, presets[i][0], presets[i][1], &out, &err), 0, "%s: %s", presets[i][0], err);
         cr_assert(strstr(out, "train: done after 6 steps"), "%s: %s", presets[i][0], out);
         snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
+        // Every line is JSON; the first carries the resolved config, commit, hardware and source.
+        char cmd[8600], *po, *pe;
+        snprintf(cmd, sizeof cmd,
+                 "python3 -c \"import json,sys; rs=[json.loads(l) for l in open(sys.argv[1])]; s=rs[0]; "
+                 "assert s['event']=='start' and s['config']['preset']==sys.argv[2] and s['git_commit'] and "
+                 "s['hardware']['cpu'] and 'impl/train/trainer.c' in s['source'], s.keys(); print(len(rs))\" '%s' %s",
+                 log, presets[i][0]);
+        cr_assert_eq(th_run(cmd, &po, &pe), 0, "%s: log is not as expected: %s", presets[i][0], pe);
+        free(po), free(pe);
         char *c = curve(log, 0);
         // Validation at steps 0, 3 and 6 (the end); the loss must come down on this learnable data.
         const char *v0 = strstr(c, "\"val_loss\":"), *v6 = strstr(strstr(c, "\"step\":6"), "\"val_loss\":");
@@ -136,6 +146,30 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
     snprintf(extra, sizeof extra, "--resume=%s/run/ckpt.bin --out_dir=%s/r3", dir, dir);
     cr_assert_eq(train(dir, "muon-v2", extra, &out, &err), 1);
     cr_assert(strstr(err, "truncated") && strstr(err, "ckpt.bin"), "%s", err);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(train_cli, ctrl_c_stops_cleanly_with_a_checkpoint, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], script[9000], path[4300];
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0");
+    // SIGINT after 2 s, as Ctrl-C sends it; the run must finish its step, checkpoint and exit 130.
+    snprintf(script, sizeof script, "'%s' --preset=muon-v2 --scale=tiny %s & p=$!; sleep 2; kill -INT $p; wait $p",
+             th_bin_path("train"), flags);
+    snprintf(path, sizeof path, "%s/int.sh", dir);
+    FILE *f = fopen(path, "w");
+    fputs(script, f);
+    fclose(f);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "bash '%s'", path);
+    cr_assert_eq(th_run(cmd, &out, &err), 130, "%s %s", out, err);
+    cr_assert(strstr(out, "train: interrupted after"), "%s", out);
+    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+    gm_ckpt c;
+    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
+    gm_ckpt_close(&c);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);
