@@ -4,6 +4,9 @@
 // them into dloss/dlogits. Probabilities are never stored beyond the row.
 //
 // fp32 uses the vectorizable exp/tanh of fastmath.h; fp64 keeps libm's.
+// No FP-exception traps to preserve: lets GCC if-convert, hence vectorize, the exp/tanh loops
+// (results are unchanged; only speculation of non-trapping arithmetic is allowed).
+#pragma GCC optimize("no-trapping-math")
 #include <math.h>
 #include <stdlib.h>
 
