@@ -13,7 +13,9 @@
 #include <cblas.h>
 // No FP-exception traps to preserve: lets GCC if-convert, hence vectorize, the exp/tanh loops
 // (results are unchanged; only speculation of non-trapping arithmetic is allowed).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
+#endif
 #include <math.h>
 #include <stdlib.h>
 
