@@ -1,47 +1,203 @@
 // Causal softmax attention with document masking and a sliding window counted in blocks, on
-// (B, T, NH, HD). The fast kernel walks (query block, key block) pairs the way the records'
-// FlexAttention block mask does: pairs outside the window or with disjoint documents are skipped,
-// "full" pairs need no per-element test, the rest apply the token rule. Forward keeps only the
-// log-sum-exp per row; the backward recomputes probabilities (FlashAttention-2 style: dq by
-// query rows, then dk/dv by key rows, so both passes are parallel and deterministic).
+// (B, T, NH, HD). The fast kernels work on tiles of TILE query rows x TILE keys of one (b, head),
+// read in place from the (B, T, NH, HD) layout (leading dimension NH*HD), with every product a
+// BLAS GEMM (one OpenBLAS thread per OpenMP thread, as in matmul.c). A tile pair is skipped when
+// no query may see any key (causality, window, disjoint documents), "full" when every query sees
+// every key, and otherwise the token rule (attn_mask.h) masks it element by element.
+// Forward: per query tile, S = scale Q K^T over its key tiles, exact row softmax, O = P V; keeps
+// the log-sum-exp per row. Backward (FlashAttention-2 style, probabilities recomputed from lse):
+// per (b, head), on one thread, for each key tile and each query tile that sees it:
+// P = exp(S - lse), dP = dO V^T, dS = P (dP - D) scale with D = rowsum(dO o O), then
+// dV += P^T dO, dK += dS^T Q, dQ += dS K. Every output element is owned by one thread and
+// summed in a fixed order: deterministic whatever the thread count.
+#include <cblas.h>
+// No FP-exception traps to preserve: lets GCC if-convert, hence vectorize, the exp/tanh loops
+// (results are unchanged; only speculation of non-trapping arithmetic is allowed).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <math.h>
 #include <stdlib.h>
 
 #include "backend/attn_mask.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/fastmath.h"
 
+#ifdef GM_FP64
+#define GEMM cblas_dgemm
+#else
+#define GEMM cblas_sgemm
+#endif
+
+enum { TILE = 128 };
 enum { PAIR_SKIP = 0, PAIR_PARTIAL = 1, PAIR_FULL = 2 };
 
-typedef struct {
-    gm_attn_mask m;
-    const int32_t *doc;  // row b of the mask's doc array, or NULL
-    int T, blk, nblk;
-} mask_row;
-
-static mask_row mask_row_of(gm_attn_mask m, int b, int T) {
-    mask_row r = {m, m.doc ? m.doc + (size_t)b * T : NULL, T, 0, 0};
-    // Without a window the block size only groups work; a whole row is one block then.
-    r.blk = m.window_blocks > 0 ? m.block : (m.block > 0 ? m.block : T);
-    r.nblk = (T + r.blk - 1) / r.blk;
-    return r;
+static void blas_single_thread(void) {
+    static int done;
+    if (!done) {
+#pragma omp critical(gm_blas_threads)
+        {
+            openblas_set_num_threads(1);
+            done = 1;
+        }
+    }
 }
 
-static inline int32_t doc_at(const mask_row *r, int t) { return r->doc ? r->doc[t] : 0; }
+static inline int32_t doc_of(const int32_t *doc, int t) { return doc ? doc[t] : 0; }
 
-// Documents are numbered in token order, so a block's ids span [doc(first), doc(last)].
-static int classify(const mask_row *r, int Q, int K) {
-    if (K > Q) return PAIR_SKIP;
-    if (r->m.window_blocks > 0 && Q - K >= r->m.window_blocks) return PAIR_SKIP;
-    int qend = (Q + 1) * r->blk < r->T ? (Q + 1) * r->blk : r->T;
-    int kend = (K + 1) * r->blk < r->T ? (K + 1) * r->blk : r->T;
-    int32_t lo_q = doc_at(r, Q * r->blk), hi_q = doc_at(r, qend - 1);
-    int32_t lo_k = doc_at(r, K * r->blk), hi_k = doc_at(r, kend - 1);
+// Queries [i0, i1) against keys [j0, j1); doc is the batch row's doc ids or NULL. Documents are
+// numbered in token order, so a range's ids span [doc(first), doc(last)].
+static int classify(const gm_attn_mask *m, const int32_t *doc, int i0, int i1, int j0, int j1) {
+    if (j0 > i1 - 1) return PAIR_SKIP;
+    int W = m->window_blocks, blk = m->block;
+    if (W > 0 && i0 / blk - (j1 - 1) / blk >= W) return PAIR_SKIP;
+    int32_t lo_q = doc_of(doc, i0), hi_q = doc_of(doc, i1 - 1), lo_k = doc_of(doc, j0), hi_k = doc_of(doc, j1 - 1);
     if (lo_q > hi_k || lo_k > hi_q) return PAIR_SKIP;
-    return (Q > K && lo_q == hi_k && lo_k == hi_q) ? PAIR_FULL : PAIR_PARTIAL;
+    int full = j1 - 1 <= i0 && lo_q == hi_k && lo_k == hi_q && (W <= 0 || (i1 - 1) / blk - j0 / blk < W);
+    return full ? PAIR_FULL : PAIR_PARTIAL;
 }
 
-static inline int pair_allows(const mask_row *r, int cls, int i, int j) {
-    return cls == PAIR_FULL || gm_attn_allowed(&r->m, i, j, doc_at(r, i), doc_at(r, j));
+// Masked-out entries of a partial tile S (ld ldS, rows i0.., columns j0..) become -INFINITY.
+static void mask_tile(gm_real *S, int ldS, const gm_attn_mask *m, const int32_t *doc, int i0, int i1, int j0,
+                      int j1) {
+    for (int i = i0; i < i1; i++) {
+        gm_real *s = S + (size_t)(i - i0) * ldS;
+        int32_t dq = doc_of(doc, i);
+        for (int j = j0; j < j1; j++)
+            if (!gm_attn_allowed(m, i, j, dq, doc_of(doc, j))) s[j - j0] = -INFINITY;
+    }
+}
+
+void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
+                     const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    (void)be;
+    blas_single_thread();
+    const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
+#pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
+    {
+        gm_real *S = malloc(sizeof(gm_real) * (size_t)TILE * nt * TILE);  // one query tile's scores
+        int *cls = malloc(sizeof(int) * (size_t)nt);
+#pragma omp for collapse(3) schedule(dynamic, 1)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++)
+                for (int qt = 0; qt < nt; qt++) {
+                    const int32_t *doc = mask.doc ? mask.doc + (size_t)b * T : NULL;
+                    int i0 = qt * TILE, i1 = i0 + TILE < T ? i0 + TILE : T, bq = i1 - i0;
+                    const int ldS = nt * TILE;
+                    const gm_real *Q = q + ((size_t)b * T * NH + h) * HD + (size_t)i0 * ld;
+                    for (int kt = 0; kt <= qt; kt++) {
+                        int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
+                        cls[kt] = classify(&mask, doc, i0, i1, j0, j1);
+                        if (cls[kt] == PAIR_SKIP) continue;
+                        const gm_real *K = k + ((size_t)b * T * NH + h) * HD + (size_t)j0 * ld;
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, j1 - j0, HD, scale, Q, ld, K, ld, 0.0, S + j0,
+                             ldS);
+                        if (cls[kt] == PAIR_PARTIAL) mask_tile(S + j0, ldS, &mask, doc, i0, i1, j0, j1);
+                    }
+                    for (int r = 0; r < bq; r++) {
+                        gm_real *s = S + (size_t)r * ldS, mx = -INFINITY;
+                        for (int kt = 0; kt <= qt; kt++) {
+                            if (cls[kt] == PAIR_SKIP) continue;
+                            int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
+#pragma omp simd reduction(max : mx)
+                            for (int j = j0; j < j1; j++) mx = s[j] > mx ? s[j] : mx;
+                        }
+                        double sum = 0;
+                        for (int kt = 0; kt <= qt; kt++) {
+                            if (cls[kt] == PAIR_SKIP) continue;
+                            int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
+                            gm_real ps = 0;
+#pragma omp simd reduction(+ : ps)
+                            for (int j = j0; j < j1; j++) {
+                                gm_real p = s[j] == -INFINITY ? 0 : gm_fexp(s[j] - mx);
+                                s[j] = p;
+                                ps += p;
+                            }
+                            sum += ps;
+                        }
+                        gm_real inv = (gm_real)(1.0 / sum);
+                        for (int kt = 0; kt <= qt; kt++) {
+                            if (cls[kt] == PAIR_SKIP) continue;
+                            int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
+#pragma omp simd
+                            for (int j = j0; j < j1; j++) s[j] *= inv;
+                        }
+                        lse[((size_t)b * NH + h) * T + i0 + r] = (gm_real)(mx + log(sum));
+                    }
+                    gm_real *O = out + ((size_t)b * T * NH + h) * HD + (size_t)i0 * ld;
+                    double beta = 0;
+                    for (int kt = 0; kt <= qt; kt++) {
+                        if (cls[kt] == PAIR_SKIP) continue;
+                        int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
+                        const gm_real *V = v + ((size_t)b * T * NH + h) * HD + (size_t)j0 * ld;
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, j1 - j0, 1.0, S + j0, ldS, V, ld, beta,
+                             O, ld);
+                        beta = 1;
+                    }
+                }
+        free(S);
+        free(cls);
+    }
+}
+
+void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
+                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
+                     int HD, double scale, gm_attn_mask mask) {
+    (void)be;
+    blas_single_thread();
+    const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
+    gm_real *D = malloc(sizeof(gm_real) * (size_t)B * NH * T);  // (B, NH, T): rowsum(dO o O)
+#pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
+    {
+        gm_real *P = malloc(sizeof(gm_real) * (size_t)TILE * TILE), *dS = malloc(sizeof(gm_real) * (size_t)TILE * TILE);
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                const int32_t *doc = mask.doc ? mask.doc + (size_t)b * T : NULL;
+                size_t base = ((size_t)b * T * NH + h) * HD;  // element (b, 0, h, 0)
+                gm_real *Dbh = D + ((size_t)b * NH + h) * T;
+                const gm_real *lbh = lse + ((size_t)b * NH + h) * T;
+                for (int i = 0; i < T; i++) {
+                    const gm_real *o = out + base + (size_t)i * ld, *g = dout + base + (size_t)i * ld;
+                    gm_real acc = 0;
+                    for (int d = 0; d < HD; d++) acc += o[d] * g[d];
+                    Dbh[i] = acc;
+                }
+                for (int kt = 0; kt < nt; kt++) {
+                    int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T, bk = j1 - j0;
+                    for (int qt = kt; qt < nt; qt++) {
+                        int i0 = qt * TILE, i1 = i0 + TILE < T ? i0 + TILE : T, bq = i1 - i0;
+                        int cls = classify(&mask, doc, i0, i1, j0, j1);
+                        if (cls == PAIR_SKIP) continue;
+                        const gm_real *Q = q + base + (size_t)i0 * ld, *K = k + base + (size_t)j0 * ld;
+                        const gm_real *V = v + base + (size_t)j0 * ld, *G = dout + base + (size_t)i0 * ld;
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, scale, Q, ld, K, ld, 0.0, P, bk);
+                        if (cls == PAIR_PARTIAL) mask_tile(P, bk, &mask, doc, i0, i1, j0, j1);
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, 1.0, G, ld, V, ld, 0.0, dS, bk);
+                        for (int r = 0; r < bq; r++) {
+                            gm_real *pr = P + (size_t)r * bk, *dr = dS + (size_t)r * bk;
+                            const gm_real l = lbh[i0 + r], Dr = Dbh[i0 + r], sc = (gm_real)scale;
+#pragma omp simd
+                            for (int c = 0; c < bk; c++) {
+                                gm_real p = pr[c] == -INFINITY ? 0 : gm_fexp(pr[c] - l);
+                                pr[c] = p;
+                                dr[c] = p * (dr[c] - Dr) * sc;
+                            }
+                        }
+                        // dV (bk, HD) += P^T dO ; dK (bk, HD) += dS^T Q ; dQ (bq, HD) += dS K
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, P, bk, G, ld, 1.0,
+                             dv + base + (size_t)j0 * ld, ld);
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, dS, bk, Q, ld, 1.0,
+                             dk + base + (size_t)j0 * ld, ld);
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, bk, 1.0, dS, bk, K, ld, 1.0,
+                             dq + base + (size_t)i0 * ld, ld);
+                    }
+                }
+            }
+        free(P);
+        free(dS);
+    }
+    free(D);
 }
 
 static inline gm_real dot(const gm_real *a, const gm_real *b, int n) {
@@ -52,111 +208,6 @@ static inline gm_real dot(const gm_real *a, const gm_real *b, int n) {
 
 // Index of element (b, t, h, 0) of a (B, T, NH, HD) tensor.
 static inline size_t at(int b, int t, int h, int T, int NH, int HD) { return (((size_t)b * T + t) * NH + h) * HD; }
-
-void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                     const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    (void)be;
-#pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
-    {
-        gm_real *s = malloc(sizeof(gm_real) * (size_t)T);  // scores of one query row
-#pragma omp for collapse(3) schedule(dynamic, 16)
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++)
-                for (int i = 0; i < T; i++) {
-                    mask_row r = mask_row_of(mask, b, T);
-                    const gm_real *qi = q + at(b, i, h, T, NH, HD);
-                    int Q = i / r.blk;
-                    gm_real mx = -INFINITY;
-                    for (int j = 0; j <= i; j++) s[j] = -INFINITY;
-                    for (int K = 0; K <= Q; K++) {
-                        int cls = classify(&r, Q, K);
-                        if (cls == PAIR_SKIP) continue;
-                        int jend = (K + 1) * r.blk - 1 < i ? (K + 1) * r.blk - 1 : i;
-                        for (int j = K * r.blk; j <= jend; j++) {
-                            if (!pair_allows(&r, cls, i, j)) continue;
-                            s[j] = (gm_real)scale * dot(qi, k + at(b, j, h, T, NH, HD), HD);
-                            mx = s[j] > mx ? s[j] : mx;
-                        }
-                    }
-                    gm_real *oi = out + at(b, i, h, T, NH, HD);
-                    for (int d = 0; d < HD; d++) oi[d] = 0;
-                    gm_real sum = 0;
-                    for (int j = 0; j <= i; j++) {
-                        if (s[j] == -INFINITY) continue;
-                        gm_real p = (gm_real)exp(s[j] - mx);
-                        sum += p;
-                        const gm_real *vj = v + at(b, j, h, T, NH, HD);
-                        for (int d = 0; d < HD; d++) oi[d] += p * vj[d];
-                    }
-                    for (int d = 0; d < HD; d++) oi[d] /= sum;
-                    lse[((size_t)b * NH + h) * T + i] = mx + (gm_real)log(sum);
-                }
-        free(s);
-    }
-}
-
-// With P = softmax(S), S = scale*q k^T, D_i = dout_i . out_i = sum_j P_ij dP_ij:
-// dS_ij = P_ij (dout_i . v_j - D_i); dq_i += scale sum_j dS_ij k_j; dk_j += scale sum_i dS_ij q_i;
-// dv_j += sum_i P_ij dout_i.
-void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
-                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
-                     int HD, double scale, gm_attn_mask mask) {
-    (void)be;
-    gm_real *D = malloc(sizeof(gm_real) * (size_t)B * NH * T);  // (B, NH, T)
-    // Pass 1, by query rows: D_i and dq_i.
-#pragma omp parallel for collapse(3) schedule(dynamic, 16) if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int i = 0; i < T; i++) {
-                mask_row r = mask_row_of(mask, b, T);
-                size_t ri = ((size_t)b * NH + h) * T + i;
-                const gm_real *qi = q + at(b, i, h, T, NH, HD), *doi = dout + at(b, i, h, T, NH, HD);
-                gm_real Di = dot(doi, out + at(b, i, h, T, NH, HD), HD);
-                D[ri] = Di;
-                gm_real *dqi = dq + at(b, i, h, T, NH, HD);
-                int Q = i / r.blk;
-                for (int K = 0; K <= Q; K++) {
-                    int cls = classify(&r, Q, K);
-                    if (cls == PAIR_SKIP) continue;
-                    int jend = (K + 1) * r.blk - 1 < i ? (K + 1) * r.blk - 1 : i;
-                    for (int j = K * r.blk; j <= jend; j++) {
-                        if (!pair_allows(&r, cls, i, j)) continue;
-                        const gm_real *kj = k + at(b, j, h, T, NH, HD);
-                        gm_real p = (gm_real)exp((gm_real)scale * dot(qi, kj, HD) - lse[ri]);
-                        gm_real ds = p * (dot(doi, v + at(b, j, h, T, NH, HD), HD) - Di) * (gm_real)scale;
-                        for (int d = 0; d < HD; d++) dqi[d] += ds * kj[d];
-                    }
-                }
-            }
-            // Pass 2, by key rows: dk_j and dv_j over the queries that see key j.
-#pragma omp parallel for collapse(3) schedule(dynamic, 16) if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int j = 0; j < T; j++) {
-                mask_row r = mask_row_of(mask, b, T);
-                const gm_real *kj = k + at(b, j, h, T, NH, HD), *vj = v + at(b, j, h, T, NH, HD);
-                gm_real *dkj = dk + at(b, j, h, T, NH, HD), *dvj = dv + at(b, j, h, T, NH, HD);
-                int K = j / r.blk;
-                for (int Q = K; Q < r.nblk; Q++) {
-                    int cls = classify(&r, Q, K);
-                    if (cls == PAIR_SKIP) continue;
-                    int ibeg = Q * r.blk > j ? Q * r.blk : j;
-                    int iend = (Q + 1) * r.blk < T ? (Q + 1) * r.blk : T;
-                    for (int i = ibeg; i < iend; i++) {
-                        if (!pair_allows(&r, cls, i, j)) continue;
-                        size_t ri = ((size_t)b * NH + h) * T + i;
-                        const gm_real *qi = q + at(b, i, h, T, NH, HD), *doi = dout + at(b, i, h, T, NH, HD);
-                        gm_real p = (gm_real)exp((gm_real)scale * dot(qi, kj, HD) - lse[ri]);
-                        gm_real ds = p * (dot(doi, vj, HD) - D[ri]) * (gm_real)scale;
-                        for (int d = 0; d < HD; d++) {
-                            dkj[d] += ds * qi[d];
-                            dvj[d] += p * doi[d];
-                        }
-                    }
-                }
-            }
-    free(D);
-}
 
 // ---- the dense reference: explicit (T, T) mask and probabilities ----
 
