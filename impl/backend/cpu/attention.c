@@ -10,7 +10,6 @@
 // P = exp(S - lse), dP = dO V^T, dS = P (dP - D) scale with D = rowsum(dO o O), then
 // dV += P^T dO, dK += dS^T Q, dQ += dS K. Every output element is owned by one thread and
 // summed in a fixed order: deterministic whatever the thread count.
-#include <cblas.h>
 // No FP-exception traps to preserve: lets GCC if-convert, hence vectorize, the exp/tanh loops
 // (results are unchanged; only speculation of non-trapping arithmetic is allowed).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -20,28 +19,14 @@
 #include <stdlib.h>
 
 #include "backend/attn_mask.h"
+#include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/fastmath.h"
 
-#ifdef GM_FP64
-#define GEMM cblas_dgemm
-#else
-#define GEMM cblas_sgemm
-#endif
 
 enum { TILE = 128 };
 enum { PAIR_SKIP = 0, PAIR_PARTIAL = 1, PAIR_FULL = 2 };
 
-static void blas_single_thread(void) {
-    static int done;
-    if (!done) {
-#pragma omp critical(gm_blas_threads)
-        {
-            openblas_set_num_threads(1);
-            done = 1;
-        }
-    }
-}
 
 static inline int32_t doc_of(const int32_t *doc, int t) { return doc ? doc[t] : 0; }
 
@@ -71,7 +56,7 @@ static void mask_tile(gm_real *S, int ldS, const gm_attn_mask *m, const int32_t 
 void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)be;
-    blas_single_thread();
+    gm_cpu_blas_single_thread();
     const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
 #pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
     {
@@ -90,7 +75,7 @@ void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_
                         cls[kt] = classify(&mask, doc, i0, i1, j0, j1);
                         if (cls[kt] == PAIR_SKIP) continue;
                         const gm_real *K = k + ((size_t)b * T * NH + h) * HD + (size_t)j0 * ld;
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, j1 - j0, HD, scale, Q, ld, K, ld, 0.0, S + j0,
+                        GM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, j1 - j0, HD, scale, Q, ld, K, ld, 0.0, S + j0,
                              ldS);
                         if (cls[kt] == PAIR_PARTIAL) mask_tile(S + j0, ldS, &mask, doc, i0, i1, j0, j1);
                     }
@@ -130,7 +115,7 @@ void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_
                         if (cls[kt] == PAIR_SKIP) continue;
                         int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T;
                         const gm_real *V = v + ((size_t)b * T * NH + h) * HD + (size_t)j0 * ld;
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, j1 - j0, 1.0, S + j0, ldS, V, ld, beta,
+                        GM_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, j1 - j0, 1.0, S + j0, ldS, V, ld, beta,
                              O, ld);
                         beta = 1;
                     }
@@ -144,7 +129,7 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                      const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
                      int HD, double scale, gm_attn_mask mask) {
     (void)be;
-    blas_single_thread();
+    gm_cpu_blas_single_thread();
     const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
     gm_real *D = malloc(sizeof(gm_real) * (size_t)B * NH * T);  // (B, NH, T): rowsum(dO o O)
 #pragma omp parallel if ((size_t)B * NH * T * T * HD > 2 * GM_CPU_PAR_MIN)
@@ -171,9 +156,9 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                         if (cls == PAIR_SKIP) continue;
                         const gm_real *Q = q + base + (size_t)i0 * ld, *K = k + base + (size_t)j0 * ld;
                         const gm_real *V = v + base + (size_t)j0 * ld, *G = dout + base + (size_t)i0 * ld;
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, scale, Q, ld, K, ld, 0.0, P, bk);
+                        GM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, scale, Q, ld, K, ld, 0.0, P, bk);
                         if (cls == PAIR_PARTIAL) mask_tile(P, bk, &mask, doc, i0, i1, j0, j1);
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, 1.0, G, ld, V, ld, 0.0, dS, bk);
+                        GM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, 1.0, G, ld, V, ld, 0.0, dS, bk);
                         for (int r = 0; r < bq; r++) {
                             gm_real *pr = P + (size_t)r * bk, *dr = dS + (size_t)r * bk;
                             const gm_real l = lbh[i0 + r], Dr = Dbh[i0 + r], sc = (gm_real)scale;
@@ -185,11 +170,11 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                             }
                         }
                         // dV (bk, HD) += P^T dO ; dK (bk, HD) += dS^T Q ; dQ (bq, HD) += dS K
-                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, P, bk, G, ld, 1.0,
+                        GM_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, P, bk, G, ld, 1.0,
                              dv + base + (size_t)j0 * ld, ld);
-                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, dS, bk, Q, ld, 1.0,
+                        GM_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1.0, dS, bk, Q, ld, 1.0,
                              dk + base + (size_t)j0 * ld, ld);
-                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, bk, 1.0, dS, bk, K, ld, 1.0,
+                        GM_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, bk, 1.0, dS, bk, K, ld, 1.0,
                              dq + base + (size_t)i0 * ld, ld);
                     }
                 }

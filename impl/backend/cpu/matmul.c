@@ -1,31 +1,13 @@
 // Linear layer without bias: out (N, OC) = inp (N, C) @ W^T with W (OC, C), through BLAS, and the
 // plain triple loop it is tested against.
-//
-// Threads: OpenMP owns the cores. OpenBLAS (Debian's pthread build) is kept single-threaded and
-// each OpenMP thread multiplies its own slice of rows: two thread pools spinning against each
-// other made small matmuls ~40x slower than one thread.
-#include <cblas.h>
+// Each OpenMP thread multiplies its own slice of rows with a single-threaded BLAS (blas.h).
 #include <omp.h>
 
 #include "backend/cpu/cpu.h"
+#include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_ops.h"
 
-#ifdef GM_FP64
-#define GEMM cblas_dgemm
-#else
-#define GEMM cblas_sgemm
-#endif
 
-static void blas_single_thread(void) {
-    static int done;
-    if (!done) {
-#pragma omp critical(gm_blas_threads)
-        {
-            openblas_set_num_threads(1);
-            done = 1;
-        }
-    }
-}
 
 // Rows [lo, hi) of `rows` for thread `t` of `nt`.
 static void slice(int rows, int t, int nt, int *lo, int *hi) {
@@ -37,14 +19,14 @@ static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_g
 
 void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)be;
-    blas_single_thread();
+    gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int lo, hi;
         slice(N, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
         if (hi > lo)
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C, 1.0, inp + (size_t)lo * C, C, W, C, 0.0,
+            GM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C, 1.0, inp + (size_t)lo * C, C, W, C, 0.0,
                  out + (size_t)lo * OC, OC);
     }
 }
@@ -52,7 +34,7 @@ void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, c
 void gm_cpu_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
                        const gm_real *W, int N, int C, int OC) {
     (void)be;
-    blas_single_thread();
+    gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -60,12 +42,12 @@ void gm_cpu_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const g
         // dinp (N, C) += dout (N, OC) @ W (OC, C), by rows of dinp
         slice(N, t, n, &lo, &hi);
         if (dinp && hi > lo)
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1.0, dout + (size_t)lo * OC, OC, W, C, 1.0,
+            GM_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1.0, dout + (size_t)lo * OC, OC, W, C, 1.0,
                  dinp + (size_t)lo * C, C);
         // dW (OC, C) += dout^T (OC, N) @ inp (N, C), by rows of dW (columns of dout)
         slice(OC, t, n, &lo, &hi);
         if (dW && hi > lo)
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, C, N, 1.0, dout + lo, OC, inp, C, 1.0,
+            GM_GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, C, N, 1.0, dout + lo, OC, inp, C, 1.0,
                  dW + (size_t)lo * C, C);
     }
 }
