@@ -49,6 +49,19 @@ static __device__ __forceinline__ bool allowed(const gm_attn_mask *m, const int3
 // Row t of head h in batch b of a (B, T, NH, HD) tensor is base + t * NH * HD.
 #define HEAD_BASE(p, b, h) ((p) + ((size_t)(b) * T * NH + (h)) * HD)
 
+// Rows [r0, r0 + nrows) of one head of a (B, T, NH, HD) tensor (row stride rs, from `src`, the
+// head's row 0) into shared memory with row pitch `pitch`; rows at or past `rend` are zero.
+static __device__ __forceinline__ void load_rows(float *dst, int pitch, const float *src, int r0, int nrows, int rend,
+                                                 size_t rs, int HD) {
+    for (int e = threadIdx.x; e < nrows * HD; e += blockDim.x) {
+        int r = e / HD, d = e % HD;
+        dst[r * pitch + d] = r0 + r < rend ? src[(size_t)(r0 + r) * rs + d] : 0.0f;
+    }
+}
+
+// Row pitch (floats) of a shared 2-D array, as declared.
+#define PITCH(a) ((int)(sizeof(a)[0] / sizeof(float)))
+
 // ---- forward: grid (ceil(T / FWD_ROWS), NH, B), WARPS warps ----
 __global__ static void __launch_bounds__(WARPS * 32)
     attn_fwd_kernel(float *out, float *lse, const float *q, const float *k, const float *v, int T, int NH, int HD,
@@ -62,10 +75,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const float *qb = HEAD_BASE(q, b, h), *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    for (int e = threadIdx.x; e < FWD_ROWS * HD; e += blockDim.x) {
-        int r = e / HD, d = e % HD;
-        sQ[r][d] = q0 + r < T ? qb[(size_t)(q0 + r) * rs + d] : 0.0f;
-    }
+    load_rows(&sQ[0][0], PITCH(sQ), qb, q0, FWD_ROWS, T, rs, HD);
     float mrow[FWD_RPW], lrow[FWD_RPW], o[FWD_RPW][DC];
 #pragma unroll
     for (int rr = 0; rr < FWD_RPW; rr++) {
@@ -79,12 +89,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
         const int k0 = kt * TILE, k1 = min(k0 + TILE, T);
         if (tile_masked(&m, doc, q0, q1, k0, k1)) continue;  // the same answer for the whole block
         __syncthreads();                                      // the previous tile is consumed
-        for (int e = threadIdx.x; e < TILE * HD; e += blockDim.x) {
-            int r = e / HD, d = e % HD;
-            bool in = k0 + r < k1;
-            sK[r][d] = in ? kb[(size_t)(k0 + r) * rs + d] : 0.0f;
-            sV[r][d] = in ? vb[(size_t)(k0 + r) * rs + d] : 0.0f;
-        }
+        load_rows(&sK[0][0], PITCH(sK), kb, k0, TILE, k1, rs, HD);
+        load_rows(&sV[0][0], PITCH(sV), vb, k0, TILE, k1, rs, HD);
         __syncthreads();
         const int j = k0 + lane;
 #pragma unroll
@@ -163,12 +169,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    for (int e = threadIdx.x; e < BWD_ROWS * HD; e += blockDim.x) {
-        int r = e / HD, d = e % HD;
-        bool in = q0 + r < T;
-        sQ[r][d] = in ? qb[(size_t)(q0 + r) * rs + d] : 0.0f;
-        sO[r][d] = in ? ob[(size_t)(q0 + r) * rs + d] : 0.0f;
-    }
+    load_rows(&sQ[0][0], PITCH(sQ), qb, q0, BWD_ROWS, T, rs, HD);
+    load_rows(&sO[0][0], PITCH(sO), ob, q0, BWD_ROWS, T, rs, HD);
     float acc[BWD_RPW][DC], lse_i[BWD_RPW], D_i[BWD_RPW];
 #pragma unroll
     for (int rr = 0; rr < BWD_RPW; rr++) {
@@ -184,12 +186,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
         const int k0 = kt * TILE, k1 = min(k0 + TILE, T);
         if (tile_masked(&m, doc, q0, q1, k0, k1)) continue;
         __syncthreads();
-        for (int e = threadIdx.x; e < TILE * HD; e += blockDim.x) {
-            int r = e / HD, d = e % HD;
-            bool in = k0 + r < k1;
-            sK[r][d] = in ? kb[(size_t)(k0 + r) * rs + d] : 0.0f;
-            sV[r][d] = in ? vb[(size_t)(k0 + r) * rs + d] : 0.0f;
-        }
+        load_rows(&sK[0][0], PITCH(sK), kb, k0, TILE, k1, rs, HD);
+        load_rows(&sV[0][0], PITCH(sV), vb, k0, TILE, k1, rs, HD);
         __syncthreads();
         const int j = k0 + lane;
 #pragma unroll
@@ -244,12 +242,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    for (int e = threadIdx.x; e < BWD_ROWS * HD; e += blockDim.x) {
-        int r = e / HD, d = e % HD;
-        bool in = k0 + r < T;
-        sK[r][d] = in ? kb[(size_t)(k0 + r) * rs + d] : 0.0f;
-        sV[r][d] = in ? vb[(size_t)(k0 + r) * rs + d] : 0.0f;
-    }
+    load_rows(&sK[0][0], PITCH(sK), kb, k0, BWD_ROWS, T, rs, HD);
+    load_rows(&sV[0][0], PITCH(sV), vb, k0, BWD_ROWS, T, rs, HD);
     float dka[BWD_RPW][DC], dva[BWD_RPW][DC];
 #pragma unroll
     for (int rr = 0; rr < BWD_RPW; rr++)
@@ -261,12 +255,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
         const int qa = qt * TILE, qz = min(qa + TILE, T);
         if (tile_masked(&m, doc, qa, qz, k0, k1)) continue;
         __syncthreads();
-        for (int e = threadIdx.x; e < TILE * HD; e += blockDim.x) {
-            int r = e / HD, d = e % HD;
-            bool in = qa + r < qz;
-            sQ[r][d] = in ? qb[(size_t)(qa + r) * rs + d] : 0.0f;
-            sO[r][d] = in ? ob[(size_t)(qa + r) * rs + d] : 0.0f;
-        }
+        load_rows(&sQ[0][0], PITCH(sQ), qb, qa, TILE, qz, rs, HD);
+        load_rows(&sO[0][0], PITCH(sO), ob, qa, TILE, qz, rs, HD);
         if (threadIdx.x < TILE) {
             bool in = qa + (int)threadIdx.x < qz;
             sL[threadIdx.x] = in ? lrow[qa + threadIdx.x] : 0.0f;
