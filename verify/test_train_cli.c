@@ -118,6 +118,7 @@ Test(train_cli, bad_flags_are_refused, .timeout = 120) {
     refused("muon-v2", "--stepz=5", "--stepz: unknown flag");
     refused("muon-v2", "--steps=many", "--steps: 'many' is not an integer");
     refused("muon-v2", "--steps=0", "--steps: 0 is out of range");
+    refused("muon-v2", "--seed=-3", "--seed: '-3' is not an unsigned integer");
     refused("muon-v2", "--muon_scale=huge", "--muon_scale: 'huge' is not one of: none, sqrt-max, aspect");
     refused("muon-v2", "--ns_coeffs=septic", "--ns_coeffs:");
     refused("gpt5", "", "--preset: unknown preset 'gpt5'");

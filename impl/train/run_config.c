@@ -15,7 +15,7 @@ typedef enum { F_INT, F_LLONG, F_U64, F_DOUBLE, F_STR, F_ENUM } ftype;
 typedef struct {
     const char *key;
     ftype type;
-    size_t offset, size;       // size: of the char array (F_STR) or of the integer (F_ENUM)
+    size_t offset, size;       // size: of the char array (F_STR)
     const char *const *names;  // F_ENUM: value names, index = value
     double lo, hi;             // numeric range
     const char *help;
@@ -35,7 +35,7 @@ static const char *const NORM_NAMES[] = {"of-g", "of-x", NULL};
 #define I(key, off, lo, hi, help) {key, F_INT, off, 0, NULL, lo, hi, help}
 #define D(key, off, lo, hi, help) {key, F_DOUBLE, off, 0, NULL, lo, hi, help}
 #define S(key, f, help) {key, F_STR, R(f), sizeof(((gm_run_config *)0)->f), NULL, 0, 0, help}
-#define E(key, off, sz, names, help) {key, F_ENUM, off, sz, names, 0, 0, help}
+#define E(key, off, names, help) {key, F_ENUM, off, 0, names, 0, 0, help}
 
 static const field FIELDS[] = {
     // model
@@ -57,13 +57,13 @@ static const field FIELDS[] = {
     D("rotary_base", M(rotary_base), 1, 1e9, "rotary base"),
     I("rotary_half_truncated", M(rotary_half_truncated), 0, 1, "record #18's half-truncated rotary"),
     I("branch_scale_depth", M(branch_scale_depth), 0, 1, "attention branch x 1/sqrt(2 n_layer)"),
-    E("mlp_act", M(mlp_act), sizeof(gm_act), ACT_NAMES, "MLP activation"),
+    E("mlp_act", M(mlp_act), ACT_NAMES, "MLP activation"),
     D("softcap", M(softcap), 0, 1e6, "logit softcap (0: none)"),
     I("zero_init_proj", M(zero_init_proj), 0, 1, "zero-init output projections"),
     I("zero_init_head", M(zero_init_head), 0, 1, "zero-init untied head"),
     I("x0_lambdas", M(x0_lambdas), 0, 1, "learnable x/x0 mix per block"),
     I("n_value_embeds", M(n_value_embeds), 0, GM_MAX_VALUE_EMBEDS, "value-embedding tables"),
-    E("ve_pattern", M(ve_pattern), sizeof(gm_ve_pattern), VE_NAMES, "which layers read which table"),
+    E("ve_pattern", M(ve_pattern), VE_NAMES, "which layers read which table"),
     I("unet_skips", M(unet_skips), 0, 1, "U-net skip connections"),
     {"skip_attn_mask", F_INT, M(skip_attn_mask), 0, NULL, 0, 4294967295.0, "bit l: layer l has no attention"},
     I("doc_mask", M(doc_mask), 0, 1, "attention within documents only"),
@@ -79,7 +79,7 @@ static const field FIELDS[] = {
     {"val_tokens", F_LLONG, R(val_tokens), 0, NULL, 1, 1e15, "tokens per validation (fixed for every world size)"},
     I("batch0_twice", R(batch0_twice), 0, 1, "records #4/#8: steps 0 and 1 see the same batch"),
     // schedules and optimizers
-    E("lr_schedule", R(lr.kind), sizeof(gm_lr_kind), LR_NAMES, "learning-rate schedule"),
+    E("lr_schedule", R(lr.kind), LR_NAMES, "learning-rate schedule"),
     D("warmup_frac", R(warmup_frac), 0, 1, "lr warmup, as a fraction of the steps"),
     D("warmdown_frac", R(warmdown_frac), 0, 1, "lr warmdown, as a fraction of the steps"),
     D("cooldown_frac", R(lr.cooldown_frac), 0, 1, "fraction of steps in the cooldown"),
@@ -87,7 +87,7 @@ static const field FIELDS[] = {
     D("lr_head", R(lr_head), 0, 1e3, "base lr of the head (the tied table)"),
     D("lr_scalar", R(lr_scalar), 0, 1e3, "base lr of scalars (lambdas, skip weights)"),
     D("lr_matrix", R(lr_matrix), 0, 1e3, "base lr of the block matrices"),
-    E("matrix_opt", R(matrix_opt), sizeof(gm_matrix_opt), MATRIX_NAMES, "optimizer of the block matrices"),
+    E("matrix_opt", R(matrix_opt), MATRIX_NAMES, "optimizer of the block matrices"),
     D("adam_beta1", R(adam.beta1), 0, 1, "Adam beta1"),
     D("adam_beta2", R(adam.beta2), 0, 1, "Adam beta2"),
     D("adam_eps", R(adam.eps), 0, 1, "Adam epsilon"),
@@ -97,14 +97,14 @@ static const field FIELDS[] = {
     D("muon_momentum_from", R(muon.momentum_from), 0, 1, "Muon momentum at step 0 of the warmup"),
     D("muon_momentum_warmup_frac", R(momentum_warmup_frac), 0, 1, "Muon momentum warmup, as a fraction of the steps"),
     I("muon_nesterov", R(muon.nesterov), 0, 1, "Nesterov momentum"),
-    E("muon_momentum_form", R(muon.form), sizeof(gm_momentum_form), MOM_NAMES, "buf = mu buf + g (sum) or lerp (ema)"),
-    E("muon_scale", R(muon.scale), sizeof(gm_muon_scale), SCALE_NAMES, "update scale rule"),
+    E("muon_momentum_form", R(muon.form), MOM_NAMES, "buf = mu buf + g (sum) or lerp (ema)"),
+    E("muon_scale", R(muon.scale), SCALE_NAMES, "update scale rule"),
     I("muon_split_qkv", R(muon.split_qkv), 0, 1, "orthogonalize a fused QKV weight per block"),
-    E("ortho", R(muon.ortho.method), sizeof(gm_ortho_method), ORTHO_NAMES, "orthogonalizer"),
+    E("ortho", R(muon.ortho.method), ORTHO_NAMES, "orthogonalizer"),
     S("ns_coeffs", ns_coeffs, "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express)"),
     I("ns_steps", R(muon.ortho.steps), 1, 100, "Newton-Schulz iterations"),
     I("ns_bf16", R(muon.ortho.bf16), 0, 1, "emulate bf16 matmuls inside Newton-Schulz"),
-    E("ns_norm", R(muon.ortho.norm_src), sizeof(gm_ns_norm_src), NORM_NAMES, "Frobenius norm of G or of bf16(G)"),
+    E("ns_norm", R(muon.ortho.norm_src), NORM_NAMES, "Frobenius norm of G or of bf16(G)"),
     // run
     {"seed", F_U64, R(seed), 0, NULL, 0, 0, "initialization seed"},
     S("out_dir", out_dir, "folder of the log and checkpoints"),
@@ -123,12 +123,12 @@ static const field *find_field(const char *key) {
     return NULL;
 }
 
-static void set_enum(void *p, size_t size, int v) {
-    if (size == sizeof(int)) *(int *)p = v;
-    else abort();  // every enum here is int-sized; checked by the preset tests
-}
-
-static int get_enum(const void *p, size_t size) { return size == sizeof(int) ? *(const int *)p : -1; }
+// Enum fields are read and written as int: every enum type in the table must be int-sized.
+_Static_assert(sizeof(gm_act) == sizeof(int) && sizeof(gm_ve_pattern) == sizeof(int) &&
+                   sizeof(gm_lr_kind) == sizeof(int) && sizeof(gm_matrix_opt) == sizeof(int) &&
+                   sizeof(gm_momentum_form) == sizeof(int) && sizeof(gm_muon_scale) == sizeof(int) &&
+                   sizeof(gm_ortho_method) == sizeof(int) && sizeof(gm_ns_norm_src) == sizeof(int),
+               "enum fields are accessed as int");
 
 int gm_run_config_set(gm_run_config *rc, const char *key, const char *value) {
     const field *f = find_field(key);
@@ -136,16 +136,16 @@ int gm_run_config_set(gm_run_config *rc, const char *key, const char *value) {
     char *p = (char *)rc + f->offset, *end;
     errno = 0;
     switch (f->type) {
-    case F_INT:
-    case F_LLONG:
     case F_U64: {
+        unsigned long long u = strtoull(value, &end, 0);
+        if (errno || end == value || *end || value[0] == '-') return gm_fail("--%s: '%s' is not an unsigned integer", key, value);
+        *(uint64_t *)p = u;
+        return 0;
+    }
+    case F_INT:
+    case F_LLONG: {
         long long v = strtoll(value, &end, 0);
-        unsigned long long u = f->type == F_U64 ? strtoull(value, &end, 0) : 0;
         if (errno || end == value || *end) return gm_fail("--%s: '%s' is not an integer", key, value);
-        if (f->type == F_U64) {
-            *(uint64_t *)p = u;
-            return 0;
-        }
         if (v < f->lo || v > f->hi) return gm_fail("--%s: %lld is out of range [%.0f, %.0f]", key, v, f->lo, f->hi);
         if (f->type == F_INT) *(int *)p = (int)(unsigned)v;
         else *(long long *)p = v;
@@ -165,7 +165,7 @@ int gm_run_config_set(gm_run_config *rc, const char *key, const char *value) {
     case F_ENUM:
         for (int i = 0; f->names[i]; i++)
             if (!strcmp(f->names[i], value)) {
-                set_enum(p, f->size, i);
+                *(int *)p = i;
                 return 0;
             }
         {
@@ -215,7 +215,7 @@ char *gm_run_config_json(const gm_run_config *rc) {
         case F_LLONG: snprintf(item, sizeof item, "%lld", *(const long long *)p); break;
         case F_U64: snprintf(item, sizeof item, "%llu", (unsigned long long)*(const uint64_t *)p); break;
         case F_DOUBLE: snprintf(item, sizeof item, "%.17g", *(const double *)p); break;
-        case F_ENUM: snprintf(item, sizeof item, "\"%s\"", f->names[get_enum(p, f->size)]); break;
+        case F_ENUM: snprintf(item, sizeof item, "\"%s\"", f->names[*(const int *)p]); break;
         case F_STR: snprintf(item, sizeof item, "\""); break;
         }
         put(&buf, &len, &cap, item, 0);
