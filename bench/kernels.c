@@ -243,7 +243,7 @@ static void build_optimizers(bench *b) {
     for (int g = 0; g < NGROUPS; g++) {
         if (!b->nviews[g]) continue;
         if (g == GM_GROUP_MATRIX - 1 && rc->matrix_opt == GM_MATRIX_MUON) {
-            if (gm_muon_init(&b->muon, &rc->muon, b->views[g], b->nviews[g])) gm_die_last();
+            if (gm_muon_init(&b->muon, b->be, &rc->muon, b->views[g], b->nviews[g], NULL)) gm_die_last();
             b->has_muon = 1;
             for (int i = 0; i < b->nviews[g]; i++) {
                 const gm_opt_view *v = &b->views[g][i];
@@ -255,11 +255,11 @@ static void build_optimizers(bench *b) {
                 }
             }
             for (int s = 0; s < b->nshapes; s++)
-                if (gm_muon_init(&b->shape_muon[s], &rc->muon, &b->shape_view[s], 1)) gm_die_last();
+                if (gm_muon_init(&b->shape_muon[s], b->be, &rc->muon, &b->shape_view[s], 1, NULL)) gm_die_last();
         } else {
             gm_adam_hparams hp = rc->adam;
             hp.lr = lrs[g];
-            if (gm_adam_init(&b->adam[g], &hp, b->views[g], b->nviews[g])) gm_die_last();
+            if (gm_adam_init(&b->adam[g], b->be, &hp, b->views[g], b->nviews[g])) gm_die_last();
             b->has_adam[g] = 1;
         }
     }

@@ -20,7 +20,8 @@
 #include "base/stats.h"
 #include "base/timer.h"
 #include "optim/ortho_stats.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "train/hardware.h"
 
 #define MAX_STEPS 10

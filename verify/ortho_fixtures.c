@@ -9,7 +9,8 @@
 
 #include "base/error.h"
 #include "base/rng.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 
 void th_gauss_f64(double *G, int rows, int cols, uint64_t seed) {
     for (size_t i = 0; i < (size_t)rows * cols; i++) G[i] = gm_rng_normal(seed, 0, i);

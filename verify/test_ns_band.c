@@ -11,7 +11,8 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "optim/ortho_stats.h"
 #include "ortho_fixtures.h"
 

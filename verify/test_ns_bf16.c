@@ -22,7 +22,8 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "ortho_fixtures.h"
 
 static const double u_bf16 = 1.0 / 256;

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "ortho_fixtures.h"
 
 static void compare(const gm_ns_coeffs *set, int m, int n, int fp32) {

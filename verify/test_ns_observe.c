@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "ortho_fixtures.h"
 
 enum { M = 37, N = 21, STEPS = 7 };

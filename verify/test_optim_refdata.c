@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/io.h"
 #include "optim/adam.h"
@@ -72,7 +73,7 @@ static void adam_case(const char *name, gm_adam_hparams hp) {
     problem pb;
     setup(&pb, 0);
     gm_adam a;
-    cr_assert_eq(gm_adam_init(&a, &hp, pb.views, pb.n), 0);
+    cr_assert_eq(gm_adam_init(&a, gm_backend_cpu(), &hp, pb.views, pb.n), 0);
     for (int t = 0; t < STEPS; t++) {
         fill_grads(&pb, 0, t);
         gm_adam_step(&a, pb.p, pb.g, 1.0);
@@ -100,7 +101,7 @@ static void muon_case(const char *name, gm_muon_hparams hp) {
     hp.ortho.steps = 5;
     cr_assert_not_null(hp.ortho.coeffs, "%s", gm_error());
     gm_muon m;
-    cr_assert_eq(gm_muon_init(&m, &hp, pb.views, pb.n), 0);
+    cr_assert_eq(gm_muon_init(&m, gm_backend_cpu(), &hp, pb.views, pb.n, NULL), 0);
     for (int t = 0; t < STEPS; t++) {
         fill_grads(&pb, 2, t);
         cr_assert_eq(gm_muon_step(&m, pb.p, pb.g, 1.0, t, NULL), 0, "%s", gm_error());

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
+#include "optim/ns_coeffs.h"
 #include "ortho_fixtures.h"
 
 #define LAPACK_BAR 30.0

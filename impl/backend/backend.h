@@ -1,15 +1,20 @@
 // The kernel interface: one struct of function pointers (a "device", as in ggml). The model's
-// forward and backward are written once against it; a backend implements kernels and memory
-// and never knows about layers, presets or optimizers.
+// forward and backward and the optimizers' arithmetic are written once against it; a backend
+// implements memory and kernels and never knows about layers, presets or optimizers.
 //
 // Conventions shared by every kernel:
 // - Pointers are the backend's memory (host memory for the CPU backend, device memory for
-//   CUDA), holding gm_real master values; a backend may compute in lower precision inside.
+//   CUDA), holding gm_real master values; a backend may compute in lower precision inside. Host
+//   code never dereferences them: it moves data with upload/download (`host_visible` says whether
+//   the memory happens to be host memory, so a communicator may skip a staging copy).
+// - Kernels return nothing and may run asynchronously, in the order they were called. A failure
+//   (bad input found by a kernel, a device fault, an allocation inside a kernel) is recorded and
+//   returned by the next `sync`, which also waits for every queued kernel.
 // - Row-major. N = B*T rows of tokens. A head tensor (B, T, NH, HD) is the (B, T, C) activation
 //   with C = NH*HD viewed per head; no transposes are materialised.
 // - Backward kernels ADD into every input gradient (d* += ...), never overwrite, so a tensor used
 //   twice (a tied embedding/head, the x0 stream, q/k/v all reading one normed x) collects both
-//   contributions. The caller zeroes gradient buffers once before a backward pass.
+//   contributions. The caller zeroes gradient buffers before a backward pass.
 // - Learnable scalars (residual lambdas, value-mix weights, U-net skip weights) are read
 //   through pointers into backend memory, so the GPU never syncs to read a parameter.
 #ifndef GM_BACKEND_BACKEND_H
@@ -36,73 +41,179 @@ typedef struct {
     int window_blocks;   // sliding window in whole blocks; <= 0: unlimited (plain causal)
 } gm_attn_mask;
 
+// ---- optimizer kernels' parameters ----
+
+// One Adam/AdamW step's scalars, computed by the caller (optim/adam.c) in double and used by the
+// kernel in gm_real, as PyTorch computes in the parameter dtype.
+typedef struct {
+    double step_size;   // lr / (1 - beta1^t)
+    double bc2_sqrt;    // sqrt(1 - beta2^t)
+    double eps;
+    double beta1, beta2;
+    double decay;        // 1 - lr * weight_decay (AdamW), applied when apply_decay
+    int apply_decay;
+    int normalize_grad;  // g <- g / (||g||_F + 1e-6) per tensor first (the AdamW baseline record)
+} gm_adam_args;
+
+// A Newton-Schulz coefficient set: one (a, b, c) triple per iteration for the odd quintic
+// p(x) = a x + b x^3 + c x^5 applied to the singular values of X (X <- a X + (b A + c A^2) X with
+// A = X X^T), and the normalization X = G / (norm_scale * ||G||_F + norm_eps). The sets themselves
+// are data of optim/ns_coeffs.c.
+#define GM_NS_MAX_TRIPLES 8
+typedef struct {
+    const char *name;    // short name for flags and tables: "quintic", "cubic", "you5", "polar-express"
+    const char *source;  // where the numbers come from (record path or paper)
+    int ntriples;        // iteration k >= ntriples reuses the last triple
+    double abc[GM_NS_MAX_TRIPLES][3];
+    double norm_scale;
+    double norm_eps;
+} gm_ns_coeffs;
+
+// The triple used at iteration k (0-based).
+static inline const double *gm_ns_triple(const gm_ns_coeffs *set, int k) {
+    return set->abc[k < set->ntriples ? k : set->ntriples - 1];
+}
+
+// Orthogonalizers: replace an update matrix G (rows, cols) by (an approximation of) its polar
+// factor Q = U V^T, where G = U S V^T is the thin SVD.
+//   svd            Q from an SVD (LAPACK on the CPU): the reference.
+//   newton-schulz  an odd matrix polynomial iteration (coefficient set, steps) that maps each
+//                  singular value of the normalized G through a scalar map, leaving U, V alone.
+// Rank-deficient G: singular values at (or numerically at) zero stay zero in both, so the result is
+// the partial isometry U_r V_r^T over the nonzero singular values. Non-finite input is refused.
+typedef enum { GM_ORTHO_SVD, GM_ORTHO_NS } gm_ortho_method;
+
+// Which tensor the NS normalizer's Frobenius norm is taken of, when bf16 is emulated:
+// OF_G: the input as given (records #3, #4: X = bf16(G) / (||G|| + eps));
+// OF_X: the input rounded to the working precision (records #8 on: X = bf16(G), X / (||X|| + eps)).
+// Identical without bf16.
+typedef enum { GM_NS_NORM_OF_G, GM_NS_NORM_OF_X } gm_ns_norm_src;
+
+typedef struct {
+    gm_ortho_method method;
+    const gm_ns_coeffs *coeffs;  // NS: coefficient set (gm_ns_coeffs_find("quintic"))
+    int steps;                   // NS: iterations, >= 1
+    int bf16;                    // NS: round the normalized input and every matmul output to bf16
+                                 //     (as bf16 GEMMs with fp32 accumulation do)
+    gm_ns_norm_src norm_src;     // NS: see above
+    // NS on the CPU harness only (NULL in training; other backends ignore it): called after
+    // iteration k = 1..steps with the iterate as a (rows, cols) fp64 host matrix.
+    void (*observe)(void *ctx, int k, const double *X, int rows, int cols);
+    void *observe_ctx;
+} gm_ortho;
+
+// One matrix of an orthogonalize call: out (rows, cols) = out_scale * orthogonalize(G). out may
+// not alias G. `name` is for error messages only.
+typedef struct {
+    const char *name;
+    gm_real *out;
+    const gm_real *G;
+    int rows, cols;
+    double out_scale;
+} gm_ortho_item;
+
+// ---- the kernels ----
+// X(name, (parameters after `be`), (the same parameters as arguments)). Every backend fills one
+// function pointer per entry; wrapper backends (backend/guard) generate their forwarders from it.
+#define GM_UNPACK(...) __VA_ARGS__
+#define GM_BACKEND_KERNELS(X)                                                                                          \
+    /* ---- memory: memmove semantics; fill n elements with value ---- */                                             \
+    X(copy, (void *dst, const void *src, size_t bytes), (dst, src, bytes))                                             \
+    X(fill, (gm_real * p, gm_real value, size_t n), (p, value, n))                                                     \
+    /* ---- embedding: out (N, C) = table[ids] ; dtable (V, C) += scatter of dout, deterministic ---- */               \
+    X(embed_fwd, (gm_real * out, const int32_t *ids, const gm_real *table, int N, int C), (out, ids, table, N, C))     \
+    X(embed_bwd, (gm_real * dtable, const int32_t *ids, const gm_real *dout, int N, int V, int C),                     \
+      (dtable, ids, dout, N, V, C))                                                                                    \
+    /* ---- matmul: out (N, OC) = inp (N, C) @ W^T, W (OC, C) ---- */                                                  \
+    X(matmul_fwd, (gm_real * out, const gm_real *inp, const gm_real *W, int N, int C, int OC), (out, inp, W, N, C, OC)) \
+    /* dinp (N, C) += dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted). */                       \
+    X(matmul_bwd,                                                                                                      \
+      (gm_real * dinp, gm_real * dW, const gm_real *dout, const gm_real *inp, const gm_real *W, int N, int C, int OC), \
+      (dinp, dW, dout, inp, W, N, C, OC))                                                                              \
+    /* ---- RMSNorm without weight over the last dim: out = x * rstd, rstd (N) = 1/sqrt(mean(x^2) + eps)              \
+       (also QK-norm: rows are (token, head) pairs of length HD) ---- */                                              \
+    X(rmsnorm_fwd, (gm_real * out, gm_real * rstd, const gm_real *inp, int N, int C, double eps),                      \
+      (out, rstd, inp, N, C, eps))                                                                                     \
+    X(rmsnorm_bwd, (gm_real * dinp, const gm_real *dout, const gm_real *inp, const gm_real *rstd, int N, int C),       \
+      (dinp, dout, inp, rstd, N, C))                                                                                   \
+    /* ---- rotary, half-split layout, on (B, T, NH, HD); cos/sin tables (T, HD/2):                                   \
+       y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:]. ---- */                        \
+    X(rotary_fwd,                                                                                                      \
+      (gm_real * out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),   \
+      (out, inp, cos_t, sin_t, B, T, NH, HD))                                                                          \
+    X(rotary_bwd,                                                                                                      \
+      (gm_real * dinp, const gm_real *dout, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD), \
+      (dinp, dout, cos_t, sin_t, B, T, NH, HD))                                                                        \
+    /* ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the                     \
+       scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ---- */              \
+    X(attn_fwd,                                                                                                        \
+      (gm_real * out, gm_real * lse, const gm_real *q, const gm_real *k, const gm_real *v, int B, int T, int NH,       \
+       int HD, double scale, gm_attn_mask mask),                                                                       \
+      (out, lse, q, k, v, B, T, NH, HD, scale, mask))                                                                  \
+    X(attn_bwd,                                                                                                        \
+      (gm_real * dq, gm_real * dk, gm_real * dv, const gm_real *dout, const gm_real *q, const gm_real *k,              \
+       const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,           \
+       gm_attn_mask mask),                                                                                             \
+      (dq, dk, dv, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask))                                                \
+    /* ---- MLP activation, elementwise over n ---- */                                                                 \
+    X(act_fwd, (gm_act act, gm_real * out, const gm_real *inp, size_t n), (act, out, inp, n))                          \
+    X(act_bwd, (gm_act act, gm_real * dinp, const gm_real *dout, const gm_real *inp, size_t n),                        \
+      (act, dinp, dout, inp, n))                                                                                       \
+    /* ---- linear combination of two tensors with constant and optional learnable coefficients:                     \
+       out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may                   \
+       be NULL (term absent). The coefficients are rounded to gm_real once: (gm_real)(ca*a).                          \
+       Residual adds, branch scales, x0 lambdas, value mixing, U-net skips, p -= lr*u. ---- */                        \
+    X(lincomb_fwd,                                                                                                     \
+      (gm_real * out, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,  \
+       size_t n),                                                                                                      \
+      (out, ca, pa, x, cb, pb, y, n))                                                                                  \
+    /* dx += ca*a*dout ; dy += cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                           \
+       Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic). */                        \
+    X(lincomb_bwd,                                                                                                     \
+      (gm_real * dx, gm_real * dy, gm_real * dpa, gm_real * dpb, const gm_real *dout, double ca, const gm_real *pa,    \
+       const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n),                                    \
+      (dx, dy, dpa, dpb, dout, ca, pa, x, cb, pb, y, n))                                                               \
+    /* ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.                  \
+       losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for                                     \
+       loss = dloss_scale * sum(losses) (e.g. 1/N for the mean), computed in the same pass from the                   \
+       row's max and sum; dlogits may alias logits (then logits are overwritten). ---- */                             \
+    X(xent_fwd_bwd,                                                                                                    \
+      (gm_real * losses, gm_real * dlogits, const gm_real *logits, const int32_t *targets, int N, int V, double cap,   \
+       double dloss_scale),                                                                                            \
+      (losses, dlogits, logits, targets, N, V, cap, dloss_scale))                                                      \
+    /* ---- Adam/AdamW over one tensor of n elements (optim/adam.h for the formula): the norm for                     \
+       normalize_grad in fp64 in a fixed order, then elementwise p, m, v. ---- */                                     \
+    X(adam_update, (gm_real * p, const gm_real *g, gm_real *m, gm_real *v, size_t n, const gm_adam_args *a),          \
+      (p, g, m, v, n, a))                                                                                              \
+    /* ---- momentum: buf = mu*buf + gmul*g; then, when u is not NULL, u = nesterov ? gmul*g + mu*buf : buf           \
+       (buf after its update). mu and gmul are rounded to gm_real once. ---- */                                       \
+    X(momentum, (gm_real * buf, gm_real * u, const gm_real *g, size_t n, double mu, double gmul, int nesterov),        \
+      (buf, u, g, n, mu, gmul, nesterov))                                                                              \
+    /* ---- orthogonalize `count` independent matrices (gm_ortho_item); a backend may run them in any                  \
+       order or concurrently, each result independent of the others. Non-finite input is an error                     \
+       (reported by sync, naming the item); that item's output is then unspecified. ---- */                          \
+    X(orthogonalize, (const gm_ortho *cfg, int count, const gm_ortho_item *items), (cfg, count, items))
+
 typedef struct gm_backend gm_backend;
 struct gm_backend {
     const char *name;
-    void *ctx;  // backend state (streams, handles); NULL for the CPU
+    void *ctx;         // backend state (streams, handles); NULL for the CPU
+    int host_visible;  // 1: backend pointers are host memory (the CPU backend)
 
     // ---- memory (bytes; pointers are backend memory) ----
     void *(*alloc)(const gm_backend *be, size_t bytes);  // zeroed; NULL + gm_fail on failure
     void (*free)(const gm_backend *be, void *p);
+    // Host <-> backend copies; they return when the host buffer may be reused (upload) or read
+    // (download), so they order after every kernel called before them.
     void (*upload)(const gm_backend *be, void *dst, const void *host_src, size_t bytes);
     void (*download)(const gm_backend *be, void *host_dst, const void *src, size_t bytes);
-    void (*copy)(const gm_backend *be, void *dst, const void *src, size_t bytes);
-    void (*fill)(const gm_backend *be, gm_real *p, gm_real value, size_t n);
+    // Wait for every queued kernel; 0, or -1 + gm_fail with the first error recorded since the
+    // previous sync (a backend whose device faulted keeps failing).
+    int (*sync)(const gm_backend *be);
 
-    // ---- embedding: out (N, C) = table[ids] ; dtable (V, C) += scatter of dout, deterministic ----
-    void (*embed_fwd)(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C);
-    void (*embed_bwd)(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
-                      int C);
-
-    // ---- matmul: out (N, OC) = inp (N, C) @ W^T, W (OC, C) ----
-    void (*matmul_fwd)(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC);
-    // dinp (N, C) += dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted).
-    void (*matmul_bwd)(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
-                       const gm_real *W, int N, int C, int OC);
-
-    // ---- RMSNorm without weight over the last dim: out = x * rstd, rstd (N) = 1/sqrt(mean(x^2) + eps)
-    // (also QK-norm: rows are (token, head) pairs of length HD) ----
-    void (*rmsnorm_fwd)(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
-                        double eps);
-    void (*rmsnorm_bwd)(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                        const gm_real *rstd, int N, int C);
-
-    // ---- rotary, half-split layout, on (B, T, NH, HD); cos/sin tables (T, HD/2) ----
-    // y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:].
-    void (*rotary_fwd)(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
-                       const gm_real *sin_t, int B, int T, int NH, int HD);
-    void (*rotary_bwd)(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
-                       const gm_real *sin_t, int B, int T, int NH, int HD);
-
-    // ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the
-    // scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ----
-    void (*attn_fwd)(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                     const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask);
-    void (*attn_bwd)(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
-                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
-                     int HD, double scale, gm_attn_mask mask);
-
-    // ---- MLP activation, elementwise over n ----
-    void (*act_fwd)(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n);
-    void (*act_bwd)(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp, size_t n);
-
-    // ---- linear combination of two tensors with constant and optional learnable coefficients:
-    // out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may
-    // be NULL (term absent). Residual adds, branch scales, x0 lambdas, value mixing, U-net skips.
-    void (*lincomb_fwd)(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
-                        const gm_real *pb, const gm_real *y, size_t n);
-    // dx += ca*a*dout ; dy += cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).
-    // Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic).
-    void (*lincomb_bwd)(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
-                        double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
-                        size_t n);
-
-    // ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.
-    // losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for
-    // loss = dloss_scale * sum(losses) (e.g. 1/N for the mean), computed in the same pass from the
-    // row's max and sum; dlogits may alias logits (then logits are overwritten). ----
-    void (*xent_fwd_bwd)(const gm_backend *be, gm_real *losses, gm_real *dlogits, const gm_real *logits,
-                         const int32_t *targets, int N, int V, double cap, double dloss_scale);
+#define GM_BACKEND_FIELD(name, params, args) void (*name)(const gm_backend *be, GM_UNPACK params);
+    GM_BACKEND_KERNELS(GM_BACKEND_FIELD)
+#undef GM_BACKEND_FIELD
 };
 
 #ifdef __cplusplus

@@ -8,10 +8,14 @@ static _Thread_local char last_error[1024];
 static const char *program_name = "gptmuon";
 
 int gm_fail(const char *fmt, ...) {
+    // Formatted into a separate buffer first: the arguments may point into last_error
+    // (gm_fail("%s: %s", path, gm_error()) adds context to the error being reported).
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof msg);
     return -1;
 }
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu.h"
+#include "backend/select.h"
 #include "base/args.h"
 #include "base/error.h"
 #include "base/runtime.h"
@@ -58,11 +58,18 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     if (comm.rank == 0) {
         char *json = gm_run_config_json(&rc);
-        printf("train: %s/%s on %d rank(s) (%s), config %s\n", preset, scale, comm.world, comm.ops->name, json);
+        printf("train: %s/%s on %d rank(s) (%s, data channel %s), config %s\n", preset, scale, comm.world,
+               comm.ops->name, comm.data->name, json);
         free(json);
     }
+    const gm_backend *be = gm_backend_open(rc.backend, rc.device);
+    if (!be) {
+        fprintf(stderr, "train: error: rank %d: %s\n", comm.rank, gm_error());
+        fflush(stderr);
+        exit(1);
+    }
     gm_train_result res = {0};
-    if (gm_train(&rc, &comm, gm_backend_cpu(), 1, &res)) {
+    if (gm_train(&rc, &comm, be, 1, &res)) {
         fprintf(stderr, "train: error: rank %d: %s\n", comm.rank, gm_error());
         fflush(stderr);
         exit(1);  // without MPI_Finalize: mpirun then stops the other ranks

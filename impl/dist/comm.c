@@ -13,6 +13,7 @@ int gm_comm_open_nccl(gm_comm *c, int *argc, char ***argv);
 int gm_comm_open(gm_comm *c, const char *kind, int *argc, char ***argv, double timeout_s) {
     memset(c, 0, sizeof *c);
     c->timeout_s = timeout_s > 0 ? timeout_s : 300.0;
+    c->data = &gm_comm_staged_data;
     if (!strcmp(kind, "auto")) kind = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ? "mpi" : "single";
     if (!strcmp(kind, "single")) return gm_comm_open_single(c);
     if (!strcmp(kind, "mpi")) return gm_comm_open_mpi(c, argc, argv);
@@ -21,9 +22,54 @@ int gm_comm_open(gm_comm *c, const char *kind, int *argc, char ***argv, double t
 }
 
 void gm_comm_close(gm_comm *c) {
+    if (c->data && c->data->close) c->data->close(c);
     if (c->ops) c->ops->close(c);
     c->ops = NULL;
+    c->data = NULL;
 }
+
+// ---- the staged data channel: backend buffers through the host channel ----
+
+static size_t dtype_size(gm_dtype dt) { return dt == GM_DT_F64 ? sizeof(double) : sizeof(float); }
+
+static int staged_allreduce(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt) {
+    if (c->world == 1) return 0;
+    if (be->sync(be)) return -1;  // the kernels that wrote buf, and their errors
+    if (be->host_visible) return c->ops->allreduce_mean(c, buf, count, dt);
+    size_t bytes = count * dtype_size(dt);
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h) return gm_fail("rank %d: all-reduce: out of host memory for %zu bytes", c->rank, bytes);
+    be->download(be, h, buf, bytes);
+    int rc = c->ops->allreduce_mean(c, h, count, dt);
+    if (rc == 0) be->upload(be, buf, h, bytes);
+    free(h);
+    return rc;
+}
+
+static int staged_allgatherv(gm_comm *c, const gm_backend *be, const void *send, void *recv,
+                             const size_t *bytes_per_rank) {
+    if (c->world == 1) {
+        be->copy(be, recv, send, bytes_per_rank[0]);
+        return 0;
+    }
+    if (be->sync(be)) return -1;
+    if (be->host_visible) return c->ops->allgatherv(c, send, recv, bytes_per_rank);
+    size_t total = 0;
+    for (int r = 0; r < c->world; r++) total += bytes_per_rank[r];
+    size_t mine = bytes_per_rank[c->rank];
+    char *hs = malloc(mine ? mine : 1), *hr = malloc(total ? total : 1);
+    if (!hs || !hr) {
+        free(hs), free(hr);
+        return gm_fail("rank %d: all-gather: out of host memory for %zu bytes", c->rank, total);
+    }
+    be->download(be, hs, send, mine);
+    int rc = c->ops->allgatherv(c, hs, hr, bytes_per_rank);
+    if (rc == 0) be->upload(be, recv, hr, total);
+    free(hs), free(hr);
+    return rc;
+}
+
+const gm_comm_data_ops gm_comm_staged_data = {"staged", staged_allreduce, staged_allgatherv, NULL};
 
 uint64_t gm_hash_bytes(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;

@@ -1,8 +1,12 @@
 // Communicators: move buffers between the processes of one training job. They do not know what
-// the buffers hold. Three back ends behind one interface:
-//   single  world size 1: every operation is a copy or nothing
-//   mpi     Open MPI, host buffers (the CPU path and the tests under mpirun)
-//   nccl    NCCL, device buffers; its unique id is broadcast over MPI
+// the buffers hold. Two channels:
+//   host channel  host memory: control scalars (losses, the stop flag), start-up hashes.
+//                 single (world size 1) or MPI (Open MPI).
+//   data channel  backend memory (backend.h): the gradient all-reduce and Muon's all-gather.
+//                 staged: through the host channel, via download/upload when the backend's memory
+//                 is not host-visible (in place when it is); or NCCL on the CUDA backend's stream.
+// Kinds: single (both channels trivial), mpi (MPI + staged), nccl (MPI + NCCL; the NCCL unique id
+// is broadcast over MPI).
 // Every collective gives bitwise identical results on every rank (the MPI all-reduce is a reduce
 // to rank 0 in rank order followed by a broadcast), so replicated parameters never drift apart.
 // A collective that does not finish within `timeout_s` (a peer died or hung) ends this process
@@ -13,10 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
+
 typedef enum { GM_DT_F32, GM_DT_F64 } gm_dtype;
 
 typedef struct gm_comm gm_comm;
 
+// The host channel: host buffers.
 typedef struct {
     const char *name;
     // In place: buf <- mean over ranks of buf. count elements of type dt.
@@ -28,23 +35,43 @@ typedef struct {
     void (*close)(gm_comm *c);
 } gm_comm_ops;
 
+// The data channel: buffers in the memory of backend `be`, ordered after the kernels queued on it
+// before the call and before those queued after it.
+typedef struct {
+    const char *name;
+    int (*allreduce_mean)(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt);
+    int (*allgatherv)(gm_comm *c, const gm_backend *be, const void *send, void *recv, const size_t *bytes_per_rank);
+    void (*close)(gm_comm *c);  // before the host channel's close; NULL: nothing to release
+} gm_comm_data_ops;
+
 struct gm_comm {
-    const gm_comm_ops *ops;
+    const gm_comm_ops *ops;        // host channel
+    const gm_comm_data_ops *data;  // data channel
     int rank, world;
     double timeout_s;
-    void *impl;
+    void *impl;       // host channel state
+    void *data_impl;  // data channel state
 };
 
 // kind: "single", "mpi", "nccl", or "auto" (mpi when launched by mpirun, else single).
 // argc/argv may be NULL. timeout_s <= 0 means the default (300 s).
 int gm_comm_open(gm_comm *c, const char *kind, int *argc, char ***argv, double timeout_s);
 void gm_comm_close(gm_comm *c);
+// The staged data channel (single and mpi kinds): through the host channel.
+extern const gm_comm_data_ops gm_comm_staged_data;
 
 static inline int gm_allreduce_mean(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
     return c->ops->allreduce_mean(c, buf, count, dt);
 }
 static inline int gm_allgatherv(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank) {
     return c->ops->allgatherv(c, send, recv, bytes_per_rank);
+}
+static inline int gm_data_allreduce_mean(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt) {
+    return c->data->allreduce_mean(c, be, buf, count, dt);
+}
+static inline int gm_data_allgatherv(gm_comm *c, const gm_backend *be, const void *send, void *recv,
+                                     const size_t *bytes_per_rank) {
+    return c->data->allgatherv(c, be, send, recv, bytes_per_rank);
 }
 static inline int gm_broadcast(gm_comm *c, void *buf, size_t bytes, int root) { return c->ops->broadcast(c, buf, bytes, root); }
 static inline int gm_barrier(gm_comm *c) { return c->ops->barrier(c); }

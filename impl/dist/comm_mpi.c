@@ -126,8 +126,7 @@ static void mpi_close(gm_comm *c) {
 
 static const gm_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_allgatherv, mpi_broadcast, mpi_barrier, mpi_close};
 
-// Shared with the NCCL back end, which bootstraps over MPI.
-int gm_mpi_init(int *argc, char ***argv, int *rank, int *world) {
+static int gm_mpi_init(int *argc, char ***argv, int *rank, int *world) {
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
     if (!inited && MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return gm_fail("MPI_Init failed");

@@ -254,6 +254,7 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
     gm_real *losses = malloc(sizeof(gm_real) * N);
     if (!losses) return gm_fail("model: out of host memory"), NAN;
     be->download(be, losses, A(m, x->losses), sizeof(gm_real) * N);
+    if (be->sync(be)) return free(losses), gm_fail("model: forward: %s", gm_error()), NAN;
     double sum = 0;
     for (int i = 0; i < N; i++) sum += losses[i];
     free(losses);
@@ -339,5 +340,5 @@ int gm_model_backward(gm_model *m, double dloss) {
     be->embed_bwd(be, G(m, m->pix.embed), m->ids, D(m, A(m, x->emb)), N, Vp, C);
     for (int j = 0; j < c->n_value_embeds; j++)
         be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, A(m, x->ve[j])), N, Vp, C);
-    return 0;
+    return be->sync(be) ? gm_fail("model: backward: %s", gm_error()) : 0;
 }

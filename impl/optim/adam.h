@@ -3,10 +3,12 @@
 //   p <- p (1 - lr wd)                          (AdamW: decoupled decay, skipped when wd = 0)
 //   p <- p - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // with an optional per-tensor gradient normalization g <- g / (||g||_F + 1e-6) before the step
-// (the AdamW baseline record's code had it).
+// (the AdamW baseline record's code had it). The moments live in backend memory; each tensor's
+// step is one backend kernel (adam_update).
 #ifndef GM_OPTIM_ADAM_H
 #define GM_OPTIM_ADAM_H
 
+#include "backend/backend.h"
 #include "base/real.h"
 #include "optim/view.h"
 
@@ -17,17 +19,19 @@ typedef struct {
 
 typedef struct {
     gm_adam_hparams hp;
+    const gm_backend *be;
     const gm_opt_view *views;
     int n;
-    gm_real *m, *v;  // moments, packed view after view (state_offset[i])
-    size_t *state_offset;
+    gm_real *m, *v;        // backend memory: moments, packed view after view (state_offset[i])
+    size_t *state_offset;  // host
     size_t state_numel;
     long t;          // steps taken (bias correction uses t after increment: 1-based)
 } gm_adam;
 
-int gm_adam_init(gm_adam *a, const gm_adam_hparams *hp, const gm_opt_view *views, int n);
+int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, const gm_opt_view *views, int n);
 void gm_adam_free(gm_adam *a);
-// One step on params (flat buffer) with grads (same layout); the learning rate is hp.lr * lr_mult.
+// One step on params (flat backend buffer) with grads (same layout); the learning rate is
+// hp.lr * lr_mult. Queues kernels; errors show at the backend's sync.
 void gm_adam_step(gm_adam *a, gm_real *params, const gm_real *grads, double lr_mult);
 
 #endif

@@ -7,35 +7,64 @@
 #include "base/error.h"
 #include "optim/schedule.h"
 
-int gm_muon_init(gm_muon *m, const gm_muon_hparams *hp, const gm_opt_view *views, int n) {
+// The fused QKV weight (rows == 3 cols) is three row blocks, each orthogonalized on its own.
+static int blocks_of(const gm_muon_hparams *hp, const gm_opt_view *v) {
+    return hp->split_qkv && v->rows == 3 * v->cols ? 3 : 1;
+}
+
+int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, const gm_opt_view *views, int n,
+                 gm_comm *comm) {
     memset(m, 0, sizeof *m);
     m->hp = *hp;
+    m->be = be;
     m->views = views;
     m->n = n;
-    size_t maxn = 1;
+    m->rank = comm ? comm->rank : 0;
+    m->world = comm ? comm->world : 1;
     m->state_offset = malloc((size_t)(n > 0 ? n : 1) * sizeof *m->state_offset);
-    for (int i = 0; m->state_offset && i < n; i++) {
-        m->state_offset[i] = m->state_numel;
-        m->state_numel += gm_view_numel(&views[i]);
-        if (gm_view_numel(&views[i]) > maxn) maxn = gm_view_numel(&views[i]);
-    }
-    size_t total = m->state_numel ? m->state_numel : 1;
-    m->buf = calloc(total, sizeof *m->buf);
-    m->send = malloc(total * sizeof *m->send);
-    m->recv = malloc(total * sizeof *m->recv);
-    m->work = malloc(2 * maxn * sizeof *m->work);
-    if (!m->state_offset || !m->buf || !m->send || !m->recv || !m->work) {
+    m->bytes = calloc((size_t)m->world, sizeof *m->bytes);
+    if (!m->state_offset || !m->bytes) {
         gm_muon_free(m);
-        return gm_fail("muon: out of memory for %zu state elements", total);
+        return gm_fail("muon: out of host memory");
+    }
+    size_t mine = 0;
+    int nitems = 0;
+    for (int i = 0; i < n; i++) {
+        size_t numel = gm_view_numel(&views[i]);
+        m->state_offset[i] = m->state_numel;
+        m->state_numel += numel;
+        m->bytes[i % m->world] += numel * sizeof(gm_real);
+        if (i % m->world == m->rank) mine += numel, nitems += blocks_of(hp, &views[i]);
+    }
+    m->items = calloc((size_t)(nitems > 0 ? nitems : 1), sizeof *m->items);
+    const size_t total = (m->state_numel ? m->state_numel : 1) * sizeof(gm_real), own = (mine ? mine : 1) * sizeof(gm_real);
+    int ok = m->items && (m->buf = be->alloc(be, total)) && (m->u = be->alloc(be, own)) &&
+             (m->send = be->alloc(be, own)) && (m->world == 1 || (m->recv = be->alloc(be, total)));
+    if (!ok) {
+        gm_muon_free(m);
+        return gm_fail("muon: cannot allocate the optimizer state (%zu elements): %s", m->state_numel, gm_error());
+    }
+    // This rank's blocks, in matrix order: u and send hold them packed.
+    size_t at = 0;
+    for (int i = m->rank; i < n; i += m->world) {
+        const gm_opt_view *vw = &views[i];
+        int nb = blocks_of(hp, vw), brows = vw->rows / nb;
+        size_t bn = (size_t)brows * vw->cols;
+        for (int b = 0; b < nb; b++)
+            m->items[m->nitems++] = (gm_ortho_item){vw->name, m->send + at + b * bn, m->u + at + b * bn, brows, vw->cols,
+                                                    gm_muon_scale_of(hp->scale, brows, vw->cols)};
+        at += gm_view_numel(vw);
     }
     return 0;
 }
 
 void gm_muon_free(gm_muon *m) {
-    free(m->buf);
-    free(m->send);
-    free(m->recv);
-    free(m->work);
+    if (m->be) {
+        m->be->free(m->be, m->buf), m->be->free(m->be, m->u);
+        m->be->free(m->be, m->send), m->be->free(m->be, m->recv);
+    }
+    free(m->items);
+    free(m->bytes);
     free(m->state_offset);
     memset(m, 0, sizeof *m);
 }
@@ -48,66 +77,38 @@ double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols) {
     }
 }
 
-// Orthogonalized, scaled update of view i into out (rows, cols), from its momentum buffer (already
-// updated this step) and gradient g.
-static int update_of(gm_muon *m, int i, const gm_real *g, double mu, gm_real *out) {
-    const gm_opt_view *vw = &m->views[i];
-    size_t n = gm_view_numel(vw);
-    const gm_real *buf = m->buf + m->state_offset[i];
-    gm_real *u = m->work, *blk = m->work + n;
-    const gm_real rmu = (gm_real)mu, gmul = m->hp.form == GM_MOMENTUM_EMA ? (gm_real)(1.0 - mu) : 1;
-    for (size_t j = 0; j < n; j++) u[j] = m->hp.nesterov ? gmul * g[j] + rmu * buf[j] : buf[j];
-    // The fused QKV weight (rows == 3 cols) is three row blocks, each orthogonalized on its own.
-    int nblocks = m->hp.split_qkv && vw->rows == 3 * vw->cols ? 3 : 1;
-    int brows = vw->rows / nblocks;
-    size_t bn = (size_t)brows * vw->cols;
-    gm_real scale = (gm_real)gm_muon_scale_of(m->hp.scale, brows, vw->cols);
-    for (int b = 0; b < nblocks; b++) {
-        if (gm_orthogonalize(&m->hp.ortho, u + b * bn, blk, brows, vw->cols))
-            return gm_fail("muon: %s: %s", vw->name, gm_error());
-        for (size_t j = 0; j < bn; j++) out[b * bn + j] = scale * blk[j];
-    }
-    return 0;
-}
-
 int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mult, int s, gm_comm *comm) {
-    const int W = comm ? comm->world : 1, rank = comm ? comm->rank : 0;
+    const gm_backend *be = m->be;
+    const int W = m->world;
+    if ((comm ? comm->world : 1) != W) return gm_fail("muon: stepped with a world of %d, made for %d", comm->world, W);
     const double mu = gm_momentum_at(m->hp.momentum_from, m->hp.momentum, m->hp.momentum_warmup, s);
-    const gm_real lr = (gm_real)(m->hp.lr * lr_mult);
+    const double gmul = m->hp.form == GM_MOMENTUM_EMA ? 1.0 - mu : 1.0;
     // Every rank keeps every momentum buffer current (elementwise, cheap), so any rank's checkpoint
-    // holds the whole optimizer state; only the orthogonalization is sharded.
-    const gm_real rmu = (gm_real)mu, gmul = m->hp.form == GM_MOMENTUM_EMA ? (gm_real)(1.0 - mu) : 1;
-    for (int i = 0; i < m->n; i++) {
-        gm_real *buf = m->buf + m->state_offset[i];
-        const gm_real *g = grads + m->views[i].offset;
-        size_t n = gm_view_numel(&m->views[i]);
-        for (size_t j = 0; j < n; j++) buf[j] = rmu * buf[j] + gmul * g[j];
-    }
-    // This rank's matrices (i % W == rank), their updates packed in order into send.
+    // holds the whole optimizer state; this rank's matrices also get their update u.
     size_t at = 0;
-    for (int i = rank; i < m->n; i += W) {
-        if (update_of(m, i, grads + m->views[i].offset, mu, m->send + at)) return -1;
-        at += gm_view_numel(&m->views[i]);
+    for (int i = 0; i < m->n; i++) {
+        const gm_opt_view *vw = &m->views[i];
+        int mine = i % W == m->rank;
+        be->momentum(be, m->buf + m->state_offset[i], mine ? m->u + at : NULL, grads + vw->offset, gm_view_numel(vw),
+                     mu, gmul, m->hp.nesterov);
+        if (mine) at += gm_view_numel(vw);
     }
+    be->orthogonalize(be, &m->hp.ortho, m->nitems, m->items);
     const gm_real *all = m->send;
     if (W > 1) {
         // Everyone's updates, rank by rank; each rank's block lists its matrices in order.
-        size_t *bytes = calloc((size_t)W, sizeof *bytes);
-        if (!bytes) return gm_fail("muon: out of memory");
-        for (int i = 0; i < m->n; i++) bytes[i % W] += gm_view_numel(&m->views[i]) * sizeof(gm_real);
-        int rc = gm_allgatherv(comm, m->send, m->recv, bytes);
-        free(bytes);
-        if (rc) return -1;
+        if (gm_data_allgatherv(comm, be, m->send, m->recv, m->bytes)) return -1;
         all = m->recv;
     }
+    // p <- p - lr * update, in the order the gathered buffer holds the matrices.
+    const double lr = m->hp.lr * lr_mult;
     at = 0;
     for (int r = 0; r < W; r++)
         for (int i = r; i < m->n; i += W) {
             const gm_opt_view *vw = &m->views[i];
-            size_t n = gm_view_numel(vw);
             gm_real *p = params + vw->offset;
-            for (size_t j = 0; j < n; j++) p[j] -= lr * all[at + j];
-            at += n;
+            be->lincomb_fwd(be, p, 1, NULL, p, -lr, NULL, all + at, gm_view_numel(vw));
+            at += gm_view_numel(vw);
         }
     return 0;
 }

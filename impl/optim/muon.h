@@ -14,12 +14,15 @@
 // updates are all-gathered so that every rank applies all of them: the parameters are bitwise the
 // same as one process computing everything. Every rank keeps every momentum buffer (an
 // elementwise update), so any rank's checkpoint holds the whole optimizer state.
+// Every buffer is backend memory and every step is backend kernels (momentum, orthogonalize,
+// lincomb) plus the communicator's data-channel all-gather.
 #ifndef GM_OPTIM_MUON_H
 #define GM_OPTIM_MUON_H
 
+#include "backend/backend.h"
 #include "base/real.h"
 #include "dist/comm.h"
-#include "optim/orthogonalize.h"
+#include "optim/ns_coeffs.h"
 #include "optim/view.h"
 
 typedef enum { GM_MOMENTUM_SUM, GM_MOMENTUM_EMA } gm_momentum_form;
@@ -38,18 +41,27 @@ typedef struct {
 
 typedef struct {
     gm_muon_hparams hp;
+    const gm_backend *be;
     const gm_opt_view *views;
     int n;
-    gm_real *buf;          // momentum, packed view after view
-    size_t *state_offset;  // (n)
+    int rank, world;       // the ownership split (matrix i on rank i % world)
+    gm_real *buf;          // backend: momentum, packed view after view (state_offset)
+    size_t *state_offset;  // host (n)
     size_t state_numel;
-    gm_real *send, *recv;  // this rank's updates, and all updates in rank order (sharded path)
-    gm_real *work;         // (max numel) the nesterov update u, and a block's output
+    gm_real *u, *send;     // backend: this rank's updates before and after orthogonalization, packed
+    gm_real *recv;         // backend: every rank's orthogonalized updates in rank order (world > 1)
+    gm_ortho_item *items;  // host: one per orthogonalized block of this rank's matrices
+    int nitems;
+    size_t *bytes;         // host (world): bytes of updates each rank contributes
 } gm_muon;
 
-int gm_muon_init(gm_muon *m, const gm_muon_hparams *hp, const gm_opt_view *views, int n);
+// comm NULL: one process (rank 0 of 1).
+int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, const gm_opt_view *views, int n,
+                 gm_comm *comm);
 void gm_muon_free(gm_muon *m);
-// One step at training step s (for the momentum warmup). comm NULL or world 1: everything local.
+// One step at training step s (for the momentum warmup) on params/grads (flat backend buffers).
+// comm: the one given to init. Returns -1 when the all-gather fails; kernel errors show at the
+// backend's sync.
 int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mult, int s, gm_comm *comm);
 // The scale applied to the orthogonalized (block) update of a (rows, cols) block.
 double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols);

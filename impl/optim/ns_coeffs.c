@@ -51,10 +51,6 @@ const gm_ns_coeffs *gm_ns_coeffs_find(const char *name) {
     return NULL;
 }
 
-const double *gm_ns_triple(const gm_ns_coeffs *set, int k) {
-    return set->abc[k < set->ntriples ? k : set->ntriples - 1];
-}
-
 double gm_ns_scalar_map(const gm_ns_coeffs *set, int steps, double x) {
     for (int k = 0; k < steps; k++) {
         const double *t = gm_ns_triple(set, k);

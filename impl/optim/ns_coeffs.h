@@ -5,24 +5,13 @@
 #ifndef GM_OPTIM_NS_COEFFS_H
 #define GM_OPTIM_NS_COEFFS_H
 
-#define GM_NS_MAX_TRIPLES 8
-
-typedef struct {
-    const char *name;    // short name for flags and tables: "quintic", "cubic", "you5", "polar-express"
-    const char *source;  // where the numbers come from (record path or paper)
-    int ntriples;        // iteration k >= ntriples reuses the last triple
-    double abc[GM_NS_MAX_TRIPLES][3];
-    double norm_scale;   // X = G / (norm_scale * ||G||_F + norm_eps)
-    double norm_eps;
-} gm_ns_coeffs;
+#include "backend/backend.h"  // the gm_ns_coeffs type: a kernel parameter
 
 // The sets we carry, in a fixed order (for reports): quintic, cubic, you5, polar-express.
 int gm_ns_coeffs_count(void);
 const gm_ns_coeffs *gm_ns_coeffs_at(int i);
 // Look a set up by name; NULL with gm_fail naming the unknown set (and the known ones).
 const gm_ns_coeffs *gm_ns_coeffs_find(const char *name);
-// The triple used at iteration k (0-based).
-const double *gm_ns_triple(const gm_ns_coeffs *set, int k);
 // The scalar map: x after `steps` iterations of the set's polynomials (x already normalized).
 // Newton-Schulz acts on each singular value independently through this map (in exact arithmetic).
 double gm_ns_scalar_map(const gm_ns_coeffs *set, int steps, double x);

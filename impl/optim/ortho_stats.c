@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
 
 int gm_polar_ref_init(gm_polar_ref *ref, const double *G, int rows, int cols) {
     memset(ref, 0, sizeof *ref);

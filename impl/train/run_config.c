@@ -113,6 +113,8 @@ static const field FIELDS[] = {
     S("resume", resume, "checkpoint to resume from"),
     I("dump_at", R(dump_at), -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),
     S("comm", comm, "communicator: single, mpi, nccl, auto"),
+    S("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests)"),
+    I("device", R(device), 0, 1023, "CUDA device of --backend=cuda"),
     D("comm_timeout", R(comm_timeout), 0.1, 1e6, "seconds before a stuck collective stops the job"),
     I("log_every", R(log_every), 0, 3600, "seconds between progress lines"),
 };
@@ -317,6 +319,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scal
     rc->seed = 1337;
     snprintf(rc->out_dir, sizeof rc->out_dir, "runs/%s-%s", preset, scale);
     snprintf(rc->comm, sizeof rc->comm, "auto");
+    snprintf(rc->backend, sizeof rc->backend, "cpu");
     rc->comm_timeout = 300;
     rc->log_every = 5;
     rc->dump_at = -1;

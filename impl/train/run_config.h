@@ -45,6 +45,8 @@ typedef struct {
                          // out_dir/matrices/ (base/matfile.h format) for the NS harness (-1: never)
     char resume[512];    // checkpoint to resume from ("" : fresh start)
     char comm[16];       // single | mpi | nccl | auto
+    char backend[16];    // cpu | cuda | guarded (backend/select.h)
+    int device;          // CUDA device of --backend=cuda
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
 } gm_run_config;

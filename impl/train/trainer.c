@@ -32,6 +32,7 @@ enum { UNTIMED_STEPS = 10 };  // compilation/warm-up steps the records leave out
 
 typedef struct {
     const gm_run_config *rc;
+    const gm_backend *be;
     gm_comm *comm, single;
     gm_model model;
     gm_loader train, val;
@@ -72,12 +73,12 @@ static int build_optimizers(trainer *t) {
     for (int g = 0; g < NGROUPS; g++) {
         if (!t->nviews[g]) continue;
         if (g == GM_GROUP_MATRIX - 1 && t->rc->matrix_opt == GM_MATRIX_MUON) {
-            if (gm_muon_init(&t->muon, &t->rc->muon, t->views[g], t->nviews[g])) return -1;
+            if (gm_muon_init(&t->muon, t->be, &t->rc->muon, t->views[g], t->nviews[g], t->comm)) return -1;
             t->has_muon = 1;
         } else {
             gm_adam_hparams hp = t->rc->adam;
             hp.lr = lr_of_group(t->rc, g);
-            if (gm_adam_init(&t->adam[g], &hp, t->views[g], t->nviews[g])) return -1;
+            if (gm_adam_init(&t->adam[g], t->be, &hp, t->views[g], t->nviews[g])) return -1;
             t->has_adam[g] = 1;
         }
     }
@@ -89,6 +90,8 @@ static char *config_core_json(const gm_run_config *rc) {
     core.resume[0] = core.out_dir[0] = '\0';
     core.ckpt_every = core.log_every = core.halt_at = core.dump_at = 0;
     core.comm_timeout = 0;
+    core.backend[0] = '\0';
+    core.device = 0;
     return gm_run_config_json(&core);
 }
 
@@ -96,28 +99,61 @@ static char *config_core_json(const gm_run_config *rc) {
 
 enum { MAX_SECTIONS = 3 * NGROUPS + 8 };
 
+// The backend buffers a checkpoint holds besides the host scalars: parameters, then each Adam
+// group's moments, then Muon's momenta.
+typedef struct {
+    char name[GM_CKPT_NAME_LEN];
+    gm_real *buf;  // backend memory
+    size_t numel;
+} state_buf;
+
+static int state_bufs(const trainer *t, state_buf *out) {
+    int n = 0;
+    out[n++] = (state_buf){"params", t->model.p, t->model.params.total};
+    for (int g = 0; g < NGROUPS; g++) {
+        if (!t->has_adam[g]) continue;
+        out[n] = (state_buf){"", t->adam[g].m, t->adam[g].state_numel};
+        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.m", GROUP_NAMES[g]);
+        out[n] = (state_buf){"", t->adam[g].v, t->adam[g].state_numel};
+        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.v", GROUP_NAMES[g]);
+    }
+    if (t->has_muon) out[n++] = (state_buf){"muon.buf", t->muon.buf, t->muon.state_numel};
+    return n;
+}
+
+// A backend buffer copied into fresh host memory (NULL + gm_fail when out of memory).
+static gm_real *download_new(const gm_backend *be, const gm_real *src, size_t numel) {
+    gm_real *h = malloc((numel ? numel : 1) * sizeof *h);
+    if (!h) return gm_fail("trainer: out of host memory for %zu elements", numel), NULL;
+    be->download(be, h, src, numel * sizeof *h);
+    return h;
+}
+
 static int save_checkpoint(trainer *t, int step) {
     if (t->comm->rank != 0) return 0;
     gm_ckpt_section s[MAX_SECTIONS];
-    int n = 0;
+    state_buf bufs[MAX_SECTIONS];
+    gm_real *host[MAX_SECTIONS] = {0};
+    int n = 0, nb = state_bufs(t, bufs), rc = 0;
     long long step_ll = step;
     gm_loader_state ls = gm_loader_get_state(&t->train);
-    char names[NGROUPS][3][GM_CKPT_NAME_LEN];
+    char tnames[NGROUPS][GM_CKPT_NAME_LEN];
     s[n++] = (gm_ckpt_section){"config", t->config_core, strlen(t->config_core)};
     s[n++] = (gm_ckpt_section){"step", &step_ll, sizeof step_ll};
     s[n++] = (gm_ckpt_section){"loader", &ls, sizeof ls};
-    s[n++] = (gm_ckpt_section){"params", t->model.p, t->model.params.total * sizeof(gm_real)};
     for (int g = 0; g < NGROUPS; g++) {
         if (!t->has_adam[g]) continue;
-        snprintf(names[g][0], GM_CKPT_NAME_LEN, "adam.%s.m", GROUP_NAMES[g]);
-        snprintf(names[g][1], GM_CKPT_NAME_LEN, "adam.%s.v", GROUP_NAMES[g]);
-        snprintf(names[g][2], GM_CKPT_NAME_LEN, "adam.%s.t", GROUP_NAMES[g]);
-        s[n++] = (gm_ckpt_section){names[g][0], t->adam[g].m, t->adam[g].state_numel * sizeof(gm_real)};
-        s[n++] = (gm_ckpt_section){names[g][1], t->adam[g].v, t->adam[g].state_numel * sizeof(gm_real)};
-        s[n++] = (gm_ckpt_section){names[g][2], &t->adam[g].t, sizeof t->adam[g].t};
+        snprintf(tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", GROUP_NAMES[g]);
+        s[n++] = (gm_ckpt_section){tnames[g], &t->adam[g].t, sizeof t->adam[g].t};
     }
-    if (t->has_muon) s[n++] = (gm_ckpt_section){"muon.buf", t->muon.buf, t->muon.state_numel * sizeof(gm_real)};
-    return gm_ckpt_write(t->ckpt_path, s, n);
+    for (int i = 0; i < nb && rc == 0; i++) {
+        if (!(host[i] = download_new(t->be, bufs[i].buf, bufs[i].numel))) rc = -1;
+        else s[n++] = (gm_ckpt_section){bufs[i].name, host[i], bufs[i].numel * sizeof(gm_real)};
+    }
+    if (rc == 0 && t->be->sync(t->be)) rc = -1;
+    if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, n);
+    for (int i = 0; i < nb; i++) free(host[i]);
+    return rc;
 }
 
 static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) {
@@ -138,20 +174,20 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
         rc = gm_fail("%s: written by a different configuration (preset, shapes or hyperparameters differ); resume needs the same flags", path);
     long long step_ll = 0;
     gm_loader_state ls;
-    if (rc == 0) rc = restore(&step_ll, &c, "step", sizeof step_ll) || restore(&ls, &c, "loader", sizeof ls) ||
-                      restore(t->model.p, &c, "params", t->model.params.total * sizeof(gm_real));
+    if (rc == 0) rc = restore(&step_ll, &c, "step", sizeof step_ll) || restore(&ls, &c, "loader", sizeof ls);
     for (int g = 0; rc == 0 && g < NGROUPS; g++) {
         if (!t->has_adam[g]) continue;
         char name[GM_CKPT_NAME_LEN];
-        size_t bytes = t->adam[g].state_numel * sizeof(gm_real);
-        snprintf(name, sizeof name, "adam.%s.m", GROUP_NAMES[g]);
-        rc = restore(t->adam[g].m, &c, name, bytes);
-        snprintf(name, sizeof name, "adam.%s.v", GROUP_NAMES[g]);
-        if (rc == 0) rc = restore(t->adam[g].v, &c, name, bytes);
         snprintf(name, sizeof name, "adam.%s.t", GROUP_NAMES[g]);
-        if (rc == 0) rc = restore(&t->adam[g].t, &c, name, sizeof t->adam[g].t);
+        rc = restore(&t->adam[g].t, &c, name, sizeof t->adam[g].t);
     }
-    if (rc == 0 && t->has_muon) rc = restore(t->muon.buf, &c, "muon.buf", t->muon.state_numel * sizeof(gm_real));
+    state_buf bufs[MAX_SECTIONS];
+    int nb = state_bufs(t, bufs);
+    for (int i = 0; rc == 0 && i < nb; i++) {
+        const void *p = gm_ckpt_get(&c, bufs[i].name, bufs[i].numel * sizeof(gm_real));
+        if (!p) rc = -1;
+        else t->be->upload(t->be, bufs[i].buf, p, bufs[i].numel * sizeof(gm_real));
+    }
     if (rc == 0 && (step_ll < 0 || step_ll > t->rc->steps)) rc = gm_fail("%s: step %lld outside this run's %d steps", path, step_ll, t->rc->steps);
     if (rc == 0 && gm_loader_set_state(&t->train, ls)) rc = gm_fail("%s: %s", path, gm_error());
     gm_ckpt_close(&c);
@@ -214,9 +250,10 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
         const gm_opt_view *v = &t->views[g][i];
         size_t n = gm_view_numel(v);
         float *f = malloc(n * sizeof *f);
-        if (!f) return gm_fail("dump: out of memory");
-        const gm_real *src = buf + (offsets ? offsets[i] : v->offset);
+        gm_real *src = download_new(t->be, buf + (offsets ? offsets[i] : v->offset), n);
+        if (!f || !src) return free(f), free(src), gm_fail("dump: out of memory");
         for (size_t j = 0; j < n; j++) f[j] = (float)src[j];
+        free(src);
         snprintf(name, sizeof name, "%s %s at step %d", v->name, what, t->rc->dump_at);
         snprintf(path, sizeof path, "%s/%s.%s.bin", dir, v->name, what);
         int rc = gm_matfile_write(path, name, f, v->rows, v->cols);
@@ -241,13 +278,14 @@ static int train_step(trainer *t, int s, double *loss) {
     // The backward added the mean over the k micro-batches; average across ranks, once per step.
     gm_real *g = t->model.g;
     size_t n = t->model.params.total;
-    if (gm_allreduce_mean(t->comm, g, n, real_dtype())) return -1;
+    if (gm_data_allreduce_mean(t->comm, t->be, g, n, real_dtype())) return -1;
     const int dump = s == rc->dump_at;
     if (dump && dump_matrices(t, g, NULL, "grad")) return -1;
     double mult = gm_lr_mult(&rc->lr, s);
     for (int grp = 0; grp < NGROUPS; grp++)
         if (t->has_adam[grp]) gm_adam_step(&t->adam[grp], t->model.p, g, mult);
     if (t->has_muon && gm_muon_step(&t->muon, t->model.p, g, mult, s, t->comm)) return -1;
+    if (t->be->sync(t->be)) return gm_fail("step %d: optimizer: %s", s, gm_error());
     if (dump && t->has_muon && dump_matrices(t, t->muon.buf, t->muon.state_offset, "momentum")) return -1;
     gm_real mean = (gm_real)(sum / rc->grad_accum);
     if (gm_allreduce_mean(t->comm, &mean, 1, real_dtype())) return -1;
@@ -295,6 +333,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     gm_train_result local = {0};
     if (!res) res = &local;
     t.rc = rc;
+    t.be = be;
     if (!comm) {
         gm_comm_open(&t.single, "single", NULL, NULL, 0);
         comm = &t.single;
@@ -378,7 +417,10 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         res->tokens_per_s = train_s > 0 ? timed_tokens / train_s : 0;
         res->peak_rss_kb = ru.ru_maxrss;
         res->interrupted = s < rc->steps;
-        if (res->params) memcpy(res->params, t.model.p, (res->params_len < t.model.params.total ? res->params_len : t.model.params.total) * sizeof(gm_real));
+        if (res->params) {
+            size_t n = res->params_len < t.model.params.total ? res->params_len : t.model.params.total;
+            be->download(be, res->params, t.model.p, n * sizeof(gm_real));
+        }
         gm_jsonl_begin(&t.log);
         gm_jsonl_str(&t.log, "event", res->interrupted ? "interrupted" : "end");
         gm_jsonl_int(&t.log, "step", s);

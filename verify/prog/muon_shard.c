@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/io.h"
 #include "dist/comm.h"
@@ -31,7 +32,7 @@ int main(int argc, char **argv) {
                           .ortho = {.method = GM_ORTHO_NS, .steps = 5, .bf16 = 1, .norm_src = GM_NS_NORM_OF_X}};
     hp.ortho.coeffs = gm_ns_coeffs_find("quintic");
     gm_muon m;
-    if (!hp.ortho.coeffs || gm_muon_init(&m, &hp, views, 7)) gm_die_last();
+    if (!hp.ortho.coeffs || gm_muon_init(&m, gm_backend_cpu(), &hp, views, 7, &c)) gm_die_last();
     for (int s = 0; s < 5; s++) {
         for (size_t j = 0; j < total; j++) g[j] = (gm_real)(cos(0.11 * (double)j + 0.5 * s) + 0.1 * sin(0.013 * (double)j * (s + 1)));
         if (gm_muon_step(&m, p, g, 1.0, s, &c)) gm_die_last();

@@ -1,4 +1,7 @@
-// The CPU backend struct: host memory and the kernels of this folder.
+// The CPU backend struct: host memory, the kernels of this folder, and the error slot its sync
+// reports.
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,40 +27,52 @@ static void cpu_free(const gm_backend *be, void *p) {
     free(p);
 }
 
-static void cpu_copy(const gm_backend *be, void *dst, const void *src, size_t bytes) {
+void gm_cpu_copy(const gm_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
     if (bytes) memmove(dst, src, bytes);
 }
 
-static void cpu_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
+void gm_cpu_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
     (void)be;
     for (size_t i = 0; i < n; i++) p[i] = value;
 }
 
+// The first failure since the last sync. Kernels run on the calling thread (and its OpenMP team),
+// so one slot per process suffices; the critical section orders concurrent recorders.
+static char cpu_error[1024];
+static int cpu_failed;
+
+void gm_cpu_record_error(const char *fmt, ...) {
+    char msg[sizeof cpu_error];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+#pragma omp critical(gm_cpu_error)
+    if (!cpu_failed) {
+        memcpy(cpu_error, msg, sizeof cpu_error);
+        cpu_failed = 1;
+    }
+}
+
+static int cpu_sync(const gm_backend *be) {
+    (void)be;
+    if (!cpu_failed) return 0;
+    cpu_failed = 0;
+    return gm_fail("%s", cpu_error);
+}
+
+#define GM_CPU_FIELD(name, params, args) .name = gm_cpu_##name,
 static const gm_backend cpu_backend = {
     .name = "cpu-" GM_REAL_NAME,
     .ctx = NULL,
+    .host_visible = 1,
     .alloc = cpu_alloc,
     .free = cpu_free,
-    .upload = cpu_copy,
-    .download = cpu_copy,
-    .copy = cpu_copy,
-    .fill = cpu_fill,
-    .embed_fwd = gm_cpu_embed_fwd,
-    .embed_bwd = gm_cpu_embed_bwd,
-    .matmul_fwd = gm_cpu_matmul_fwd,
-    .matmul_bwd = gm_cpu_matmul_bwd,
-    .rmsnorm_fwd = gm_cpu_rmsnorm_fwd,
-    .rmsnorm_bwd = gm_cpu_rmsnorm_bwd,
-    .rotary_fwd = gm_cpu_rotary_fwd,
-    .rotary_bwd = gm_cpu_rotary_bwd,
-    .attn_fwd = gm_cpu_attn_fwd,
-    .attn_bwd = gm_cpu_attn_bwd,
-    .act_fwd = gm_cpu_act_fwd,
-    .act_bwd = gm_cpu_act_bwd,
-    .lincomb_fwd = gm_cpu_lincomb_fwd,
-    .lincomb_bwd = gm_cpu_lincomb_bwd,
-    .xent_fwd_bwd = gm_cpu_xent_fwd_bwd,
-};
+    .upload = gm_cpu_copy,
+    .download = gm_cpu_copy,
+    .sync = cpu_sync,
+    GM_BACKEND_KERNELS(GM_CPU_FIELD)};
+#undef GM_CPU_FIELD
 
 const gm_backend *gm_backend_cpu(void) { return &cpu_backend; }

@@ -15,6 +15,10 @@ int gm_cuda_sync(const gm_backend *be) {
     (void)be;
     return gm_fail("cuda backend: built without CUDA");
 }
+void *gm_cuda_stream(const gm_backend *be) {
+    (void)be;
+    return NULL;
+}
 #else
 typedef int gm_cuda_backend_present;  // ISO C forbids an empty translation unit
 #endif

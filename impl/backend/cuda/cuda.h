@@ -27,6 +27,9 @@ const gm_backend *gm_backend_cuda(int device);
 // Wait for the backend's stream; 0, or -1 + gm_fail with the first error recorded since the
 // backend was made (errors are sticky: a CUDA fault poisons the context anyway).
 int gm_cuda_sync(const gm_backend *be);
+// The backend's stream (a cudaStream_t), for work that must be ordered with its kernels (NCCL);
+// NULL when `be` is not the CUDA backend.
+void *gm_cuda_stream(const gm_backend *be);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,8 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     memset(be, 0, sizeof *be);
     be->name = "cuda";
     be->ctx = c;
+    be->host_visible = 0;
+    be->sync = gm_cuda_sync;
     be->alloc = cuda_alloc;
     be->free = cuda_free;
     be->upload = cuda_upload;
@@ -179,6 +181,10 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     be->xent_fwd_bwd = gm_cuda_xent_fwd_bwd;
     cuda_ready = 1;
     return be;
+}
+
+extern "C" void *gm_cuda_stream(const gm_backend *be) {
+    return cuda_ready && be == &cuda_backend ? (void *)cuda_ctx.stream : NULL;
 }
 
 extern "C" int gm_cuda_sync(const gm_backend *be) {

@@ -10,7 +10,7 @@
 // bf16 cuBLAS GEMM (and the Polar Express record's fused kernels) does. PyTorch's eager form of
 // record #18 (`B = b * A + c * A @ A`) would round c*A and b*A separately as well; under
 // torch.compile those elementwise products fuse, so we model the fused form.
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -24,7 +24,7 @@
 #define SFX f64
 #define GEMM cblas_dgemm
 #define SYRK cblas_dsyrk
-#include "optim/newton_schulz.inc"
+#include "backend/cpu/newton_schulz.inc"
 #undef T
 #undef SFX
 #undef GEMM
@@ -34,7 +34,7 @@
 #define SFX f32
 #define GEMM cblas_sgemm
 #define SYRK cblas_ssyrk
-#include "optim/newton_schulz.inc"
+#include "backend/cpu/newton_schulz.inc"
 #undef T
 #undef SFX
 #undef GEMM

@@ -1,6 +1,6 @@
 // The SVD reference orthogonalizer: thin SVD by LAPACK's divide-and-conquer gesdd, and the polar
 // factor U V^T built from it; fp64 and fp32 from one body (svd_polar.inc).
-#include "optim/orthogonalize.h"
+#include "backend/cpu/linalg.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -14,7 +14,7 @@
 #define GESDD LAPACKE_dgesdd
 #define GEMM cblas_dgemm
 #define EPS 2.220446049250313e-16
-#include "optim/svd_polar.inc"
+#include "backend/cpu/svd_polar.inc"
 #undef T
 #undef SFX
 #undef GESDD
@@ -26,7 +26,7 @@
 #define GESDD LAPACKE_sgesdd
 #define GEMM cblas_sgemm
 #define EPS 1.1920928955078125e-07
-#include "optim/svd_polar.inc"
+#include "backend/cpu/svd_polar.inc"
 #undef T
 #undef SFX
 #undef GESDD
