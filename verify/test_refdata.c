@@ -14,6 +14,7 @@
 #include "base/io.h"
 #include "helpers.h"
 #include "model/model.h"
+#include "train/run_config.h"
 
 #define BAR 1e-4
 
@@ -48,7 +49,7 @@ static uint64_t fnv1a(const void *p, size_t n) {
 
 static void check_preset(const char *preset) {
     gm_config cfg;
-    cr_assert_eq(gm_config_preset(&cfg, preset, "test"), 0);
+    cr_assert_eq(gm_preset_model(&cfg, preset, "test"), 0);
     size_t len, tlen, rlen;
     char *meta = slurp(preset, "meta.txt", &len), desc[4096];
     cr_assert_eq(gm_config_describe(&cfg, desc, sizeof desc), 0);

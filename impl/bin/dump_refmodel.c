@@ -16,6 +16,7 @@
 #include "base/io.h"
 #include "base/rng.h"
 #include "model/model.h"
+#include "train/run_config.h"
 
 enum { REF_SEED = 20240610, REF_WINDOW_BLOCKS = 2 };
 
@@ -31,7 +32,7 @@ static void dump(const char *root, const char *preset) {
     if (mkdir(dir, 0755) && errno != EEXIST) gm_die("%s: cannot create folder", dir);
     gm_config cfg;
     gm_model m;
-    if (gm_config_preset(&cfg, preset, "test") || gm_model_create(&m, &cfg, gm_backend_cpu()) ||
+    if (gm_preset_model(&cfg, preset, "test") || gm_model_create(&m, &cfg, gm_backend_cpu()) ||
         gm_model_init(&m, REF_SEED, GM_INIT_TEST))
         gm_die_last();
     // tokens: ~1 in 6 is EOT (documents shorter than a block), plus EOTs right at block edges

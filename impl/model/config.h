@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "base/fields.h"
 
 enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8 };
 
@@ -48,12 +49,9 @@ typedef struct {
     int window_end_tokens;    // progress f = step/steps; 0: no window
 } gm_config;
 
-// The preset `name` at scale "full" (the record's shapes), "tiny" (a few million parameters
-// on the embedded corpus) or "test" (a few ten thousand, for gradient checks and refdata). Returns -1 (gm_fail) for an
-// unknown name or scale.
-int gm_config_preset(gm_config *cfg, const char *name, const char *scale);
-// Preset names, NULL-terminated.
-extern const char *const gm_preset_names[];
+// The fields, in the order logs and refdata list them (every one overridable as --key=value).
+extern const gm_field gm_config_fields[];
+extern const size_t gm_config_nfields;
 // Sliding-window size in blocks at training step `step` of `steps`; 0 when the preset has none.
 int gm_config_window_blocks(const gm_config *cfg, long step, long steps);
 // Table index of the value embedding layer `l` reads, or -1.
@@ -61,7 +59,7 @@ int gm_config_ve_of_layer(const gm_config *cfg, int l);
 static inline int gm_config_has_attn(const gm_config *cfg, int l) { return !((cfg->skip_attn_mask >> l) & 1u); }
 // Consistency checks (divisibility, limits); -1 with a message naming the field.
 int gm_config_check(const gm_config *cfg);
-// One line per field ("key = value"), for logs and checkpoints.
+// "preset = ...", "scale = ..." then one line per field ("key = value"), for refdata.
 int gm_config_describe(const gm_config *cfg, char *buf, size_t len);
 
 #endif
