@@ -52,7 +52,5 @@ void cc_sync(const cc_env *e, const char *what);
 int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol);
 // Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
-// Relative error ||a - b|| / ||b|| (infinite when a holds a non-finite value).
-double cc_rel_err(const gm_real *a, const gm_real *b, size_t n);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/io.h"
 #include "helpers.h"
 #include "model/model.h"
@@ -34,19 +35,6 @@ static unsigned long long meta_int(const char *meta, const char *key, int base) 
     return strtoull(p + strlen(pat), NULL, base);
 }
 
-static double rel_err(const gm_real *a, const float *ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++)
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]), den += (double)ref[i] * ref[i];
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
 static void check_preset(const char *preset) {
     gm_config cfg;
     cr_assert_eq(gm_preset_model(&cfg, preset, "test"), 0);
@@ -58,7 +46,7 @@ static void check_preset(const char *preset) {
     gm_model m;
     cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0, "%s", gm_error());
     cr_assert_eq(gm_model_init(&m, (uint64_t)meta_int(meta, "seed", 10), GM_INIT_TEST), 0);
-    cr_assert_eq(fnv1a(m.p, sizeof(gm_real) * m.params.total), (uint64_t)meta_int(meta, "params_fnv", 16),
+    cr_assert_eq(gm_hash_bytes(GM_HASH_INIT, m.p, sizeof(gm_real) * m.params.total), (uint64_t)meta_int(meta, "params_fnv", 16),
                  "%s: parameter init changed since refdata was made: run make refdata", preset);
     gm_model_set_window(&m, (int)meta_int(meta, "window_blocks", 10));
     int32_t *tok = (int32_t *)slurp(preset, "tokens.bin", &tlen);
@@ -72,13 +60,13 @@ static void check_preset(const char *preset) {
     double e_loss = fabs(loss - ref[0]) / fabs(ref[0]);
     cr_expect(e_loss < BAR, "%s: loss %.8g vs %.8g", preset, loss, ref[0]);
     const gm_real *logits = m.a + m.acts.v[m.aix.logits].offset;
-    double e_logits = rel_err(logits, ref + 1, (size_t)N * Vp), e_grad = 0;
+    double e_logits = th_rel_err(logits, ref + 1, (size_t)N * Vp), e_grad = 0;
     cr_expect(e_logits < BAR, "%s: logits relative error %.3g", preset, e_logits);
     const float *g = ref + 1 + (size_t)N * Vp;
     const char *worst = "";
     for (int i = 0; i < m.params.n; i++) {
         const gm_view *v = &m.params.v[i];
-        double e = rel_err(gm_grad(&m, i), g, v->numel);
+        double e = th_rel_err(gm_grad(&m, i), g, v->numel);
         cr_expect(e < BAR, "%s: d%s relative error %.3g", preset, v->name, e);
         if (e > e_grad) e_grad = e, worst = v->name;
         g += v->numel;

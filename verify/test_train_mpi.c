@@ -72,13 +72,7 @@ Test(train_mpi, two_ranks_train_the_single_process_model, .timeout = 300) {
     cr_assert(p1 && p2, "%s", gm_error());
     for (int t = 0; t < m.params.n; t++) {
         const gm_view *v = &m.params.v[t];
-        double num = 0, den = 0;
-        for (size_t i = v->offset; i < v->offset + v->numel; i++) {
-            double d = (double)p1[i] - p2[i];
-            num += d * d;
-            den += (double)p1[i] * p1[i];
-        }
-        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        double rel = th_rel_err(p2 + v->offset, p1 + v->offset, v->numel);
         cr_assert_leq(rel, 1e-5, "%s differs by %.3g relative between W=1 and W=2", v->name, rel);
     }
     gm_model_free(&m);

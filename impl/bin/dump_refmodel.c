@@ -13,18 +13,13 @@
 #include "backend/cpu/cpu.h"
 #include "base/args.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/io.h"
 #include "base/rng.h"
 #include "model/model.h"
 #include "train/run_config.h"
 
 enum { REF_SEED = 20240610, REF_WINDOW_BLOCKS = 2 };
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
 
 static void dump(const char *root, const char *preset) {
     char dir[4096], path[4200];
@@ -56,7 +51,7 @@ static void dump(const char *root, const char *preset) {
     if (gm_atomic_open(&af, path) ||
         gm_atomic_printf(&af, "%sseed = %d\nwindow_blocks = %d\nparams_fnv = %016llx\n", desc, REF_SEED,
                          cfg.window_start_tokens ? REF_WINDOW_BLOCKS : 0,
-                         (unsigned long long)fnv1a(m.p, sizeof(float) * m.params.total)) ||
+                         (unsigned long long)gm_hash_bytes(GM_HASH_INIT, m.p, sizeof(float) * m.params.total)) ||
         gm_atomic_commit(&af))
         gm_die_last();
     snprintf(path, sizeof path, "%s/params.txt", dir);

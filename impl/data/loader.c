@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "dist/comm.h"
+#include "base/hash.h"
 
 static size_t step_tokens(const gm_loader *ld) { return (size_t)ld->world * ld->B * ld->T; }
 

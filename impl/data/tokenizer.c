@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/io.h"
 
 static const char EOT_TEXT[] = "<|endoftext|>";
@@ -179,9 +180,7 @@ static int pairs_add(table *tb, int32_t a, int32_t b, long long delta) {
 }
 
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return mix64(h + n);
+    return mix64(gm_hash_bytes(GM_HASH_INIT, s, n) + n);
 }
 
 // Collect the distinct pieces of `text` with their counts. Pieces are compared byte by byte,

@@ -71,12 +71,6 @@ static int staged_allgatherv(gm_comm *c, const gm_backend *be, const void *send,
 
 const gm_comm_data_ops gm_comm_staged_data = {"staged", staged_allreduce, staged_allgatherv, NULL};
 
-uint64_t gm_hash_bytes(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 int gm_comm_check_same(gm_comm *c, const char *what, uint64_t hash) {
     if (c->world == 1) return 0;
     uint64_t *all = malloc((size_t)c->world * sizeof *all);
