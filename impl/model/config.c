@@ -50,6 +50,7 @@ const gm_field gm_config_fields[] = {
     C_INT("window_end_tokens", window_end_tokens, 0, 1 << 24, "sliding window at the last step"),
 };
 const size_t gm_config_nfields = sizeof gm_config_fields / sizeof gm_config_fields[0];
+_Static_assert(sizeof gm_config_fields / sizeof gm_config_fields[0] <= GM_CONFIG_MAX_FIELDS, "run_config.c counts on it");
 
 int gm_config_window_blocks(const gm_config *cfg, long step, long steps) {
     if (!cfg->window_start_tokens) return 0;

@@ -88,7 +88,8 @@ static void check_preset(const char *preset, const char *preset_flags) {
     snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=4 --grad_accum=1 %s", preset_flags);
     gm_run_config rc;
     gm_real *a = run(preset, dir, extra, &na, la, &rc);
-    snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=2 --grad_accum=2 %s", preset_flags);
+    snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=2 --grad_accum=2 --out_dir=%s/accum %s",
+             dir, preset_flags);
     gm_real *b = run(preset, dir, extra, &nb, lb, &rc);
     cr_assert_eq(na, nb);
     for (int s = 0; s < 5; s++) cr_assert_leq(fabs(la[s] - lb[s]), BAR * fabs(la[s]), "%s step %d loss %.17g vs %.17g", preset, s, la[s], lb[s]);
