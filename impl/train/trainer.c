@@ -53,7 +53,7 @@ typedef struct {
     char ckpt_path[600];
     char *config_core;  // config JSON without the run-control fields, with the world size (resume must match it)
     int verbose;
-    int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run; -1 elsewhere
+    int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run where the file system can; -1 elsewhere
     int continues;      // rank 0: --resume names out_dir's own checkpoint (the log is appended to)
     int step;           // the step being run, for the error record
 } trainer;
@@ -282,10 +282,10 @@ static int prepare_out_dir(trainer *t) {
     // --comm=single job) never write one folder.
     t->dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (t->dir_fd < 0) return gm_fail("--out_dir: %s: cannot open: %s", dir, strerror(errno));
-    if (flock(t->dir_fd, LOCK_EX | LOCK_NB) != 0)
-        return errno == EWOULDBLOCK
-                   ? gm_fail("--out_dir: %s: in use by another train process (it holds the folder's lock)", dir)
-                   : gm_fail("--out_dir: %s: cannot lock: %s", dir, strerror(errno));
+    // A file system without locks (some network mounts) runs unlocked, and its temporaries stay.
+    int locked = flock(t->dir_fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked && errno == EWOULDBLOCK)
+        return gm_fail("--out_dir: %s: in use by another train process (it holds the folder's lock)", dir);
     char log_path[600];
     snprintf(log_path, sizeof log_path, "%s/log.jsonl", dir);
     struct stat ck, rs;
@@ -294,7 +294,7 @@ static int prepare_out_dir(trainer *t) {
     if ((has_log || has_ckpt) && !t->continues && !rc->overwrite)
         return gm_fail("--out_dir: %s: already holds a run (%s); continue it with --resume=%s, or replace it with --overwrite=1",
                        dir, has_log && has_ckpt ? "log.jsonl and ckpt.bin" : has_log ? "log.jsonl" : "ckpt.bin", t->ckpt_path);
-    if (remove_stale_temporaries(t)) return -1;
+    if (locked && remove_stale_temporaries(t)) return -1;
     // Room for the checkpoint, checked now rather than at the end of the run. A checkpoint is
     // written beside the one it replaces, so a run that writes several needs room for two.
     double ckpt = (double)checkpoint_bytes(t);
