@@ -12,14 +12,15 @@ if ! "$py" -c 'import torch, numpy' 2>/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$build/dump_refmodel" --out="$tmp"
-for dir in "$tmp"/*/; do
+mkdir "$tmp/in"
+"$build/dump_refmodel" --out="$tmp/in"
+for dir in "$tmp"/in/*/; do
   preset=$(basename "$dir")
   out=refdata/model/$preset
-  mkdir -p "$out"
-  "$py" refdata/gen/ref_model.py "$dir" "$tmp/$preset.ref.bin"
+  mkdir -p "$tmp/out/$preset"
+  "$py" refdata/gen/ref_model.py "$dir" "$tmp/out/$preset"
   # the weights are not committed: the test rebuilds them from the seed and checks params_fnv
-  cp "$dir/meta.txt" "$dir/params.txt" "$dir/tokens.bin" "$out/"
-  cp "$tmp/$preset.ref.bin" "$out/ref.bin"
+  rm -rf "$out" && mkdir -p "$out"
+  cp "$dir/meta.txt" "$dir/params.txt" "$dir/tokens.bin" "$tmp/out/$preset"/*.bin "$out/"
 done
 echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)), $("$py" -c 'import torch; print("torch", torch.__version__)')"
