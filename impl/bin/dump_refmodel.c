@@ -5,6 +5,8 @@
 //   params.txt  one line per tensor: name rows cols offset (elements)
 //   params.bin  the fp32 parameter buffer (test-mode init: every tensor non-zero)
 //   tokens.bin  batch*seq_len + 1 int32 token ids (inputs = [0, N), targets = [1, N])
+// and DIR/rotary_bf16.txt lists "head_dim base" of every preset and scale whose rotary
+// frequencies are rounded to bf16 (refdata/gen/rotary_ref.py computes them with torch).
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,6 +92,28 @@ static void dump(const char *root, const char *preset) {
     gm_model_free(&m);
 }
 
+// "head_dim base" of every preset and scale with rotary_bf16, each pair once.
+static void dump_rotary_list(const char *root) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rotary_bf16.txt", root);
+    gm_atomic_file af;
+    if (gm_atomic_open(&af, path)) gm_die_last();
+    int seen_dim[64], n = 0;
+    double seen_base[64];
+    for (const char *const *p = gm_preset_names; *p; p++)
+        for (const char *const *s = gm_scale_names; *s; s++) {
+            gm_config cfg;
+            if (gm_preset_model(&cfg, *p, *s)) gm_die_last();
+            int dup = !cfg.rotary_bf16;
+            for (int i = 0; i < n && !dup; i++) dup = seen_dim[i] == cfg.head_dim && seen_base[i] == cfg.rotary_base;
+            if (dup) continue;
+            if (n == 64) gm_die("%s: more than 64 rotary tables", path);
+            seen_dim[n] = cfg.head_dim, seen_base[n++] = cfg.rotary_base;
+            if (gm_atomic_printf(&af, "%d %.17g\n", cfg.head_dim, cfg.rotary_base)) gm_die_last();
+        }
+    if (gm_atomic_commit(&af)) gm_die_last();
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     const char *out = NULL;
@@ -104,5 +128,6 @@ int main(int argc, char **argv) {
     if (!out) gm_die("--out: required (dump_refmodel --out=DIR)");
     if (sizeof(gm_real) != sizeof(float)) gm_die("dump_refmodel writes fp32: build it without GM_FP64");
     for (const char *const *p = gm_preset_names; *p; p++) dump(out, *p);
+    dump_rotary_list(out);
     return 0;
 }

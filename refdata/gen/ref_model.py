@@ -31,9 +31,16 @@ def rms(x, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
-def rotary_tables(T, hd, base, truncated):
+def record16_inv_freq(hd, base):
+    """Record #16's inv_freq buffer as its Rotary.__init__ computes it: fp32 (default dtype)."""
+    return (1 / base) ** (torch.arange(0, hd, 2) / hd)
+
+
+def rotary_tables(T, hd, base, truncated, bf16):
     half = hd // 2
-    if truncated:  # record #18: (1/base)^linspace(0, 1, hd/4), then hd/4 zero frequencies
+    if bf16:  # record #16: the buffer is rounded to bf16 by model.bfloat16()
+        freq = record16_inv_freq(hd, base).bfloat16().double()
+    elif truncated:  # record #18: (1/base)^linspace(0, 1, hd/4), then hd/4 zero frequencies
         q = hd // 4
         freq = torch.cat([(1.0 / base) ** torch.linspace(0, 1, q, dtype=torch.float64),
                           torch.zeros(half - q, dtype=torch.float64)])
@@ -104,7 +111,7 @@ def main():
                 return L - 1 - l if meta["ve_pattern"] == "unet" else l - (L - n_ve)
             return None
 
-        cos, sin = rotary_tables(T, HD, Fl("rotary_base"), I("rotary_half_truncated") == 1)
+        cos, sin = rotary_tables(T, HD, Fl("rotary_base"), I("rotary_half_truncated") == 1, I("rotary_bf16") == 1)
         mask = allowed_mask(ids, I("eot"), I("attn_block"), window) if I("doc_mask") else allowed_mask(ids, -1, 1, 0)
         branch = 1.0 / math.sqrt(2 * L) if I("branch_scale_depth") else 1.0
         skip_attn = I("skip_attn_mask")
