@@ -114,18 +114,31 @@ static void dump_rotary_list(const char *root) {
     if (gm_atomic_commit(&af)) gm_die_last();
 }
 
+static void usage(void) {
+    printf(
+        "usage: dump_refmodel --out=DIR\n"
+        "  Writes the inputs of the PyTorch reference data (`make refdata` runs refdata/gen/make_refdata.sh):\n"
+        "  DIR/<preset>/ meta.txt, params.txt, params.bin, tokens.bin for every preset at test scale, and\n"
+        "  DIR/rotary_bf16.txt (head_dim and base of every preset and scale with rotary_bf16 = 1).\n"
+        "  DIR must exist. Needs the fp32 build.\n");
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     const char *out = NULL;
     for (int i = 1; i < argc;) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
         const char *key, *value;
         gm_arg_next(argc, argv, &i, &key, &value);
         if (strcmp(key, "out") == 0)
             out = value;
         else
-            gm_die("--%s: unknown flag (dump_refmodel --out=DIR)", key);
+            gm_die("--%s: unknown flag (see --help)", key);
     }
-    if (!out) gm_die("--out: required (dump_refmodel --out=DIR)");
+    if (!out) gm_die("--out: required (see --help)");
     if (sizeof(gm_real) != sizeof(float)) gm_die("dump_refmodel writes fp32: build it without GM_FP64");
     for (const char *const *p = gm_preset_names; *p; p++) dump(out, *p);
     dump_rotary_list(out);
