@@ -10,7 +10,9 @@ void gm_rotary_freqs(const gm_config *c, double *w) {
         if (c->rotary_half_truncated)
             w[i] = i < half / 2 ? pow(c->rotary_base, -(double)i / (double)(half / 2 - 1)) : 0.0;
         else if (c->rotary_bf16)
-            // (1 / base) is a Python float that torch casts to the fp32 of arange(0, HD, 2) / HD
+            // (1 / base) is a Python float that torch casts to the fp32 of arange(0, HD, 2) / HD.
+            // torch's vectorised fp32 pow and powf may differ by an ulp; their bf16 roundings agree
+            // on every table the presets use (verify/test_rotary.c).
             w[i] = gm_round_bf16(powf((float)(1.0 / c->rotary_base), (float)(2 * i) / (float)c->head_dim));
         else
             w[i] = pow(c->rotary_base, -2.0 * (double)i / c->head_dim);
