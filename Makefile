@@ -25,8 +25,13 @@ ifneq ($(NVCC),)
   CU_SRC := $(shell find impl -name '*.cu' | sort)
   NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA \
     -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 \
-    -Xcompiler -Wall,-Wextra,-Werror
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart -lnccl -lstdc++
+    -Xcompiler -Wall,-Wextra,-Werror -lineinfo
+  # -lineinfo: compute-sanitizer and Nsight name the source line of a device fault.
+  # --as-needed: a program gets only the CUDA libraries its objects call (make_data none). cuSOLVER
+  # (the SVD orthogonalizer, cuda/svd_polar.cu) and NCCL (--comm=nccl, dist/comm_nccl.c) are loaded
+  # at run time where used, so no program needs them to start.
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
+    -lstdc++ -Wl,--no-as-needed
   CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
 else
   CU_SRC :=
