@@ -56,7 +56,7 @@ SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: help deps build verify bench refdata repro train data clean FORCE
+.PHONY: help deps build verify bench refdata repro train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
 
 help:
@@ -70,6 +70,8 @@ help:
 	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh)"
 	@echo "  make train      one run: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help)"
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
+	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
+	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
 	@echo ""
 	@echo "  $(CUDA_NOTE)"
@@ -190,6 +192,13 @@ repro: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
 
 data/gcide/val_000000.bin: | build
 	$(MAKE) --no-print-directory data
+
+# ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
+BUNDLE ?= $(BUILD)/bundle
+bundle: build
+	NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
+bundle-check: bundle
+	bash ci/bundle_check.sh $(BUNDLE)
 
 clean:
 	rm -rf $(BUILD)
