@@ -122,7 +122,8 @@ int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const
     double err = cc_rel_err(h, ref, n);
     long bad = first_bad(h, ref, n, 0);
     int ok = err <= tol;
-    cr_expect(ok, "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
+    cr_expect(ok,
+              "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
               what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
               (unsigned long long)e->seed);
     free(h);

@@ -202,9 +202,9 @@ static gm_ortho ns_cfg(const gm_ns_coeffs *set, int steps, int bf16, gm_ns_norm_
 
 // Items of every kind of group: one matrix alone, equal shapes batched, a shape beside its
 // transpose (one group: both run wide), single rows and columns; scales 1 and not 1.
-static const ortho_shape mixed[] = {{17, 45, 1.0}, {45, 17, 1.6}, {31, 31, 1.0}, {17, 45, 2.0}, {1, 23, 1.0},
-                                    {31, 31, 1.0}, {23, 1, 1.0},  {64, 192, 1.0}, {192, 64, 1.7}, {31, 31, 0.5},
-                                    {64, 192, 1.0}};
+static const ortho_shape mixed[] = {{17, 45, 1.0},  {45, 17, 1.6}, {31, 31, 1.0}, {17, 45, 2.0},
+                                    {1, 23, 1.0},   {31, 31, 1.0}, {23, 1, 1.0},  {64, 192, 1.0},
+                                    {192, 64, 1.7}, {31, 31, 0.5}, {64, 192, 1.0}};
 #define NMIXED ((int)(sizeof mixed / sizeof mixed[0]))
 
 Test(cuda_optim, newton_schulz_fp32_batched_matches_cpu) {
@@ -221,9 +221,10 @@ Test(cuda_optim, newton_schulz_fp32_batched_matches_cpu) {
             const int r = mixed[i].rows, c = mixed[i].cols;
             const double tol = ns_fp32_tol(set, steps, G[i], r, c, mixed[i].scale);
             const double worst = max_abs_diff(gpu[i], cpu[i], (size_t)r * c);
-            cr_expect_leq(worst, tol,
-                          "%s fp32 item %d (%dx%d, scale %g): |GPU - CPU| = %.3g > 2 sqrt(n) eps amp = %.3g (seed %llu)",
-                          set->name, i, r, c, mixed[i].scale, worst, tol, (unsigned long long)e.seed);
+            cr_expect_leq(
+                worst, tol,
+                "%s fp32 item %d (%dx%d, scale %g): |GPU - CPU| = %.3g > 2 sqrt(n) eps amp = %.3g (seed %llu)",
+                set->name, i, r, c, mixed[i].scale, worst, tol, (unsigned long long)e.seed);
             free(cpu[i]), free(gpu[i]);
         }
     }
@@ -235,8 +236,8 @@ Test(cuda_optim, newton_schulz_fp32_batched_matches_cpu) {
 Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    static const ortho_shape full[] = {{768, 768, 1.0}, {768, 768, 1.0}, {768, 768, 1.0}, {768, 768, 1.0},
-                                       {3072, 768, 1.0}, {768, 3072, 1.0}};
+    static const ortho_shape full[] = {{768, 768, 1.0}, {768, 768, 1.0},  {768, 768, 1.0},
+                                       {768, 768, 1.0}, {3072, 768, 1.0}, {768, 3072, 1.0}};
     const struct {
         const ortho_shape *sh;
         int count;
@@ -266,18 +267,24 @@ Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
                     // Express amplifies its one value's rounding 13.7-fold per step): only its
                     // output's finiteness and bf16 values are checked below.
                     const int single = sh[i].rows == 1 || sh[i].cols == 1;
-                    if (!single) cr_expect_leq(d, bar, "%s K=%d item %d (%dx%d): bf16 GPU vs CPU emulation %.4f > (1 + 3K) u = %.4f (seed %llu)",
-                                  set->name, steps, i, sh[i].rows, sh[i].cols, d, bar, (unsigned long long)e.seed);
-                    if (!single) cr_expect_leq(d32, bar, "%s K=%d item %d: GPU bf16 vs GPU fp32 %.4f > (1 + 3K) u = %.4f (seed %llu)",
-                                  set->name, steps, i, d32, bar, (unsigned long long)e.seed);
-                    cr_expect_gt(d32, 0, "%s K=%d item %d (%dx%d): GPU bf16 run identical to fp32: no rounding happened",
+                    if (!single)
+                        cr_expect_leq(
+                            d, bar,
+                            "%s K=%d item %d (%dx%d): bf16 GPU vs CPU emulation %.4f > (1 + 3K) u = %.4f (seed %llu)",
+                            set->name, steps, i, sh[i].rows, sh[i].cols, d, bar, (unsigned long long)e.seed);
+                    if (!single)
+                        cr_expect_leq(d32, bar,
+                                      "%s K=%d item %d: GPU bf16 vs GPU fp32 %.4f > (1 + 3K) u = %.4f (seed %llu)",
+                                      set->name, steps, i, d32, bar, (unsigned long long)e.seed);
+                    cr_expect_gt(d32, 0,
+                                 "%s K=%d item %d (%dx%d): GPU bf16 run identical to fp32: no rounding happened",
                                  set->name, steps, i, sh[i].rows, sh[i].cols);
                     if (sh[i].scale == 1.0) {
                         size_t bad = n;
                         for (size_t j = 0; j < n && bad == n; j++)
                             if (!isfinite(gpu[i][j]) || gm_round_bf16(gpu[i][j]) != gpu[i][j]) bad = j;
-                        cr_expect_eq(bad, n, "%s K=%d item %d: output %zu = %.9g is not a finite bf16 value", set->name, steps, i,
-                                     bad, bad < n ? (double)gpu[i][bad] : 0.0);
+                        cr_expect_eq(bad, n, "%s K=%d item %d: output %zu = %.9g is not a finite bf16 value", set->name,
+                                     steps, i, bad, bad < n ? (double)gpu[i][bad] : 0.0);
                     }
                     free(cpu[i]), free(gpu[i]), free(c32[i]), free(g32[i]);
                 }
@@ -308,7 +315,7 @@ static double orth_ratio(const gm_real *Q, int rows, int cols) {
 Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    static const ortho_shape sh[] = {{96, 96, 1.0}, {64, 150, 1.0}, {150, 64, 2.0}, {37, 91, 1.0}, {91, 37, 1.0},
+    static const ortho_shape sh[] = {{96, 96, 1.0}, {64, 150, 1.0}, {150, 64, 2.0},  {37, 91, 1.0},   {91, 37, 1.0},
                                      {1, 40, 1.0},  {40, 1, 1.0},   {768, 768, 1.0}, {768, 3072, 1.0}};
     const int count = (int)(sizeof sh / sizeof sh[0]);
     gm_real *G[sizeof sh / sizeof sh[0]], *cpu[sizeof sh / sizeof sh[0]], *gpu[sizeof sh / sizeof sh[0]];
@@ -318,12 +325,12 @@ Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     for (int i = 0; i < count; i++) {
         const int r = sh[i].rows, c = sh[i].cols;
         const double bar = svd_rel_tol(G[i], r, c, 0), d = cc_rel_err(gpu[i], cpu[i], (size_t)r * c);
-        cr_expect_leq(d, bar, "svd %dx%d: GPU vs CPU polar factor %.3g > 30 max(m,n) eps kappa = %.3g (seed %llu)", r, c,
-                      d, bar, (unsigned long long)e.seed);
+        cr_expect_leq(d, bar, "svd %dx%d: GPU vs CPU polar factor %.3g > 30 max(m,n) eps kappa = %.3g (seed %llu)", r,
+                      c, d, bar, (unsigned long long)e.seed);
         if (sh[i].scale == 1.0) {
             const double ratio = orth_ratio(gpu[i], r, c);
-            cr_expect_lt(ratio, LAPACK_BAR, "svd %dx%d: GPU polar factor ||I - Q Q^T||_1 / (k eps) = %.2f (seed %llu)", r,
-                         c, ratio, (unsigned long long)e.seed);
+            cr_expect_lt(ratio, LAPACK_BAR, "svd %dx%d: GPU polar factor ||I - Q Q^T||_1 / (k eps) = %.2f (seed %llu)",
+                         r, c, ratio, (unsigned long long)e.seed);
         }
         free(G[i]), free(cpu[i]), free(gpu[i]);
     }
@@ -367,7 +374,8 @@ Test(cuda_optim, non_finite_item_is_reported_by_name) {
         gm_real *G[3], *ref[3];
         gm_ortho_item items[3];
         const char *names[3] = {"blocks.0.attn.q", "blocks.1.mlp.fc", "blocks.2.attn.o"};
-        gm_ortho cfg = svd ? (gm_ortho){.method = GM_ORTHO_SVD} : ns_cfg(gm_ns_coeffs_find("quintic"), 5, 0, GM_NS_NORM_OF_X);
+        gm_ortho cfg =
+            svd ? (gm_ortho){.method = GM_ORTHO_SVD} : ns_cfg(gm_ns_coeffs_find("quintic"), 5, 0, GM_NS_NORM_OF_X);
         for (int i = 0; i < 3; i++) {
             G[i] = cc_randn(&e, n, 1.0);
             ref[i] = malloc(sizeof(gm_real) * n);
@@ -378,7 +386,8 @@ Test(cuda_optim, non_finite_item_is_reported_by_name) {
                 cr_assert_eq(e.cpu->sync(e.cpu), 0, "%s", gm_error());
             }
             if (i == 1) G[i][n / 2] = (gm_real)(svd ? INFINITY : NAN);
-            items[i] = (gm_ortho_item){names[i], cc_poisoned(&e, n), cc_to_gpu(&e, G[i], sizeof(gm_real) * n), r, c, 1.0};
+            items[i] =
+                (gm_ortho_item){names[i], cc_poisoned(&e, n), cc_to_gpu(&e, G[i], sizeof(gm_real) * n), r, c, 1.0};
         }
         e.gpu->orthogonalize(e.gpu, &cfg, 3, items);
         cr_expect_eq(gm_cuda_sync(e.gpu), -1, "%s: a non-finite input passed", svd ? "svd" : "ns");
@@ -411,7 +420,8 @@ Test(cuda_optim, repeat_bitwise) {
     gm_real *G[NMIXED], *first[NMIXED], *again[NMIXED], *cpu[NMIXED];
     for (int i = 0; i < NMIXED; i++) G[i] = cc_randn(&e, (size_t)mixed[i].rows * mixed[i].cols, 1.0);
     for (int svd = 0; svd < 2; svd++) {
-        gm_ortho cfg = svd ? (gm_ortho){.method = GM_ORTHO_SVD} : ns_cfg(gm_ns_coeffs_find("quintic"), 5, 1, GM_NS_NORM_OF_X);
+        gm_ortho cfg =
+            svd ? (gm_ortho){.method = GM_ORTHO_SVD} : ns_cfg(gm_ns_coeffs_find("quintic"), 5, 1, GM_NS_NORM_OF_X);
         run_both(&e, &cfg, NMIXED, mixed, G, cpu, first);
         for (int i = 0; i < NMIXED; i++) free(cpu[i]);
         run_both(&e, &cfg, NMIXED, mixed, G, cpu, again);

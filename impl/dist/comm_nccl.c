@@ -25,9 +25,17 @@ int gm_comm_open_mpi(gm_comm *c, int *argc, char ***argv);
 #include "base/timer.h"
 
 // The NCCL functions used here, resolved from the loaded library with the types of nccl.h.
-#define NCCL_FUNCS(X)                                                                                          \
-    X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclGroupStart) X(ncclGroupEnd) \
-    X(ncclCommGetAsyncError) X(ncclCommAbort) X(ncclCommDestroy) X(ncclGetErrorString)
+#define NCCL_FUNCS(X)          \
+    X(ncclGetUniqueId)         \
+    X(ncclCommInitRank)        \
+    X(ncclAllReduce)           \
+    X(ncclBroadcast)           \
+    X(ncclGroupStart)          \
+    X(ncclGroupEnd)            \
+    X(ncclCommGetAsyncError)   \
+    X(ncclCommAbort)           \
+    X(ncclCommDestroy)         \
+    X(ncclGetErrorString)
 #define NCCL_PTR(name) __typeof__(name) *name;
 static struct {
     NCCL_FUNCS(NCCL_PTR)
@@ -42,12 +50,12 @@ static int nccl_load(int rank) {
     if (!file || !*file) file = "libnccl.so.2";
     void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (!h)
-        return gm_fail("rank %d: --comm=nccl: cannot load NCCL (%s); install NCCL or set GM_NCCL_LIB to its libnccl.so.2",
-                       rank, dlerror());
-#define NCCL_SYM(name)                                                                                              \
-    if (!(nccl.name = (__typeof__(nccl.name))dlsym(h, #name))) {                                                \
-        dlclose(h);                                                                                                 \
-        return gm_fail("rank %d: --comm=nccl: %s has no symbol %s (NCCL 2.x needed)", rank, file, #name);          \
+        return gm_fail("rank %d: --comm=nccl: cannot load NCCL (%s); install NCCL or set GM_NCCL_LIB to its "
+                       "libnccl.so.2", rank, dlerror());
+#define NCCL_SYM(name)                                                                                    \
+    if (!(nccl.name = (__typeof__(nccl.name))dlsym(h, #name))) {                                          \
+        dlclose(h);                                                                                       \
+        return gm_fail("rank %d: --comm=nccl: %s has no symbol %s (NCCL 2.x needed)", rank, file, #name); \
     }
     NCCL_FUNCS(NCCL_SYM)
 #undef NCCL_SYM

@@ -10,7 +10,8 @@
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/reduce.cuh"
 
-__global__ static void __launch_bounds__(GM_RED_THREADS) grad_scale_kernel(float *gscale, const double *partial, int np) {
+__global__ static void __launch_bounds__(GM_RED_THREADS)
+    grad_scale_kernel(float *gscale, const double *partial, int np) {
     __shared__ double sh[GM_RED_THREADS];
     double ss = gm_partials_total(partial, np, sh);
     if (threadIdx.x == 0) *gscale = (float)(1.0 / (sqrt(ss) + 1e-6));
@@ -47,7 +48,7 @@ void gm_cuda_adam_update(const gm_backend *be, gm_real *p, const gm_real *g, gm_
         GM_CU_LAUNCHED(c);
     }
     adam_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(
-        p, g, m, v, n, gscale, (float)a->step_size, (float)a->bc2_sqrt, (float)a->eps, (float)a->decay,
-        a->apply_decay, (float)a->beta1, (float)a->beta2, (float)(1.0 - a->beta1), (float)(1.0 - a->beta2));
+        p, g, m, v, n, gscale, (float)a->step_size, (float)a->bc2_sqrt, (float)a->eps, (float)a->decay, a->apply_decay,
+        (float)a->beta1, (float)a->beta2, (float)(1.0 - a->beta1), (float)(1.0 - a->beta2));
     GM_CU_LAUNCHED(c);
 }

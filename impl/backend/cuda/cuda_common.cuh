@@ -14,20 +14,20 @@ static_assert(sizeof(gm_real) == sizeof(float), "the CUDA backend keeps fp32 mas
 // Scratch buffers, one per purpose, grown on demand and reused. All work is on one stream, so a
 // slot may be reused by the next call without waiting; growing one waits for the stream first.
 enum {
-    GM_SCR_MM_A,       // bf16 copy of a matmul operand
-    GM_SCR_MM_B,       // bf16 copy of a matmul operand
-    GM_SCR_MM_C,       // bf16 copy of a matmul operand
-    GM_SCR_ATTN_D,     // attention backward: D = rowsum(dout * out), (B, NH, T)
-    GM_SCR_RED,        // per-block partial sums of deterministic reductions (reduce.cuh)
-    GM_SCR_SORT_KEYS,  // embedding backward: sorted token ids
-    GM_SCR_SORT_POS,   // embedding backward: positions 0..N-1, then sorted by id
-    GM_SCR_SORT_POS2,  // embedding backward: sort output
-    GM_SCR_SORT_TMP,   // embedding backward: CUB's temporary storage
-    GM_SCR_COPY,       // staging for overlapping copies
+    GM_SCR_MM_A,        // bf16 copy of a matmul operand
+    GM_SCR_MM_B,        // bf16 copy of a matmul operand
+    GM_SCR_MM_C,        // bf16 copy of a matmul operand
+    GM_SCR_ATTN_D,      // attention backward: D = rowsum(dout * out), (B, NH, T)
+    GM_SCR_RED,         // per-block partial sums of deterministic reductions (reduce.cuh)
+    GM_SCR_SORT_KEYS,   // embedding backward: sorted token ids
+    GM_SCR_SORT_POS,    // embedding backward: positions 0..N-1, then sorted by id
+    GM_SCR_SORT_POS2,   // embedding backward: sort output
+    GM_SCR_SORT_TMP,    // embedding backward: CUB's temporary storage
+    GM_SCR_COPY,        // staging for overlapping copies
     GM_SCR_ADAM_SCALE,  // adam_update: the per-tensor gradient scale of normalize_grad (1 float)
     GM_SCR_ORTHO_DESC,  // orthogonalize: the items' descriptors, grouped by shape
     GM_SCR_ORTHO_SS,    // orthogonalize: sum of squares per item (fp64)
-    GM_SCR_ORTHO_STAT,  // orthogonalize: status per item (0 ok, else an ortho_status)
+    GM_SCR_ORTHO_STAT,  // orthogonalize: status per item (GM_ORTHO_*, ortho.cuh)
     GM_SCR_NS_X,        // Newton-Schulz: the iterates X of a batch, (nb, m, n)
     GM_SCR_NS_Y,        // Newton-Schulz: the next iterates, (nb, m, n)
     GM_SCR_NS_A,        // Newton-Schulz: A = X X^T, (nb, m, m)

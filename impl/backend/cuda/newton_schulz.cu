@@ -38,7 +38,8 @@ __global__ static void ns_pack_kernel(void *X, const gm_cuda_ortho_desc *d, cons
         float x = it.G[e];
         if (bf16) x = gm_round_bf16(x);
         float y = (float)((double)x / denom);
-        const size_t at = (size_t)blockIdx.y * mn + wide_index(it.rows, it.cols, (int)(e / it.cols), (int)(e % it.cols));
+        const size_t at =
+            (size_t)blockIdx.y * mn + wide_index(it.rows, it.cols, (int)(e / it.cols), (int)(e % it.cols));
         if (bf16)
             ((__nv_bfloat16 *)X)[at] = __float2bfloat16_rn(y);
         else
@@ -51,7 +52,8 @@ __global__ static void ns_unpack_kernel(const gm_cuda_ortho_desc *d, const void 
     const gm_cuda_ortho_desc it = d[blockIdx.y];
     const size_t mn = (size_t)it.rows * it.cols;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < mn; e += (size_t)gridDim.x * blockDim.x) {
-        const size_t at = (size_t)blockIdx.y * mn + wide_index(it.rows, it.cols, (int)(e / it.cols), (int)(e % it.cols));
+        const size_t at =
+            (size_t)blockIdx.y * mn + wide_index(it.rows, it.cols, (int)(e / it.cols), (int)(e % it.cols));
         const float x = bf16 ? __bfloat162float(((const __nv_bfloat16 *)X)[at]) : ((const float *)X)[at];
         it.out[e] = __fmul_rn(x, it.scale);
     }
@@ -59,16 +61,16 @@ __global__ static void ns_unpack_kernel(const gm_cuda_ortho_desc *d, const void 
 
 // Column-major C = alpha op(A) op(B) + beta C on each of nb matrices, fp32 accumulation.
 static void gemm_batched(gm_cuda_ctx *c, cudaDataType_t t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                         int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb,
-                         long long sb, float beta, void *C, int ldc, long long sc, int nb) {
+                         int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
+                         float beta, void *C, int ldc, long long sc, int nb) {
     cublasStatus_t st = cublasGemmStridedBatchedEx(c->blas, ta, tb, m, n, k, &alpha, A, t, lda, sa, B, t, ldb, sb,
                                                    &beta, C, t, ldc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS)
         gm_cuda_note(c, __FILE__, __LINE__, "cublasGemmStridedBatchedEx (newton-schulz)", cublasGetStatusString(st));
 }
 
-void gm_cuda_ns_batch(gm_cuda_ctx *c, const gm_ortho *cfg, const gm_cuda_ortho_desc *d, const double *ss, int nb,
-                      int m, int n) {
+void gm_cuda_ns_batch(gm_cuda_ctx *c, const gm_ortho *cfg, const gm_cuda_ortho_desc *d, const double *ss, int nb, int m,
+                      int n) {
     const int bf16 = cfg->bf16;
     const size_t esz = bf16 ? 2 : 4, xb = (size_t)nb * m * n * esz, ab = (size_t)nb * m * m * esz;
     const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_32F;

@@ -70,7 +70,8 @@ static const char *status_text(int st) {
 static int read_status(gm_cuda_ctx *c, int *host, const int *dev, int count) {
     cudaError_t e = cudaMemcpyAsync(host, dev, sizeof(int) * count, cudaMemcpyDeviceToHost, c->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
-    if (e != cudaSuccess) gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize: reading the items' status", cudaGetErrorString(e));
+    if (e != cudaSuccess)
+        gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize: reading the items' status", cudaGetErrorString(e));
     return e == cudaSuccess ? 0 : -1;
 }
 
@@ -78,8 +79,10 @@ void gm_cuda_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count,
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (count <= 0) return;
     const int ns = cfg->method == GM_ORTHO_NS;
-    if (ns && !cfg->coeffs) return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize", "newton-schulz: no coefficient set given");
-    if (ns && cfg->steps < 1) return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize", "newton-schulz: steps must be >= 1");
+    if (ns && !cfg->coeffs)
+        return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize", "newton-schulz: no coefficient set given");
+    if (ns && cfg->steps < 1)
+        return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize", "newton-schulz: steps must be >= 1");
     for (int i = 0; i < count; i++)
         if (items[i].rows < 1 || items[i].cols < 1) {
             char what[160];
@@ -108,7 +111,8 @@ void gm_cuda_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count,
     for (int g0 = 0, g1; g0 < count; g0 = g1) {
         int m, n;
         wide_shape(&items[order[g0]], &m, &n);
-        for (g1 = g0 + 1; g1 < count && cmp_shape(&items[order[g1]], &items[order[g0]]) == 0; g1++) {}
+        g1 = g0 + 1;
+        while (g1 < count && cmp_shape(&items[order[g1]], &items[order[g0]]) == 0) g1++;
         const int nb = g1 - g0, np = gm_red_blocks((size_t)m * n);
         double *partial = (double *)gm_cuda_scratch(c, GM_SCR_RED, sizeof(double) * np * nb);
         if (!partial) goto done;

@@ -3,8 +3,8 @@
 
 #include "backend/cuda/reduce.cuh"
 
-__global__ static void __launch_bounds__(GM_RED_THREADS) dot_partial_kernel(double *partial, const float *u,
-                                                                            const float *v, size_t n) {
+__global__ static void __launch_bounds__(GM_RED_THREADS)
+    dot_partial_kernel(double *partial, const float *u, const float *v, size_t n) {
     __shared__ double sh[GM_RED_THREADS];
     double s = gm_dot_partial(u, v, n, 0, sh);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;

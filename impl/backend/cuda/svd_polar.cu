@@ -25,9 +25,13 @@
 #define CUSOLVER_SONAME "libcusolver.so." STR(CUSOLVER_VER_MAJOR)
 
 // The cuSOLVER functions used here, with the types of cusolverDn.h.
-#define SOLVER_FUNCS(X)                                                                                    \
-    X(cusolverDnCreate) X(cusolverDnDestroy) X(cusolverDnSetStream) X(cusolverDnCreateGesvdjInfo) \
-        X(cusolverDnSgesvdj_bufferSize) X(cusolverDnSgesvdj)
+#define SOLVER_FUNCS(X)             \
+    X(cusolverDnCreate)             \
+    X(cusolverDnDestroy)            \
+    X(cusolverDnSetStream)          \
+    X(cusolverDnCreateGesvdjInfo)   \
+    X(cusolverDnSgesvdj_bufferSize) \
+    X(cusolverDnSgesvdj)
 #define SOLVER_PTR(name) decltype(&::name) name##_fn;
 static struct {
     SOLVER_FUNCS(SOLVER_PTR)
@@ -48,11 +52,11 @@ static int solver_load(gm_cuda_ctx *c) {
         gm_cuda_note(c, __FILE__, __LINE__, "svd orthogonalizer", err);
         return -1;
     }
-#define SOLVER_SYM(name)                                                           \
-    if (!(so.name##_fn = (decltype(so.name##_fn))dlsym(h, #name))) {                         \
-        dlclose(h);                                                                \
+#define SOLVER_SYM(name)                                                                         \
+    if (!(so.name##_fn = (decltype(so.name##_fn))dlsym(h, #name))) {                             \
+        dlclose(h);                                                                              \
         gm_cuda_note(c, __FILE__, __LINE__, "svd orthogonalizer: no symbol " #name " in", file); \
-        return -1;                                                                 \
+        return -1;                                                                               \
     }
     SOLVER_FUNCS(SOLVER_SYM)
 #undef SOLVER_SYM
@@ -70,7 +74,8 @@ __global__ static void rank_mask_kernel(float *U, const float *S, int mm, int k,
     if (blockIdx.x == 0 && threadIdx.x == 0 && *info != 0)
         *status = *info > 0 ? GM_ORTHO_SVD_NOCONV : GM_ORTHO_SVD_BADARG;
     const float tol = (float)maxmn * EPS32 * S[0];
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (size_t)mm * k; e += (size_t)gridDim.x * blockDim.x)
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (size_t)mm * k;
+         e += (size_t)gridDim.x * blockDim.x)
         if (!(S[e / mm] > tol)) U[e] = 0.0f;
 }
 
@@ -105,21 +110,23 @@ void gm_cuda_svd_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status)
     float *V = (float *)gm_cuda_scratch(c, GM_SCR_SVD_V, sizeof(float) * nn * k);
     int *info = (int *)gm_cuda_scratch(c, GM_SCR_SVD_INFO, sizeof(int));
     if (!A || !S || !U || !V || !info) return;
-    GM_CU(c, cudaMemcpyAsync(A, d->G, sizeof(float) * mm * nn, cudaMemcpyDeviceToDevice, c->stream));  // gesvdj overwrites A
+    // gesvdj overwrites its input: it gets a copy.
+    GM_CU(c, cudaMemcpyAsync(A, d->G, sizeof(float) * mm * nn, cudaMemcpyDeviceToDevice, c->stream));
     int lwork = 0;
-    cusolverStatus_t st = so.cusolverDnSgesvdj_bufferSize_fn(c->solver, CUSOLVER_EIG_MODE_VECTOR, 1, mm, nn, A, mm, S, U, mm,
-                                                       V, nn, &lwork, c->svdj);
+    cusolverStatus_t st = so.cusolverDnSgesvdj_bufferSize_fn(c->solver, CUSOLVER_EIG_MODE_VECTOR, 1, mm, nn, A, mm, S,
+                                                             U, mm, V, nn, &lwork, c->svdj);
     if (st != CUSOLVER_STATUS_SUCCESS) return note_solver(c, __LINE__, "cusolverDnSgesvdj_bufferSize", st);
     float *work = (float *)gm_cuda_scratch(c, GM_SCR_SVD_WORK, sizeof(float) * (size_t)lwork);
     if (!work) return;
-    st = so.cusolverDnSgesvdj_fn(c->solver, CUSOLVER_EIG_MODE_VECTOR, 1, mm, nn, A, mm, S, U, mm, V, nn, work, lwork, info,
-                           c->svdj);
+    st = so.cusolverDnSgesvdj_fn(c->solver, CUSOLVER_EIG_MODE_VECTOR, 1, mm, nn, A, mm, S, U, mm, V, nn, work, lwork,
+                                 info, c->svdj);
     if (st != CUSOLVER_STATUS_SUCCESS) return note_solver(c, __LINE__, "cusolverDnSgesvdj", st);
     rank_mask_kernel<<<gm_cuda_blocks((size_t)mm * k, 256), 256, 0, c->stream>>>(U, S, mm, k, maxmn, info, status);
     GM_CU_LAUNCHED(c);
     // Q (mm, nn) = scale * U V^T, column-major: G's polar factor, row-major.
     const float zero = 0.0f;
-    cublasStatus_t bs = cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, mm, nn, k, &d->scale, U, mm, V, nn, &zero,
-                                    d->out, mm);
-    if (bs != CUBLAS_STATUS_SUCCESS) gm_cuda_note(c, __FILE__, __LINE__, "cublasSgemm (svd polar factor)", cublasGetStatusString(bs));
+    cublasStatus_t bs =
+        cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, mm, nn, k, &d->scale, U, mm, V, nn, &zero, d->out, mm);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        gm_cuda_note(c, __FILE__, __LINE__, "cublasSgemm (svd polar factor)", cublasGetStatusString(bs));
 }
