@@ -198,7 +198,9 @@ Test(train_output, a_full_disk_is_refused_at_start, .timeout = 60) {
              dir, th_bin_path("train"), flags);
     cr_assert_eq(run_script(dir, prefix, script, &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1, entries 0\n", "%s", err);
-    cr_assert(strstr(err, "/mnt/run: 1.00 MiB free, this run needs 1.81 MiB (its 1.38 MiB checkpoint and its log)\n"), "%s", err);
+    // What the log needs depends on the size of the source snapshot in its first record.
+    cr_assert(strstr(err, "/mnt/run: 1.00 MiB free, this run needs ") && strstr(err, " MiB (its 1.38 MiB checkpoint and its log)\n"),
+              "%s", err);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);
