@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "helpers.h"
 
 void cc_require_gpu(void) {
     char why[256];
@@ -116,15 +117,6 @@ void cc_sync(const cc_env *e, const char *what) {
     cr_assert_eq(gm_cuda_sync(e->gpu), 0, "%s: %s (seed %llu)", what, gm_error(), (unsigned long long)e->seed);
 }
 
-double cc_rel_err(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    }
-    return sqrt(num / (den > 0 ? den : 1));
-}
-
 static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(a[i]) || (exact ? memcmp(&a[i], &b[i], sizeof a[i]) != 0 : 0)) return (long)i;
@@ -134,7 +126,7 @@ static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
 int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol) {
     cc_sync(e, what);
     gm_real *h = cc_from_gpu(e, dev, n);
-    double err = cc_rel_err(h, ref, n);
+    double err = th_rel_err(h, ref, n);
     long bad = first_bad(h, ref, n, 0);
     int ok = err <= tol;
     cr_expect(ok,

@@ -67,7 +67,5 @@ typedef struct {
 int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B);
 // Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
-// Relative error ||a - b|| / ||b|| (infinite when a holds a non-finite value).
-double cc_rel_err(const gm_real *a, const gm_real *b, size_t n);
 
 #endif

@@ -9,7 +9,7 @@
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/io.h"
-#include "dist/comm.h"
+#include "base/hash.h"
 #include "helpers.h"
 #include "train/run_config.h"
 
@@ -35,13 +35,6 @@ float *th_ref_floats(const char *preset, const char *file, size_t n) {
     cr_assert_eq(len, sizeof(float) * n, "%s/%s: %zu bytes, expected %zu floats: run make refdata", preset, file, len,
                  n);
     return r;
-}
-
-double th_rel_err(const gm_real *a, const float *ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++)
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]), den += (double)ref[i] * ref[i];
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 void th_ref_open(th_refcase *rc, const char *preset, const char *key, const char *value) {

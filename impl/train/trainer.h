@@ -5,6 +5,11 @@
 //   -> each group's optimizer at lr_base * schedule(s) (Muon sharded over ranks)
 //   -> a JSON-lines record; checkpoints atomically every ckpt_every steps, at the end, and when a
 //      stop is requested (Ctrl-C).
+// Before the first step, rank 0 makes and locks out_dir, refuses a folder that holds another run
+// (unless --resume continues it or --overwrite=1 replaces it), removes temporaries of a cut-short
+// checkpoint write and checks there is room for the checkpoints. Any failure after the log is open
+// ends it with an "error" record (step, message); a failed log write is a failure, and a failed
+// checkpoint write leaves the previous checkpoint as it was.
 #ifndef GM_TRAIN_TRAINER_H
 #define GM_TRAIN_TRAINER_H
 
@@ -14,7 +19,8 @@
 
 typedef struct {
     int steps_done;
-    double final_val_loss;  // NAN when no validation ran
+    double final_val_loss;  // the last validation's loss (NAN when none ran)
+    int val_step;           // the step of that validation (-1: none)
     double train_seconds;   // timed steps only (first 10 steps and validation excluded)
     long long tokens;       // training tokens consumed (all ranks)
     double tokens_per_s;    // over the timed steps

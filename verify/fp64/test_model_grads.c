@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/rng.h"
 #include "gradcheck.h"
 #include "model/model.h"
@@ -34,12 +35,15 @@ static uint64_t mg_piece(void *c) {
     mg_ctx *x = c;
     const gm_model *m = x->m;
     if (m->cfg.mlp_act != GM_ACT_RELU2) return 0;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = GM_HASH_INIT;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         char name[48];
         snprintf(name, sizeof name, "h.%d.fc", l);
         const gm_view *v = &m->acts.v[gm_table_find(&m->acts, name)];
-        for (size_t i = 0; i < v->numel; i++) h = (h ^ (m->a[v->offset + i] > 0)) * 1099511628211ull;
+        for (size_t i = 0; i < v->numel; i++) {
+            unsigned char positive = m->a[v->offset + i] > 0;
+            h = gm_hash_bytes(h, &positive, 1);
+        }
     }
     return h;
 }
