@@ -271,8 +271,8 @@ static int train_step(trainer *t, int s, double *loss) {
     double sum = 0;
     for (int micro = 0; micro < rc->grad_accum; micro++) {
         gm_loader_next(&t->train, t->x, t->y);
-        double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
-        if (isnan(l) || gm_model_backward(&t->model, 1.0 / rc->grad_accum)) return gm_fail("step %d: %s", s, isnan(l) && !gm_error()[0] ? "loss is NaN" : gm_error());
+        double l = gm_model_forward_backward(&t->model, t->x, t->y, c->batch, c->seq_len, 1.0 / rc->grad_accum);
+        if (isnan(l)) return gm_fail("step %d: %s", s, gm_error()[0] ? gm_error() : "loss is NaN");
         sum += l;
     }
     // The backward added the mean over the k micro-batches; average across ranks, once per step.
