@@ -148,8 +148,9 @@ static int layout(gm_model *m, int B, int T) {
     }
     x->lnf_rstd = put(ka, GM_AT_KEPT, "lnf.rstd", 0, N);
 
-    // head chunk
-    x->logits = put(hd, GM_AT_HEAD, "logits", 0, (size_t)m->head_rows * c->vocab_padded);
+    // head chunk (no larger than the batch)
+    const size_t rows = N < (size_t)m->head_rows ? N : (size_t)m->head_rows;
+    x->logits = put(hd, GM_AT_HEAD, "logits", 0, rows * c->vocab_padded);
     x->losses = put(hd, GM_AT_HEAD, "losses", 0, N);
 
     // activation gradients: the per-layer ones first (one fill zeroes them), then those across layers

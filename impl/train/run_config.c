@@ -117,6 +117,7 @@ static const field FIELDS[] = {
     I("device", R(device), 0, 1023, "CUDA device of --backend=cuda"),
     D("comm_timeout", R(comm_timeout), 0.1, 1e6, "seconds before a stuck collective stops the job"),
     I("log_every", R(log_every), 0, 3600, "seconds between progress lines"),
+    I("plan_memory", R(plan_memory), 0, 1, "print the backend memory plan (bytes per category) and exit"),
 };
 
 static const field *find_field(const char *key) {

@@ -49,6 +49,7 @@ typedef struct {
     int device;          // CUDA device of --backend=cuda
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
+    int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit
 } gm_run_config;
 
 // preset: adamw, muon-v1, muon-v2, untied, value-embed, softcap; scale: full or tiny.
