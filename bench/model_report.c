@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "train/run_config.h"
 
 static const struct {
     const char *preset;
@@ -25,7 +26,7 @@ static size_t count_params(const char *preset, const char *scale) {
     gm_config cfg;
     gm_table t;
     gm_param_index ix;
-    if (gm_config_preset(&cfg, preset, scale) || gm_params_build(&cfg, &t, &ix)) gm_die_last();
+    if (gm_preset_model(&cfg, preset, scale) || gm_params_build(&cfg, &t, &ix)) gm_die_last();
     size_t n = t.count;
     gm_table_free(&t);
     return n;
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
         size_t tiny = count_params(name, "tiny"), full = count_params(name, "full");
         gm_config cfg;
         gm_model m;
-        if (gm_config_preset(&cfg, name, "tiny") || gm_model_create(&m, &cfg, gm_backend_cpu()) ||
+        if (gm_preset_model(&cfg, name, "tiny") || gm_model_create(&m, &cfg, gm_backend_cpu()) ||
             gm_model_init(&m, 1, GM_INIT_RECORD))
             gm_die_last();
         int N = cfg.batch * cfg.seq_len;

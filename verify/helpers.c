@@ -160,3 +160,25 @@ void th_apply_flags(void *run_config, const char *flags) {
     }
     free(copy);
 }
+
+// The "train"/"val" records of a log, without timing fields: the loss curve.
+char *th_log_curve(const char *log_path, int from_step) {
+    char *data;
+    size_t len;
+    if (gm_read_all(log_path, &data, &len)) {
+        fprintf(stderr, "th_log_curve: %s\n", gm_error());
+        abort();
+    }
+    char *out = calloc(len + 1, 1), *save = NULL;
+    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strstr(line, "\"event\":\"train\"") && !strstr(line, "\"event\":\"val\"")) continue;
+        int step = atoi(strstr(line, "\"step\":") + 7);
+        if (step < from_step) continue;
+        char *cut = strstr(line, ",\"train_time_s\"");
+        if (cut) *cut = '\0';
+        strcat(out, line);
+        strcat(out, "\n");
+    }
+    free(data);
+    return out;
+}

@@ -31,6 +31,10 @@ void th_make_train_data(const char *dir);
 // with `extra` appended; written into buf.
 const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra);
 
+// The "train" and "val" records of a log.jsonl from step from_step on, without timing fields: a
+// run's loss curve as text, for bitwise comparisons (malloc'd).
+char *th_log_curve(const char *log_path, int from_step);
+
 // Apply "--k=v --k=v ..." to a run configuration (a failing key fails the test).
 void th_apply_flags(void *run_config, const char *flags);
 

@@ -65,7 +65,7 @@ static gm_backend counting(void) {
 
 static void check_model(const char *preset, const char *scale, int head_rows) {
     gm_config cfg;
-    cr_assert_eq(gm_config_preset(&cfg, preset, scale), 0, "%s", gm_error());
+    cr_assert_eq(gm_preset_model(&cfg, preset, scale), 0, "%s", gm_error());
     const int B = cfg.batch, T = cfg.seq_len, N = B * T;
     gm_model_mem plan;
     cr_assert_eq(gm_model_plan(&cfg, B, T, head_rows, &plan), 0, "%s", gm_error());
@@ -103,7 +103,7 @@ Test(model_memory, plan_is_what_the_model_allocates) {
 
 Test(model_memory, optimizer_plan_is_what_they_allocate) {
     gm_config cfg;
-    cr_assert_eq(gm_config_preset(&cfg, "softcap", "test"), 0);
+    cr_assert_eq(gm_preset_model(&cfg, "softcap", "test"), 0);
     gm_table t;
     gm_param_index ix;
     cr_assert_eq(gm_params_build(&cfg, &t, &ix), 0);

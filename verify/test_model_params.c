@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "model/model.h"
+#include "train/run_config.h"
 #include "model/params.h"
 
 typedef struct {
@@ -25,7 +26,7 @@ static const record_count records[] = {
 Test(model_params, full_scale_counts_match_the_records) {
     for (size_t r = 0; r < sizeof records / sizeof records[0]; r++) {
         gm_config cfg;
-        cr_assert_eq(gm_config_preset(&cfg, records[r].preset, "full"), 0, "%s", gm_error());
+        cr_assert_eq(gm_preset_model(&cfg, records[r].preset, "full"), 0, "%s", gm_error());
         gm_table t;
         gm_param_index ix;
         cr_assert_eq(gm_params_build(&cfg, &t, &ix), 0, "%s", gm_error());
@@ -54,7 +55,7 @@ static double max_abs(const gm_real *x, size_t n) {
 Test(model_params, record_initialisation) {
     for (const char *const *p = gm_preset_names; *p; p++) {
         gm_config cfg;
-        cr_assert_eq(gm_config_preset(&cfg, *p, "tiny"), 0);
+        cr_assert_eq(gm_preset_model(&cfg, *p, "tiny"), 0);
         gm_model m;
         cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0, "%s", gm_error());
         cr_assert_eq(gm_model_init(&m, 1, GM_INIT_RECORD), 0);
@@ -90,7 +91,7 @@ Test(model_params, record_initialisation) {
 Test(model_params, tiny_forward_backward_runs) {
     for (const char *const *p = gm_preset_names; *p; p++) {
         gm_config cfg;
-        cr_assert_eq(gm_config_preset(&cfg, *p, "tiny"), 0);
+        cr_assert_eq(gm_preset_model(&cfg, *p, "tiny"), 0);
         gm_model m;
         cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0);
         cr_assert_eq(gm_model_init(&m, 1, GM_INIT_RECORD), 0);
@@ -121,7 +122,7 @@ Test(model_params, window_schedule_as_recorded) {
     } r[] = {{"value-embed", 1480, 110}, {"softcap", 1390, 103}};
     for (int i = 0; i < 2; i++) {
         gm_config cfg;
-        cr_assert_eq(gm_config_preset(&cfg, r[i].preset, "full"), 0);
+        cr_assert_eq(gm_preset_model(&cfg, r[i].preset, "full"), 0);
         cr_expect_eq(gm_config_window_blocks(&cfg, 0, r[i].steps), 1);
         cr_expect_eq(gm_config_window_blocks(&cfg, r[i].first_increase - 1, r[i].steps), 1, "%s", r[i].preset);
         cr_expect_eq(gm_config_window_blocks(&cfg, r[i].first_increase, r[i].steps), 2, "%s", r[i].preset);
@@ -131,6 +132,6 @@ Test(model_params, window_schedule_as_recorded) {
                          "%s step %ld", r[i].preset, s);
     }
     gm_config adamw;
-    cr_assert_eq(gm_config_preset(&adamw, "adamw", "full"), 0);
+    cr_assert_eq(gm_preset_model(&adamw, "adamw", "full"), 0);
     cr_expect_eq(gm_config_window_blocks(&adamw, 5, 10), 0);  // no window: plain causal
 }

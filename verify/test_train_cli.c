@@ -18,25 +18,6 @@ static int train(const char *dir, const char *preset, const char *extra, char **
     return th_run(cmd, out, err);
 }
 
-// The "train"/"val" records of a log, without timing fields: the loss curve.
-static char *curve(const char *log_path, int from_step) {
-    char *data;
-    size_t len;
-    cr_assert_eq(gm_read_all(log_path, &data, &len), 0, "%s", gm_error());
-    char *out = calloc(len + 1, 1), *save = NULL;
-    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (!strstr(line, "\"event\":\"train\"") && !strstr(line, "\"event\":\"val\"")) continue;
-        int step = atoi(strstr(line, "\"step\":") + 7);
-        if (step < from_step) continue;
-        char *cut = strstr(line, ",\"train_time_s\"");
-        if (cut) *cut = '\0';
-        strcat(out, line);
-        strcat(out, "\n");
-    }
-    free(data);
-    return out;
-}
-
 Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
     const char *presets[][2] = {{"adamw", ""},
                                 {"muon-v1", ""},
@@ -61,7 +42,7 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
                  log, presets[i][0]);
         cr_assert_eq(th_run(cmd, &po, &pe), 0, "%s: log is not as expected: %s", presets[i][0], pe);
         free(po), free(pe);
-        char *c = curve(log, 0);
+        char *c = th_log_curve(log, 0);
         // Validation at steps 0, 3 and 6 (the end); the loss must come down on this learnable data.
         const char *v0 = strstr(c, "\"val_loss\":"), *v6 = strstr(strstr(c, "\"step\":6"), "\"val_loss\":");
         cr_assert(v0 && v6, "%s: no validation records:\n%s", presets[i][0], c);
@@ -79,10 +60,10 @@ Test(train_cli, same_seed_same_curve_and_exact_resume, .timeout = 300) {
     const char *pf = "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64";
     snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
     cr_assert_eq(train(dir, "softcap", pf, &out, &err), 0, "%s", err);
-    char *first = curve(log, 0);
+    char *first = th_log_curve(log, 0);
     free(out), free(err);
     cr_assert_eq(train(dir, "softcap", pf, &out, &err), 0, "%s", err);
-    char *second = curve(log, 0);
+    char *second = th_log_curve(log, 0);
     cr_assert_str_eq(first, second, "two runs with the same seed differ");
     free(out), free(err), free(second);
     // Halt after 3 steps (as Ctrl-C would: exit 130 and a checkpoint), then resume elsewhere.
@@ -93,7 +74,7 @@ Test(train_cli, same_seed_same_curve_and_exact_resume, .timeout = 300) {
     snprintf(extra, sizeof extra, "%s --resume=%s/run/ckpt.bin --out_dir=%s/resumed", pf, dir, dir);
     cr_assert_eq(train(dir, "softcap", extra, &out, &err), 0, "%s", err);
     snprintf(log, sizeof log, "%s/resumed/log.jsonl", dir);
-    char *resumed = curve(log, 3);
+    char *resumed = th_log_curve(log, 3);
     // The full run's records from step 3 on (its val at 3 too).
     const char *from3 = strstr(first, "{\"event\":\"val\",\"step\":3");
     cr_assert_not_null(from3, "%s", first);

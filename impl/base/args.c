@@ -30,19 +30,55 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
     *i += 2;
 }
 
-long long gm_arg_int(const char *key, const char *value, long long lo, long long hi) {
+// strtoll and strtod skip leading blanks and accept a sign, "0x" prefixes (strtod: hex floats) and,
+// in strtod, "inf"/"nan": a flag value is plain decimal, so its first character must be a digit,
+// a '-' or (numbers only) a '.', and no 'x' may follow.
+static int plain_decimal(const char *v, int fraction) {
+    const char *d = v[0] == '-' ? v + 1 : v;
+    return ((d[0] >= '0' && d[0] <= '9') || (fraction && d[0] == '.')) && !strpbrk(v, "xX");
+}
+
+int gm_parse_int(const char *key, const char *value, long long lo, long long hi, long long *out) {
     char *end;
     errno = 0;
+    if (!plain_decimal(value, 0)) return gm_fail("--%s: '%s' is not an integer", key, value);
     long long v = strtoll(value, &end, 10);
-    if (errno || end == value || *end != '\0') gm_die("--%s: '%s' is not an integer", key, value);
-    if (v < lo || v > hi) gm_die("--%s: %lld is out of range [%lld, %lld]", key, v, lo, hi);
+    if (errno || end == value || *end != '\0') return gm_fail("--%s: '%s' is not an integer", key, value);
+    if (v < lo || v > hi) return gm_fail("--%s: %lld is out of range [%lld, %lld]", key, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int gm_parse_double(const char *key, const char *value, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = plain_decimal(value, 1) ? strtod(value, &end) : (end = (char *)value, 0.0);
+    if (errno || end == value || *end != '\0' || !isfinite(v))
+        return gm_fail("--%s: '%s' is not a finite number", key, value);
+    if (v < lo || v > hi) return gm_fail("--%s: %g is out of range [%g, %g]", key, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int gm_parse_u64(const char *key, const char *value, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    // strtoull accepts a sign (and negates): refuse it, and anything but decimal digits first.
+    if (value[0] < '0' || value[0] > '9') return gm_fail("--%s: '%s' is not an unsigned integer", key, value);
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || *end != '\0') return gm_fail("--%s: '%s' is not an unsigned integer", key, value);
+    *out = v;
+    return 0;
+}
+
+long long gm_arg_int(const char *key, const char *value, long long lo, long long hi) {
+    long long v;
+    if (gm_parse_int(key, value, lo, hi, &v)) gm_die_last();
     return v;
 }
 
 double gm_arg_double(const char *key, const char *value) {
-    char *end;
-    errno = 0;
-    double v = strtod(value, &end);
-    if (errno || end == value || *end != '\0' || !isfinite(v)) gm_die("--%s: '%s' is not a finite number", key, value);
+    double v;
+    if (gm_parse_double(key, value, -HUGE_VAL, HUGE_VAL, &v)) gm_die_last();
     return v;
 }

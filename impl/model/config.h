@@ -6,8 +6,9 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "base/fields.h"
 
-enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8 };
+enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8, GM_MAX_HEAD_DIM = 1024 };
 
 // Which layer reads which value-embedding table (records #16 and #18), for n tables and L layers:
 // UNET: tables 0..n-1 on the first n layers and mirrored on the last n (012345 543210);
@@ -30,6 +31,7 @@ typedef struct {
     double norm_eps;            // 1e-6 (hand-written norm, #2-#4) or 2^-23 (F.rms_norm, #8+)
     double rotary_base;         // 1e4; 1024 for the half-truncated rotary of #18
     int rotary_half_truncated;  // #18: HD/4 frequencies base^(-i/(HD/4-1)), the other HD/4 pairs fixed
+    int rotary_bf16;            // #16: frequencies as fp32, rounded to bf16 (its inv_freq buffer under .bfloat16())
     int branch_scale_depth;     // attention branch scaled by 1/sqrt(2 n_layer) (#2-#4)
     gm_act mlp_act;
     double softcap;      // logits cap*tanh(z/cap); 0: none
@@ -48,12 +50,9 @@ typedef struct {
     int window_end_tokens;    // progress f = step/steps; 0: no window
 } gm_config;
 
-// The preset `name` at scale "full" (the record's shapes), "tiny" (a few million parameters
-// on the embedded corpus) or "test" (a few ten thousand, for gradient checks and refdata). Returns -1 (gm_fail) for an
-// unknown name or scale.
-int gm_config_preset(gm_config *cfg, const char *name, const char *scale);
-// Preset names, NULL-terminated.
-extern const char *const gm_preset_names[];
+// The fields, in the order logs and refdata list them (every one overridable as --key=value).
+extern const gm_field gm_config_fields[];
+extern const size_t gm_config_nfields;
 // Sliding-window size in blocks at training step `step` of `steps`; 0 when the preset has none.
 int gm_config_window_blocks(const gm_config *cfg, long step, long steps);
 // Table index of the value embedding layer `l` reads, or -1.
@@ -61,7 +60,7 @@ int gm_config_ve_of_layer(const gm_config *cfg, int l);
 static inline int gm_config_has_attn(const gm_config *cfg, int l) { return !((cfg->skip_attn_mask >> l) & 1u); }
 // Consistency checks (divisibility, limits); -1 with a message naming the field.
 int gm_config_check(const gm_config *cfg);
-// One line per field ("key = value"), for logs and checkpoints.
+// "preset = ...", "scale = ..." then one line per field ("key = value"), for refdata.
 int gm_config_describe(const gm_config *cfg, char *buf, size_t len);
 
 #endif

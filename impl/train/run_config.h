@@ -52,8 +52,15 @@ typedef struct {
     int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit
 } gm_run_config;
 
-// preset: adamw, muon-v1, muon-v2, untied, value-embed, softcap; scale: full or tiny.
-int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scale);
+// The preset `name` (adamw, muon-v1, muon-v2, untied, value-embed, softcap) at `scale` (full: the
+// record's shapes; tiny: the embedded corpus on a CPU; test: gradient checks and refdata); -1 +
+// gm_fail naming --preset or --scale when unknown. Defined in train/presets.c.
+int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale);
+// Only the model of that preset and scale.
+int gm_preset_model(gm_config *cfg, const char *name, const char *scale);
+// The preset names and the scale names, NULL-terminated.
+extern const char *const gm_preset_names[];
+extern const char *const gm_scale_names[];
 // Apply one override; fails naming the flag (unknown key, malformed or out-of-range value).
 int gm_run_config_set(gm_run_config *rc, const char *key, const char *value);
 // Derived fields (schedule steps, coefficient pointer) and consistency; fails naming the field.

@@ -12,6 +12,7 @@
 #include "base/rng.h"
 #include "gradcheck.h"
 #include "model/model.h"
+#include "train/run_config.h"
 
 typedef struct {
     gm_model *m;
@@ -45,7 +46,7 @@ static uint64_t mg_piece(void *c) {
 
 static void check_preset(const char *name) {
     gm_config cfg;
-    cr_assert_eq(gm_config_preset(&cfg, name, "test"), 0, "%s", gm_error());
+    cr_assert_eq(gm_preset_model(&cfg, name, "test"), 0, "%s", gm_error());
     gm_model m;
     cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0, "%s", gm_error());
     cr_assert_eq(gm_model_init(&m, 1234, GM_INIT_TEST), 0);

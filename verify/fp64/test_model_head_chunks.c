@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "model/model.h"
+#include "train/run_config.h"
 
 #define BAR 1e-12
 
@@ -21,7 +22,7 @@ static double rel_diff(const gm_real *a, const gm_real *b, size_t n) {
 
 static void check_preset(const char *name) {
     gm_config cfg;
-    cr_assert_eq(gm_config_preset(&cfg, name, "test"), 0, "%s", gm_error());
+    cr_assert_eq(gm_preset_model(&cfg, name, "test"), 0, "%s", gm_error());
     const int B = cfg.batch, T = cfg.seq_len, N = B * T, rows = 48;
     cr_assert_lt(rows, N, "the test needs more than one chunk");
     gm_model one, chunked;
