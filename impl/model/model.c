@@ -330,6 +330,8 @@ static double attn_branch_scale(const gm_config *c) {
 // Layer l's attention inputs: ln1 = norm(xm), then (first pass only) q, k, v = ln1 W^T, then the
 // QK-norm, the value mix and rotary. The backward calls this again with recompute = 1: ln1, qn,
 // kn, vmix, qr and kr cost one elementwise pass each, against 6 (N, C) tensors per layer kept.
+// Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
+// deterministic), so the backward sees bitwise what the forward computed.
 static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
