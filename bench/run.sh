@@ -26,8 +26,14 @@ section_kernels() {
     echo "bench: wrote $csv, ${csv%.csv}.md, ${csv%.csv}.png"
 }
 
+# GPU attention, tensor cores vs naive, softcap shapes, T = 1024..65536 (one line and nothing else
+# where no GPU is present): reports/bench/gpu-attention-softcap.{csv,md}.
+section_attention_gpu() {
+    "$BUILD/bench/attention_gpu" --out=reports/bench
+}
+
 # BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset.
-read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels}"
+read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_attention_gpu}"
 for s in "${SECTIONS[@]}"; do
     echo "== bench: $s =="
     start=$(date +%s)

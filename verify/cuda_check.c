@@ -1,17 +1,54 @@
-// Helpers of the CUDA-vs-CPU suites; see cuda_check.h.
+// Helpers of the CUDA-vs-CPU suites; see cuda_check.h. Also the run's GPU summary line.
 #include "cuda_check.h"
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
 #include "base/error.h"
 #include "base/rng.h"
+
+void cc_require_gpu(void) {
+    char why[256];
+    int n = gm_cuda_device_count(why, sizeof why);
+    cr_assert(n >= 0, "GPU test failed: %s", why);
+    if (n > 0) return;
+    const char *req = getenv("GM_REQUIRE_GPU");
+    cr_assert(!(req && !strcmp(req, "1")), "GPU test failed: GM_REQUIRE_GPU=1 and %s", why);
+    cr_skip_test("GPU test skipped: %s", why);
+}
+
+// After every run (in the runner process, after every test's own process has ended): how many
+// GPU tests (suites cuda_*) ran, so a run that skipped them says so, and why, on its last lines.
+// Tests left out by --filter (disabled) are not counted.
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+    size_t ran = 0, failed = 0, skipped = 0;
+    for (struct criterion_suite_stats *s = stats->suites; s; s = s->next) {
+        if (strncmp(s->suite->name, "cuda_", 5) != 0) continue;
+        for (struct criterion_test_stats *t = s->tests; t; t = t->next) {
+            if (t->test->data && t->test->data->disabled) continue;
+            if (t->test_status == CR_STATUS_SKIPPED) {
+                skipped++;
+            } else {
+                ran++;
+                failed += t->test_status == CR_STATUS_FAILED || t->crashed || t->timed_out;
+            }
+        }
+    }
+    char why[256] = "";
+    if (skipped && gm_cuda_device_count(why, sizeof why) > 0) snprintf(why, sizeof why, "see the skipped tests");
+    printf("GPU tests: %zu ran (%zu failed), %zu skipped%s%s\n", ran, failed, skipped, skipped ? ": " : "",
+           skipped ? why : "");
+    fflush(stdout);
+}
 
 cc_env cc_begin(void) {
     cc_env e = {gm_backend_cpu(), gm_backend_cuda(0), 0, 1};
@@ -38,6 +75,20 @@ int32_t *cc_randint(cc_env *e, size_t n, int V) {
     uint64_t st = e->stream++;
     for (size_t i = 0; i < n; i++) x[i] = (int32_t)(gm_rng_u32(e->seed, st, i) % (uint32_t)V);
     return x;
+}
+
+int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B) {
+    const int T = c->T;
+    int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);
+    cr_assert(ids && doc);
+    const uint64_t st = e->stream++;
+    if (c->eot[0] == CC_ALL_EOT)
+        for (int t = 0; t < T; t++) ids[t] = 1;
+    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;
+    for (size_t t = (size_t)T; t < (size_t)B * T; t++) ids[t] = gm_rng_u32(e->seed, st, t) % 23 == 0 ? 1 : 2;
+    gm_doc_ids(doc, ids, B, T, 1);
+    free(ids);
+    return doc;
 }
 
 void *cc_to_gpu(const cc_env *e, const void *host, size_t bytes) {
@@ -86,9 +137,29 @@ int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const
     double err = cc_rel_err(h, ref, n);
     long bad = first_bad(h, ref, n, 0);
     int ok = err <= tol;
-    cr_expect(ok, "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
+    cr_expect(ok,
+              "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
               what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
               (unsigned long long)e->seed);
+    free(h);
+    return ok;
+}
+
+int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
+                     size_t n) {
+    cc_sync(e, what);
+    gm_real *h = cc_from_gpu(e, dev, n);
+    long bad = first_bad(h, ref, n, 0), at = -1;
+    double worst = 0;
+    for (size_t i = 0; bad < 0 && i < n; i++) {
+        double diff = fabs((double)h[i] - ref[i]), r = bound[i] > 0 ? diff / bound[i] : (diff > 0 ? INFINITY : 0);
+        if (r > worst || at < 0) worst = r, at = (long)i;
+    }
+    int ok = bad < 0 && worst <= 1;
+    if (bad >= 0) at = bad;
+    cr_expect(ok, "%s: |gpu - ref| / bound = %.3g at %ld of %zu (gpu %.9g, ref %.9g, bound %.3g; first non-finite: %ld) (seed %llu)",
+              what, worst, at, n, at >= 0 ? (double)h[at] : 0.0, at >= 0 ? (double)ref[at] : 0.0,
+              at >= 0 ? bound[at] : 0.0, bad, (unsigned long long)e->seed);
     free(h);
     return ok;
 }

@@ -20,12 +20,11 @@
 // order differs (~1e-6); a wrong transpose, stride or beta gives O(1).
 #define CC_TOL_BF16_SAME_INPUTS 1e-4
 
-// First statement of every GPU test.
-#define CC_REQUIRE_GPU()                                                                  \
-    do {                                                                                  \
-        char why_[256];                                                                   \
-        if (gm_cuda_device_count(why_, sizeof why_) == 0) cr_skip_test("GPU test skipped: %s", why_); \
-    } while (0)
+// First statement of every GPU test; GPU tests live in suites named cuda_* (the summary counts
+// them). Without a device (no CUDA in the build, no driver, no GPU) the test is skipped with the
+// reason, or fails when GM_REQUIRE_GPU=1; any other CUDA error (a broken set-up) fails it.
+void cc_require_gpu(void);
+#define CC_REQUIRE_GPU() cc_require_gpu()
 
 typedef struct {
     const gm_backend *cpu, *gpu;
@@ -50,6 +49,22 @@ void cc_sync(const cc_env *e, const char *what);
 // Download and compare with the CPU's values: every value finite and the relative error <= tol.
 // On failure the message names `what`, the error, the first non-finite index and the seed.
 int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol);
+// Element-wise bar: every value finite and |gpu_i - ref_i| <= bound_i (a bound built from unit
+// roundoffs and reduction lengths, LAPACK-style; a zero bound demands equality). On failure the
+// message names `what`, the worst ratio |gpu - ref| / bound, its index and the seed.
+int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
+                     size_t n);
+// An attention test case: shape, mask, and the documents of batch row 0 (rows after it get random
+// EOTs, one in 23 tokens on average).
+#define CC_ALL_EOT (-2)  // eot[0] = CC_ALL_EOT: every token of row 0 opens a document
+typedef struct {
+    const char *what;
+    int T, NH, HD, block, window, use_docs;
+    double qscale;  // > 1: peaky softmax
+    int eot[12];    // EOT positions of row 0, -1 terminated
+} cc_attn_case;
+// Doc ids (B, T) of a case (gm_doc_ids with EOT id 1); malloc'd.
+int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B);
 // Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
 // Relative error ||a - b|| / ||b|| (infinite when a holds a non-finite value).
