@@ -29,7 +29,9 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
         snprintf(cmd, sizeof cmd,
                  "python3 -c \"import json,sys; rs=[json.loads(l) for l in open(sys.argv[1])]; s=rs[0]; "
                  "assert s['event']=='start' and s['config']['preset']==sys.argv[2] and s['git_commit'] and "
-                 "s['hardware']['cpu'] and 'impl/train/trainer.c' in s['source'], s.keys(); print(len(rs))\" '%s' %s",
+                 "s['hardware']['cpu'] and 'impl/train/trainer.c' in s['source'], s.keys(); "
+                 "mp=s['memory_plan']; assert mp['params']>0 and mp['acts']>0 and "
+                 "mp['total']==sum(v for k,v in mp.items() if k not in ('total','budget')), mp; print(len(rs))\" '%s' %s",
                  log, presets[i][0]);
         cr_assert_eq(th_run(cmd, &po, &pe), 0, "%s: log is not as expected: %s", presets[i][0], pe);
         free(po), free(pe);
@@ -74,6 +76,35 @@ Test(train_cli, same_seed_same_curve_and_exact_resume, .timeout = 300) {
     free(out), free(err), free(first), free(resumed);
     th_rmtree(dir);
     free(dir);
+}
+
+// --plan_memory prints the plan of the resolved configuration and exits 0 without reading data:
+// every category, a total that is their sum, and the budget line; the record's softcap fits.
+Test(train_cli, plan_memory_prints_the_plan_and_reads_nothing, .timeout = 60) {
+    char cmd[4200], *out, *err;
+    snprintf(cmd, sizeof cmd, "'%s' --preset=softcap --scale=full --plan_memory=1 --train_data=/nonexistent/x_*.bin",
+             th_bin_path("train"));
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    const char *rows[] = {"parameters", "parameter gradients", "Adam moments", "Muon momentum",
+                          "activations kept for the backward", "per-layer scratch", "reused layer after layer",
+                          "across layers", "head chunk", "rotary tables"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) cr_expect(strstr(out, rows[i]), "no '%s' row: %s", rows[i], out);
+    cr_expect(strstr(out, "B = 1, T = 65536"), "%s", out);
+    cr_expect(strstr(out, "budget 60 GB per GPU") && strstr(out, ": fits by"), "%s", out);
+    // The total is the sum of the rows: each row ends "<bytes> <GB> <share>%".
+    unsigned long long sum = 0, total = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *tok[32], *ts = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &ts); t && n < 32; t = strtok_r(NULL, " ", &ts)) tok[n++] = t;
+        if (n < 4 || tok[n - 1][strlen(tok[n - 1]) - 1] != '%') continue;
+        unsigned long long bytes = strtoull(tok[n - 3], NULL, 10);
+        if (n == 4 && !strcmp(tok[0], "total")) total = bytes;
+        else sum += bytes;
+    }
+    cr_expect(total > 0 && total == sum, "total %llu, rows sum to %llu", total, sum);
+    free(out), free(err);
 }
 
 // Run train with `extra`; it must exit 1 with one stderr line containing `fault`.

@@ -65,6 +65,18 @@ int main(int argc, char **argv) {
                comm.ops->name, comm.data->name, json);
         free(json);
     }
+    if (rc.plan_memory) {  // nothing allocated, no data read
+        gm_mem_plan plan;
+        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die_last();
+        if (comm.rank == 0) {
+            char title[256];
+            snprintf(title, sizeof title, "%s/%s, B = %d, T = %d per rank, rank 0 of %d, %s", preset, scale,
+                     rc.model.batch, rc.model.seq_len, comm.world, GM_REAL_NAME);
+            gm_mem_plan_print(&plan, title, stdout);
+        }
+        gm_comm_close(&comm);
+        return 0;
+    }
     const gm_backend *be = gm_backend_open(rc.backend, rc.device);
     // gm_die flushes stdout first, so the error is the last line; exit without MPI_Finalize makes
     // mpirun stop the other ranks.

@@ -73,6 +73,7 @@ static const gm_field FIELDS[] = {
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
     R_INT("log_every", log_every, 0, 3600, "seconds between progress lines"),
+    R_INT("plan_memory", plan_memory, 0, 1, "print the backend memory plan (bytes per category) and exit"),
 };
 enum { NFIELDS = sizeof FIELDS / sizeof FIELDS[0] };
 _Static_assert(GM_CONFIG_MAX_FIELDS + NFIELDS <= GM_RUN_MAX_FIELDS, "rc->given has a slot per field");

@@ -54,6 +54,7 @@ typedef struct {
     int device;          // CUDA device of --backend=cuda
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
+    int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit
 
     unsigned char given[GM_RUN_MAX_FIELDS];  // set by gm_run_config_set (not part of the JSON)
 } gm_run_config;

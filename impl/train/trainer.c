@@ -27,6 +27,7 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
+#include "train/mem_plan.h"
 
 static volatile sig_atomic_t stop_requested;
 void gm_train_request_stop(void) { stop_requested = 1; }
@@ -65,23 +66,33 @@ static double lr_of_group(const gm_run_config *rc, int g) {
     return lrs[g];
 }
 
-// Split the parameter table into the optimizer groups of the preset.
-static int build_optimizers(trainer *t) {
-    const gm_table *tab = &t->model.params;
+// Split the parameter table into the optimizer groups of the preset (views[g] malloc'd, freed by
+// the caller also on failure).
+static int split_groups(const gm_table *tab, gm_opt_view *views[NGROUPS], int nviews[NGROUPS]) {
     for (int g = 0; g < NGROUPS; g++) {
-        t->views[g] = calloc((size_t)tab->n + 1, sizeof(gm_opt_view));
-        if (!t->views[g]) return gm_fail("trainer: out of memory");
+        views[g] = calloc((size_t)tab->n + 1, sizeof(gm_opt_view));
+        if (!views[g]) return gm_fail("trainer: out of memory");
     }
     for (int i = 0; i < tab->n; i++) {
         const gm_view *v = &tab->v[i];
         int g = (int)v->group - 1;
         if (g < 0 || g >= NGROUPS) return gm_fail("trainer: parameter %s has no optimizer group", v->name);
         gm_opt_view ov = {v->name, v->offset, (int)v->shape[0], (int)(v->ndim > 1 ? v->shape[1] : 1)};
-        t->views[g][t->nviews[g]++] = ov;
+        views[g][nviews[g]++] = ov;
     }
+    return 0;
+}
+
+// Group g is trained by Muon (else by Adam/AdamW).
+static int uses_muon(const gm_run_config *rc, int g) {
+    return g == GM_GROUP_MATRIX - 1 && rc->matrix_opt == GM_MATRIX_MUON;
+}
+
+static int build_optimizers(trainer *t) {
+    if (split_groups(&t->model.params, t->views, t->nviews)) return -1;
     for (int g = 0; g < NGROUPS; g++) {
         if (!t->nviews[g]) continue;
-        if (g == GM_GROUP_MATRIX - 1 && t->rc->matrix_opt == GM_MATRIX_MUON) {
+        if (uses_muon(t->rc, g)) {
             if (gm_muon_init(&t->muon, t->be, &t->rc->muon, t->views[g], t->nviews[g], t->comm)) return -1;
             t->has_muon = 1;
         } else {
@@ -101,6 +112,7 @@ static char *config_core_json(const gm_run_config *rc, int world) {
     core.resume[0] = core.out_dir[0] = '\0';
     core.ckpt_every = core.log_every = core.halt_at = core.dump_at = core.overwrite = 0;
     core.comm_timeout = 0;
+    core.plan_memory = 0;
     core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
     core.device = 0;
     char *json = gm_run_config_json(&core), tail[48];
@@ -316,6 +328,44 @@ static int prepare_out_dir(trainer *t) {
     return 0;
 }
 
+// ---- memory plan ---------------------------------------------------------------------------
+
+int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out) {
+    memset(out, 0, sizeof *out);
+    const gm_config *c = &rc->model;
+    gm_model_mem mm;
+    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, &mm)) return -1;
+    gm_table tab;
+    gm_param_index pix;
+    if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;
+    gm_opt_view *views[NGROUPS] = {0};
+    int nviews[NGROUPS] = {0}, r = split_groups(&tab, views, nviews);
+    size_t adam = 0;
+    gm_muon_mem muon = {0, 0, 0};
+    for (int g = 0; r == 0 && g < NGROUPS; g++) {
+        if (!nviews[g]) continue;
+        if (uses_muon(rc, g)) gm_muon_state_bytes(views[g], nviews[g], rank, world, &muon);
+        else adam += gm_adam_state_bytes(views[g], nviews[g]);
+    }
+    for (int g = 0; g < NGROUPS; g++) free(views[g]);
+    gm_table_free(&tab);
+    if (r) return -1;
+    gm_mem_plan_add(out, "params", "parameters", mm.params);
+    gm_mem_plan_add(out, "grads", "parameter gradients", mm.grads);
+    gm_mem_plan_add(out, "adam", "Adam moments m, v", adam);
+    gm_mem_plan_add(out, "muon_momentum", "Muon momentum", muon.momentum);
+    gm_mem_plan_add(out, "muon_update", "Muon updates u, send (this rank's matrices)", muon.update);
+    gm_mem_plan_add(out, "muon_gather", "Muon all-gathered updates (world > 1)", muon.gather);
+    gm_mem_plan_add(out, "acts", "activations kept for the backward", mm.acts);
+    gm_mem_plan_add(out, "scratch", "per-layer scratch (forward intermediates, recomputed ones)", mm.scratch);
+    gm_mem_plan_add(out, "act_grads_layer", "activation gradients reused layer after layer", mm.act_grads_layer);
+    gm_mem_plan_add(out, "act_grads_across", "activation gradients across layers (stream, x0, ve, skips)",
+                    mm.act_grads_across);
+    gm_mem_plan_add(out, "head", "head chunk: logits and their gradient in place, losses", mm.head);
+    gm_mem_plan_add(out, "inputs", "ids, targets, document ids, rotary tables", mm.inputs);
+    return 0;
+}
+
 // ---- logging -------------------------------------------------------------------------------
 
 static int open_log(trainer *t) {
@@ -324,7 +374,10 @@ static int open_log(trainer *t) {
     char path[600];
     snprintf(path, sizeof path, "%s/log.jsonl", rc->out_dir);
     if (gm_jsonl_open(&t->log, path, t->continues ? "a" : "w")) return -1;
-    char *cfg = gm_run_config_json(rc), *hw = gm_hardware_json();
+    char *cfg = gm_run_config_json(rc), *hw = gm_hardware_json(), *mem = NULL;
+    gm_mem_plan plan;
+    if (gm_train_memory_plan(rc, t->comm->world, t->comm->rank, &plan) == 0) mem = gm_mem_plan_json(&plan);
+    if (!mem) return free(cfg), free(hw), gm_fail("trainer: memory plan: %s", gm_error());
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", "start");
     gm_jsonl_raw(&t->log, "config", cfg);
@@ -333,10 +386,12 @@ static int open_log(trainer *t) {
     gm_jsonl_int(&t->log, "world_size", t->comm->world);
     gm_jsonl_str(&t->log, "comm", t->comm->ops->name);
     gm_jsonl_str(&t->log, "precision", GM_REAL_NAME);
+    gm_jsonl_raw(&t->log, "memory_plan", mem);
     gm_jsonl_str(&t->log, "source", gm_build_source);
     int r = gm_jsonl_end(&t->log);
     free(cfg);
     free(hw);
+    free(mem);
     return r;
 }
 
@@ -423,8 +478,8 @@ static int train_step(trainer *t, int s, double *loss) {
     double sum = 0;
     for (int micro = 0; micro < rc->grad_accum; micro++) {
         gm_loader_next(&t->train, t->x, t->y);
-        double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
-        if (!isfinite(l) || gm_model_backward(&t->model, 1.0 / rc->grad_accum)) return step_fault(s, "train", l);
+        double l = gm_model_forward_backward(&t->model, t->x, t->y, c->batch, c->seq_len, 1.0 / rc->grad_accum);
+        if (!isfinite(l)) return step_fault(s, "train", l);
         sum += l;
     }
     // The backward added the mean over the k micro-batches; average across ranks, once per step.
@@ -445,6 +500,12 @@ static int train_step(trainer *t, int s, double *loss) {
     return 0;
 }
 
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
 static int log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", event);
@@ -453,6 +514,7 @@ static int log_record(trainer *t, const char *event, int s, double loss, double 
     gm_jsonl_num(&t->log, event[0] == 'v' ? "val_loss" : "train_loss", loss);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "lr_mult", lr);
     gm_jsonl_num(&t->log, "train_time_s", train_s);
+    gm_jsonl_int(&t->log, "peak_rss_kb", peak_rss_kb());  // host memory so far, to hold against the plan
     return gm_jsonl_end(&t->log);
 }
 
@@ -588,15 +650,13 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     t.step = s;
     if (save_checkpoint(&t, s)) goto fail;
     {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
         res->steps_done = s;
         res->final_val_loss = val_loss;
         res->val_step = val_step;
         res->train_seconds = train_s;
         res->tokens = tokens;
         res->tokens_per_s = train_s > 0 ? timed_tokens / train_s : 0;
-        res->peak_rss_kb = ru.ru_maxrss;
+        res->peak_rss_kb = peak_rss_kb();
         res->interrupted = s < rc->steps;
         if (res->params) {
             size_t n = res->params_len < t.model.params.total ? res->params_len : t.model.params.total;

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "dist/comm.h"
+#include "train/mem_plan.h"
 #include "train/run_config.h"
 
 typedef struct {
@@ -38,6 +39,9 @@ typedef struct {
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res);
 // Ask a running gm_train to stop at the end of the current step (async-signal-safe).
 void gm_train_request_stop(void);
+// The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
+// allocating (the model's plan plus the optimizers' states). -1 (gm_fail) on a bad configuration.
+int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out);
 // Length of the parameter buffer gm_train will use for rc (for sizing res->params).
 size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be);
 

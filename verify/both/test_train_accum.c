@@ -63,12 +63,9 @@ static void check_gradients(const char *preset, const char *dir, const char *pre
     cr_assert_eq(gm_model_create(&two, &rc.model, gm_backend_cpu()), 0, "%s", gm_error());
     cr_assert_eq(gm_model_init(&one, rc.seed, GM_INIT_RECORD), 0);
     cr_assert_eq(gm_model_init(&two, rc.seed, GM_INIT_RECORD), 0);
-    cr_assert(!isnan(gm_model_forward(&one, x, y, 4, T)), "%s", gm_error());
-    cr_assert_eq(gm_model_backward(&one, 1.0), 0, "%s", gm_error());
-    for (int k = 0; k < 2; k++) {
-        cr_assert(!isnan(gm_model_forward(&two, x + 2 * k * T, y + 2 * k * T, 2, T)), "%s", gm_error());
-        cr_assert_eq(gm_model_backward(&two, 0.5), 0, "%s", gm_error());
-    }
+    cr_assert(!isnan(gm_model_forward_backward(&one, x, y, 4, T, 1.0)), "%s", gm_error());
+    for (int k = 0; k < 2; k++)
+        cr_assert(!isnan(gm_model_forward_backward(&two, x + 2 * k * T, y + 2 * k * T, 2, T, 0.5)), "%s", gm_error());
     for (int t = 0; t < one.params.n; t++) {
         const gm_view *v = &one.params.v[t];
         double rel = th_rel_err(one.g + v->offset, two.g + v->offset, v->numel);
