@@ -22,33 +22,25 @@
 #include "base/timer.h"
 #include "data/loader.h"
 #include "model/model.h"
-#include "optim/adam.h"
-#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
 #include "train/mem_plan.h"
+#include "train/optimizers.h"
 
 static volatile sig_atomic_t stop_requested;
 void gm_train_request_stop(void) { stop_requested = 1; }
 
-enum { NGROUPS = 4 };  // embed, head, scalar, matrix (gm_group - 1)
-static const char *const GROUP_NAMES[NGROUPS] = {"embed", "head", "matrix", "scalar"};
 enum { UNTIMED_STEPS = 10 };  // compilation/warm-up steps the records leave out of the timing
 
-typedef struct {
+struct gm_trainer {
     const gm_run_config *rc;
     const gm_backend *be;
     gm_comm *comm, single;
     gm_model model;
     gm_loader train, val;
     int val_steps;
-    gm_opt_view *views[NGROUPS];
-    int nviews[NGROUPS];
-    gm_adam adam[NGROUPS];
-    int has_adam[NGROUPS];
-    gm_muon muon;
-    int has_muon;
+    gm_optimizers opt;
     int32_t *x, *y;
     gm_jsonl log;
     char ckpt_path[600];
@@ -57,53 +49,10 @@ typedef struct {
     int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run where the file system can; -1 elsewhere
     int continues;      // rank 0: --resume names out_dir's own checkpoint (the log is appended to)
     int step;           // the step being run, for the error record
-} trainer;
+};
+typedef struct gm_trainer trainer;
 
 static gm_dtype real_dtype(void) { return sizeof(gm_real) == sizeof(double) ? GM_DT_F64 : GM_DT_F32; }
-
-static double lr_of_group(const gm_run_config *rc, int g) {
-    const double lrs[NGROUPS] = {rc->lr_embed, rc->lr_head, rc->lr_matrix, rc->lr_scalar};
-    return lrs[g];
-}
-
-// Split the parameter table into the optimizer groups of the preset (views[g] malloc'd, freed by
-// the caller also on failure).
-static int split_groups(const gm_table *tab, gm_opt_view *views[NGROUPS], int nviews[NGROUPS]) {
-    for (int g = 0; g < NGROUPS; g++) {
-        views[g] = calloc((size_t)tab->n + 1, sizeof(gm_opt_view));
-        if (!views[g]) return gm_fail("trainer: out of memory");
-    }
-    for (int i = 0; i < tab->n; i++) {
-        const gm_view *v = &tab->v[i];
-        int g = (int)v->group - 1;
-        if (g < 0 || g >= NGROUPS) return gm_fail("trainer: parameter %s has no optimizer group", v->name);
-        gm_opt_view ov = {v->name, v->offset, (int)v->shape[0], (int)(v->ndim > 1 ? v->shape[1] : 1)};
-        views[g][nviews[g]++] = ov;
-    }
-    return 0;
-}
-
-// Group g is trained by Muon (else by Adam/AdamW).
-static int uses_muon(const gm_run_config *rc, int g) {
-    return g == GM_GROUP_MATRIX - 1 && rc->matrix_opt == GM_MATRIX_MUON;
-}
-
-static int build_optimizers(trainer *t) {
-    if (split_groups(&t->model.params, t->views, t->nviews)) return -1;
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->nviews[g]) continue;
-        if (uses_muon(t->rc, g)) {
-            if (gm_muon_init(&t->muon, t->be, &t->rc->muon, t->views[g], t->nviews[g], t->comm)) return -1;
-            t->has_muon = 1;
-        } else {
-            gm_adam_hparams hp = t->rc->adam;
-            hp.lr = lr_of_group(t->rc, g);
-            if (gm_adam_init(&t->adam[g], t->be, &hp, t->views[g], t->nviews[g])) return -1;
-            t->has_adam[g] = 1;
-        }
-    }
-    return 0;
-}
 
 // The configuration a checkpoint must match to be resumed: every field but the run-control ones,
 // plus the world size, since W ranks of B sequences train on a global batch of W*B.
@@ -126,28 +75,15 @@ static char *config_core_json(const gm_run_config *rc, int world) {
 
 // ---- checkpoints ---------------------------------------------------------------------------
 
-enum { MAX_SECTIONS = 3 * NGROUPS + 8 };
+enum { MAX_SECTIONS = GM_NGROUPS + GM_MAX_STATE_BUFS + 8 };
+typedef gm_state_buf state_buf;
+_Static_assert(sizeof(((state_buf *)0)->name) == GM_CKPT_NAME_LEN, "state buffer names are checkpoint section names");
 
-// The backend buffers a checkpoint holds besides the host scalars: parameters, then each Adam
-// group's moments, then Muon's momenta.
-typedef struct {
-    char name[GM_CKPT_NAME_LEN];
-    gm_real *buf;  // backend memory
-    size_t numel;
-} state_buf;
-
+// The backend buffers a checkpoint holds besides the host scalars: the parameters, then the
+// optimizers' states.
 static int state_bufs(const trainer *t, state_buf *out) {
-    int n = 0;
-    out[n++] = (state_buf){"params", t->model.p, t->model.params.total};
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
-        out[n] = (state_buf){"", t->adam[g].m, t->adam[g].state_numel};
-        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.m", GROUP_NAMES[g]);
-        out[n] = (state_buf){"", t->adam[g].v, t->adam[g].state_numel};
-        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.v", GROUP_NAMES[g]);
-    }
-    if (t->has_muon) out[n++] = (state_buf){"muon.buf", t->muon.buf, t->muon.state_numel};
-    return n;
+    out[0] = (state_buf){"params", t->model.p, t->model.params.total};
+    return 1 + gm_optimizers_states(&t->opt, out + 1);
 }
 
 // A backend buffer copied into fresh host memory (NULL + gm_fail when out of memory).
@@ -162,7 +98,7 @@ static gm_real *download_new(const gm_backend *be, const gm_real *src, size_t nu
 typedef struct {
     long long step;
     gm_loader_state loader;
-    char tnames[NGROUPS][GM_CKPT_NAME_LEN];
+    char tnames[GM_NGROUPS][GM_CKPT_NAME_LEN];
 } ckpt_scalars;
 
 // Every section of the checkpoint at `step`, in file order: the scalars, then the state buffers
@@ -175,10 +111,10 @@ static int ckpt_sections(const trainer *t, int step, ckpt_scalars *sc, const sta
     s[n++] = (gm_ckpt_section){"config", t->config_core, strlen(t->config_core)};
     s[n++] = (gm_ckpt_section){"step", &sc->step, sizeof sc->step};
     s[n++] = (gm_ckpt_section){"loader", &sc->loader, sizeof sc->loader};
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
-        snprintf(sc->tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", GROUP_NAMES[g]);
-        s[n++] = (gm_ckpt_section){sc->tnames[g], &t->adam[g].t, sizeof t->adam[g].t};
+    for (int g = 0; g < GM_NGROUPS; g++) {
+        if (!t->opt.has_adam[g]) continue;
+        snprintf(sc->tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", gm_group_names[g]);
+        s[n++] = (gm_ckpt_section){sc->tnames[g], &t->opt.adam[g].t, sizeof t->opt.adam[g].t};
     }
     for (int i = 0; i < nb; i++)
         s[n++] = (gm_ckpt_section){bufs[i].name, host ? host[i] : NULL, bufs[i].numel * sizeof(gm_real)};
@@ -238,11 +174,11 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     long long step_ll = 0;
     gm_loader_state ls;
     if (rc == 0) rc = restore(&step_ll, &c, "step", sizeof step_ll) || restore(&ls, &c, "loader", sizeof ls);
-    for (int g = 0; rc == 0 && g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
+    for (int g = 0; rc == 0 && g < GM_NGROUPS; g++) {
+        if (!t->opt.has_adam[g]) continue;
         char name[GM_CKPT_NAME_LEN];
-        snprintf(name, sizeof name, "adam.%s.t", GROUP_NAMES[g]);
-        rc = restore(&t->adam[g].t, &c, name, sizeof t->adam[g].t);
+        snprintf(name, sizeof name, "adam.%s.t", gm_group_names[g]);
+        rc = restore(&t->opt.adam[g].t, &c, name, sizeof t->opt.adam[g].t);
     }
     state_buf bufs[MAX_SECTIONS];
     int nb = state_bufs(t, bufs);
@@ -338,16 +274,9 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
     gm_table tab;
     gm_param_index pix;
     if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;
-    gm_opt_view *views[NGROUPS] = {0};
-    int nviews[NGROUPS] = {0}, r = split_groups(&tab, views, nviews);
-    size_t adam = 0;
-    gm_muon_mem muon = {0, 0, 0};
-    for (int g = 0; r == 0 && g < NGROUPS; g++) {
-        if (!nviews[g]) continue;
-        if (uses_muon(rc, g)) gm_muon_state_bytes(views[g], nviews[g], rank, world, &muon);
-        else adam += gm_adam_state_bytes(views[g], nviews[g]);
-    }
-    for (int g = 0; g < NGROUPS; g++) free(views[g]);
+    size_t adam;
+    gm_muon_mem muon;
+    int r = gm_optimizers_plan(rc, &tab, rank, world, &adam, &muon);
     gm_table_free(&tab);
     if (r) return -1;
     gm_mem_plan_add(out, "params", "parameters", mm.params);
@@ -453,8 +382,8 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     snprintf(dir, sizeof dir, "%s/matrices", t->rc->out_dir);
     if (gm_mkdir_p(dir)) return -1;
     const int g = GM_GROUP_MATRIX - 1;
-    for (int i = 0; i < t->nviews[g]; i++) {
-        const gm_opt_view *v = &t->views[g][i];
+    for (int i = 0; i < t->opt.nviews[g]; i++) {
+        const gm_opt_view *v = &t->opt.views[g][i];
         size_t n = gm_view_numel(v);
         float *f = malloc(n * sizeof *f);
         gm_real *src = download_new(t->be, buf + (offsets ? offsets[i] : v->offset), n);
@@ -470,34 +399,39 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     return 0;
 }
 
-static int train_step(trainer *t, int s, double *loss) {
+// One optimizer step s; `phase` (may be NULL) hears the name of each part before it starts.
+static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx) {
+#define PHASE(name) (phase ? phase(ctx, name) : (void)0)
     const gm_run_config *rc = t->rc;
     const gm_config *c = &t->model.cfg;
     gm_model_zero_grad(&t->model);
     if (rc->batch0_twice && s == 1) gm_loader_reset(&t->train);
     double sum = 0;
     for (int micro = 0; micro < rc->grad_accum; micro++) {
+        PHASE("data");
         gm_loader_next(&t->train, t->x, t->y);
+        PHASE("model");
         double l = gm_model_forward_backward(&t->model, t->x, t->y, c->batch, c->seq_len, 1.0 / rc->grad_accum);
         if (!isfinite(l)) return step_fault(s, "train", l);
         sum += l;
     }
     // The backward added the mean over the k micro-batches; average across ranks, once per step.
+    PHASE("allreduce");
     gm_real *g = t->model.g;
     size_t n = t->model.params.total;
     if (gm_data_allreduce_mean(t->comm, t->be, g, n, real_dtype())) return -1;
     const int dump = s == rc->dump_at;
     if (dump && dump_matrices(t, g, NULL, "grad")) return -1;
-    double mult = gm_lr_mult(&rc->lr, s);
-    for (int grp = 0; grp < NGROUPS; grp++)
-        if (t->has_adam[grp]) gm_adam_step(&t->adam[grp], t->model.p, g, mult);
-    if (t->has_muon && gm_muon_step(&t->muon, t->model.p, g, mult, s, t->comm)) return -1;
+    PHASE("optimizer");
+    if (gm_optimizers_step(&t->opt, rc, t->model.p, g, s, t->comm)) return -1;
     if (t->be->sync(t->be)) return gm_fail("step %d: optimizer: %s", s, gm_error());
-    if (dump && t->has_muon && dump_matrices(t, t->muon.buf, t->muon.state_offset, "momentum")) return -1;
+    if (dump && t->opt.has_muon && dump_matrices(t, t->opt.muon.buf, t->opt.muon.state_offset, "momentum")) return -1;
+    PHASE("loss");
     gm_real mean = (gm_real)(sum / rc->grad_accum);
     if (gm_allreduce_mean(t->comm, &mean, 1, real_dtype())) return -1;
     *loss = mean;
     return 0;
+#undef PHASE
 }
 
 static long peak_rss_kb(void) {
@@ -543,11 +477,7 @@ static void print_progress(const trainer *t, int s, int start, double loss, doub
 }
 
 static void free_trainer(trainer *t) {
-    for (int g = 0; g < NGROUPS; g++) {
-        if (t->has_adam[g]) gm_adam_free(&t->adam[g]);
-        free(t->views[g]);
-    }
-    if (t->has_muon) gm_muon_free(&t->muon);
+    gm_optimizers_free(&t->opt);
     gm_loader_close(&t->train);
     gm_loader_close(&t->val);
     if (t->model.be) gm_model_free(&t->model);  // created only once the data checks passed
@@ -566,45 +496,67 @@ size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be) {
     return n;
 }
 
-int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
-    trainer t;
-    memset(&t, 0, sizeof t);
-    t.dir_fd = -1;
-    gm_train_result local = {0};
-    if (!res) res = &local;
-    t.rc = rc;
-    t.be = be;
-    t.verbose = verbose;
+gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be) {
+    trainer *t = calloc(1, sizeof *t);
+    if (!t) return gm_fail("trainer: out of memory"), NULL;
+    t->dir_fd = -1;
+    t->rc = rc;
+    t->be = be;
     if (!comm) {
-        if (gm_comm_open(&t.single, "single", NULL, NULL, 0)) return -1;
-        comm = &t.single;
+        if (gm_comm_open(&t->single, "single", NULL, NULL, 0)) return free(t), NULL;
+        comm = &t->single;
     }
-    t.comm = comm;
+    t->comm = comm;
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
-    int rc_ = 0;
-    stop_requested = 0;
-    t.config_core = config_core_json(rc, W);
-    snprintf(t.ckpt_path, sizeof t.ckpt_path, "%s/ckpt.bin", rc->out_dir);
+    t->config_core = config_core_json(rc, W);
+    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s/ckpt.bin", rc->out_dir);
     // Every rank must run the same configuration on the same data.
-    if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t.config_core, strlen(t.config_core)))) goto fail;
-    if (gm_val_steps(rc->val_tokens, B, T, W, &t.val_steps)) goto fail;
-    if (gm_loader_open(&t.train, rc->train_data, B, T, comm->rank, W, c->vocab)) goto fail;
-    if (gm_loader_open(&t.val, rc->val_data, B, T, comm->rank, W, c->vocab)) goto fail;
-    if (check_val_tokens(&t)) goto fail;
-    if (gm_comm_check_same(comm, "the data files", gm_loader_hash(&t.train) ^ (gm_loader_hash(&t.val) * 31))) goto fail;
-    t.x = malloc((size_t)B * T * sizeof *t.x);
-    t.y = malloc((size_t)B * T * sizeof *t.y);
-    if (!t.x || !t.y) {
+    if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
+        gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
+        gm_loader_open(&t->train, rc->train_data, B, T, comm->rank, W, c->vocab) ||
+        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_val_tokens(t) ||
+        gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
+        goto fail;
+    t->x = malloc((size_t)B * T * sizeof *t->x);
+    t->y = malloc((size_t)B * T * sizeof *t->y);
+    if (!t->x || !t->y) {
         gm_fail("trainer: out of memory");
         goto fail;
     }
-    if (gm_model_create(&t.model, c, be) || gm_model_init(&t.model, rc->seed, GM_INIT_RECORD)) goto fail;
-    if (build_optimizers(&t)) goto fail;
-    if (prepare_out_dir(&t)) goto fail;
-    int start = 0;
-    if (rc->resume[0] && load_checkpoint(&t, rc->resume, &start)) goto fail;
-    if (open_log(&t)) goto fail;
+    if (gm_model_create(&t->model, c, be) || gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
+        gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
+        goto fail;
+    return t;
+fail:
+    gm_trainer_close(t);
+    return NULL;
+}
+
+void gm_trainer_close(gm_trainer *t) {
+    if (!t) return;
+    free_trainer(t);
+    if (t->comm == &t->single) gm_comm_close(&t->single);
+    free(t);
+}
+
+int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx) {
+    gm_model_set_window(&t->model, gm_config_window_blocks(&t->rc->model, s, t->rc->steps));
+    return train_step(t, s, loss, phase, ctx);
+}
+
+int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
+    gm_train_result local = {0};
+    if (!res) res = &local;
+    stop_requested = 0;
+    trainer *t = gm_trainer_open(rc, comm, be);
+    if (!t) return -1;
+    t->verbose = verbose;
+    comm = t->comm;
+    const gm_config *c = &rc->model;
+    const int W = comm->world, B = c->batch, T = c->seq_len;
+    int rc_ = 0, start = 0;
+    if (prepare_out_dir(t) || (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t)) goto fail;
 
     double train_s = 0, val_loss = NAN, last_print = -1e9;
     int val_step = -1;
@@ -612,33 +564,33 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     uint64_t t_run = gm_now_ns();
     int s = start;
     for (;; s++) {
-        t.step = s;
+        t->step = s;
         gm_error_clear();  // a message after this step's forward or backward is from this step
         int window = gm_config_window_blocks(c, s, rc->steps);
-        gm_model_set_window(&t.model, window);
+        gm_model_set_window(&t->model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
-            if (validate(&t, &val_loss)) goto fail;
+            if (validate(t, &val_loss)) goto fail;
             val_step = s;
-            if (log_record(&t, "val", s, val_loss, 0, train_s, tokens)) goto fail;
+            if (log_record(t, "val", s, val_loss, 0, train_s, tokens)) goto fail;
             if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
         }
         if (s == rc->steps) break;
         uint64_t t0 = gm_now_ns();
         double loss = NAN;
-        if (train_step(&t, s, &loss)) goto fail;
+        if (gm_trainer_step(t, s, &loss, NULL, NULL)) goto fail;
         double dt = gm_seconds_since(t0);
         long long step_tokens = (long long)rc->grad_accum * W * B * T;
         tokens += step_tokens;
         if (s - start >= UNTIMED_STEPS) train_s += dt, timed_tokens += step_tokens;
         if (res->train_loss) res->train_loss[s] = loss;
         double mult = gm_lr_mult(&rc->lr, s);
-        if (log_record(&t, "train", s, loss, mult, train_s, tokens)) goto fail;
+        if (log_record(t, "train", s, loss, mult, train_s, tokens)) goto fail;
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
-            print_progress(&t, s, start, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
+            print_progress(t, s, start, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
         }
-        if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(&t, s + 1)) goto fail;
+        if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(t, s + 1)) goto fail;
         // A stop request is honoured by every rank at the same step.
         gm_real stop = stop_requested || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
         if (W > 1 && gm_allreduce_mean(comm, &stop, 1, real_dtype())) goto fail;
@@ -647,8 +599,8 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             break;
         }
     }
-    t.step = s;
-    if (save_checkpoint(&t, s)) goto fail;
+    t->step = s;
+    if (save_checkpoint(t, s)) goto fail;
     {
         res->steps_done = s;
         res->final_val_loss = val_loss;
@@ -659,25 +611,24 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         res->peak_rss_kb = peak_rss_kb();
         res->interrupted = s < rc->steps;
         if (res->params) {
-            size_t n = res->params_len < t.model.params.total ? res->params_len : t.model.params.total;
-            be->download(be, res->params, t.model.p, n * sizeof(gm_real));
+            size_t n = res->params_len < t->model.params.total ? res->params_len : t->model.params.total;
+            be->download(be, res->params, t->model.p, n * sizeof(gm_real));
         }
-        gm_jsonl_begin(&t.log);
-        gm_jsonl_str(&t.log, "event", res->interrupted ? "interrupted" : "end");
-        gm_jsonl_int(&t.log, "step", s);
-        gm_jsonl_num(&t.log, "final_val_loss", val_loss);
-        gm_jsonl_int(&t.log, "val_step", val_step);
-        gm_jsonl_num(&t.log, "train_time_s", train_s);
-        gm_jsonl_num(&t.log, "tokens_per_s", res->tokens_per_s);
-        gm_jsonl_int(&t.log, "peak_rss_kb", res->peak_rss_kb);
-        if (gm_jsonl_end(&t.log)) goto fail;
+        gm_jsonl_begin(&t->log);
+        gm_jsonl_str(&t->log, "event", res->interrupted ? "interrupted" : "end");
+        gm_jsonl_int(&t->log, "step", s);
+        gm_jsonl_num(&t->log, "final_val_loss", val_loss);
+        gm_jsonl_int(&t->log, "val_step", val_step);
+        gm_jsonl_num(&t->log, "train_time_s", train_s);
+        gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
+        gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
+        if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
 fail:
     rc_ = -1;
-    log_error(&t);
+    log_error(t);
 done:
-    free_trainer(&t);
-    if (comm == &t.single) gm_comm_close(&t.single);
+    gm_trainer_close(t);
     return rc_;
 }

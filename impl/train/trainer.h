@@ -37,6 +37,19 @@ typedef struct {
 // Run rc on this rank of comm (comm NULL: single process). Logs to rc->out_dir/log.jsonl on rank 0
 // (and progress lines to stdout when verbose). Returns -1 with gm_fail on any error.
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res);
+// The parts of gm_train for programs that drive steps themselves (the benchmarks): the data,
+// model and optimizers of rc on this rank (comm NULL: one process) on backend be, with the
+// start-up checks of gm_train, but no output folder, log, checkpoint or validation.
+typedef struct gm_trainer gm_trainer;
+gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be);  // NULL + gm_fail
+void gm_trainer_close(gm_trainer *t);
+// Told the name of each part of a step before it starts: "model" (gradients zeroed), then per
+// micro-batch "data" and "model" (forward and backward), "allreduce", "optimizer", "loss".
+typedef void (*gm_phase_fn)(void *ctx, const char *phase);
+// Training step s (its sliding window, micro-batches, gradient all-reduce, optimizers), the very
+// step gm_train runs; *loss gets the mean train loss over ranks. phase may be NULL.
+int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx);
+
 // Ask a running gm_train to stop at the end of the current step (async-signal-safe).
 void gm_train_request_stop(void);
 // The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
