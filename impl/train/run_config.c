@@ -27,7 +27,7 @@ static const char *const LR_NAMES[] = {"warmup-warmdown", "cooldown-frac", NULL}
 static const char *const MATRIX_NAMES[] = {"adam", "muon", NULL};
 static const char *const MOM_NAMES[] = {"sum", "ema", NULL};
 static const char *const SCALE_NAMES[] = {"none", "sqrt-max", "aspect", NULL};
-static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", NULL};
+static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", "gram-ns", NULL};
 static const char *const NORM_NAMES[] = {"of-g", "of-x", NULL};
 
 #define M(f) offsetof(gm_run_config, model.f)
@@ -103,6 +103,7 @@ static const field FIELDS[] = {
     E("ortho", R(muon.ortho.method), ORTHO_NAMES, "orthogonalizer"),
     S("ns_coeffs", ns_coeffs, "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express)"),
     I("ns_steps", R(muon.ortho.steps), 1, 100, "Newton-Schulz iterations"),
+    S("gram_restarts", gram_restarts, "gram-ns: restart after these iterations, e.g. 2 or 2,4 (none: never)"),
     I("ns_bf16", R(muon.ortho.bf16), 0, 1, "emulate bf16 matmuls inside Newton-Schulz"),
     E("ns_norm", R(muon.ortho.norm_src), NORM_NAMES, "Frobenius norm of G or of bf16(G)"),
     // run
@@ -309,6 +310,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scal
     rc->muon.ortho.bf16 = 1;
     rc->muon.ortho.norm_src = p->ns_norm;
     snprintf(rc->ns_coeffs, sizeof rc->ns_coeffs, "quintic");
+    snprintf(rc->gram_restarts, sizeof rc->gram_restarts, "2");  // Dao-AILab's choice for 5 steps
     if (tiny) {
         snprintf(rc->train_data, sizeof rc->train_data, "data/gcide/train_*.bin");
         snprintf(rc->val_data, sizeof rc->val_data, "data/gcide/val_*.bin");
@@ -326,6 +328,22 @@ int gm_run_config_preset(gm_run_config *rc, const char *preset, const char *scal
     return 0;
 }
 
+// "2,4" -> bits 2 and 4 (restart before 0-based iteration k = after k iterations); "none" -> 0.
+static int parse_restarts(const char *list, unsigned *mask) {
+    *mask = 0;
+    if (!strcmp(list, "none")) return 0;
+    for (const char *p = list;;) {
+        char *end;
+        errno = 0;
+        long k = strtol(p, &end, 10);
+        if (end == p || errno || k < 1 || k > 31 || (*end != ',' && *end != 0))
+            return gm_fail("--gram_restarts: '%s' is not 'none' or a comma-separated list of iterations 1..31", list);
+        *mask |= 1u << k;
+        if (!*end) return 0;
+        p = end + 1;
+    }
+}
+
 int gm_run_config_finish(gm_run_config *rc) {
     rc->lr.steps = rc->steps;
     // At the record's step count these give back its exact step numbers (e.g. 256 of 9536).
@@ -335,6 +353,7 @@ int gm_run_config_finish(gm_run_config *rc) {
     rc->muon.lr = rc->lr_matrix;
     rc->muon.ortho.coeffs = gm_ns_coeffs_find(rc->ns_coeffs);
     if (!rc->muon.ortho.coeffs) return gm_fail("--ns_coeffs: %s", gm_error());
+    if (parse_restarts(rc->gram_restarts, &rc->muon.ortho.gram_restarts)) return -1;
     if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->lr.warmup + rc->lr.warmdown > rc->steps)
         return gm_fail("--warmup_frac/--warmdown_frac: %g + %g exceed 1", rc->warmup_frac, rc->warmdown_frac);
     if (gm_config_check(&rc->model)) return -1;
