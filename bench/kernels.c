@@ -1,7 +1,9 @@
 // Per-kernel CPU timing of one training step: every backend kernel and optimizer call of a
 // preset's step, timed alone at the preset's shapes on the model's own buffers (real activations
 // and gradients from one training step), against this machine's ceilings measured in the same run
-// (OpenBLAS sgemm 2048^3, a 256 MiB memcpy); then the whole step end to end (data, forward,
+// (OpenBLAS sgemm 2048^3, a 256 MiB memcpy, each at one thread and at all threads: every row runs
+// on all OpenMP threads with single-threaded BLAS inside, and is compared with the all-threads
+// ceilings); then the whole step end to end (data, forward,
 // backward, optimizer) with gm_model and the preset's optimizers, next to the sum of its kernels.
 //
 //   build/bench/kernels [--preset=softcap] [--scale=full] [--batch=B] [--seq=T] [--window=blocks]
@@ -36,11 +38,12 @@
 #include "model/model.h"
 #include "optim/adam.h"
 #include "optim/muon.h"
+#include "train/ceilings.h"
 #include "train/hardware.h"
 #include "train/run_config.h"
 
 enum { MIN_REPS = 5, MAX_REPS = 200, MAX_KERNELS = 64, MAX_SHAPES = 8, MAX_STEPS = 50, NGROUPS = 4 };
-enum { SGEMM_N = 2048 };
+enum { SGEMM_N = 2048 };  // the shape and size of train/ceilings.c's measurements
 #define MEMCPY_BYTES ((size_t)256 << 20)
 #define FLUSH_BYTES ((size_t)64 << 20)  // twice this machine's 32 MiB L3: a call starts cold
 #define KERNEL_BUDGET_S 0.25            // keep repeating a cheap kernel until this much time is spent
@@ -89,9 +92,9 @@ typedef struct {
     int nviews[NGROUPS], has_adam[NGROUPS], has_muon;
     gm_adam adam[NGROUPS];
     gm_muon muon;
-    gm_muon shape_muon[MAX_SHAPES];
-    gm_opt_view shape_view[MAX_SHAPES];
-    int nshapes;
+    gm_muon shape_muon[MAX_SHAPES];       // one Muon over every matrix of a shape
+    gm_opt_view *shape_views[MAX_SHAPES];  // (shape_count[s]) views of shape s
+    int shape_count[MAX_SHAPES], nshapes;
     kernel k[MAX_KERNELS];
     int nk, reps, flush;
     char *flush_buf;
@@ -156,45 +159,6 @@ static void time_kernel(bench *b, kernel *k) {
     k->min_ms = t[0], k->max_ms = t[n - 1];
 }
 
-// ---- ceilings ------------------------------------------------------------------------------
-
-// OpenBLAS sgemm C (n, n) = A B at n = 2048: 2 n^3 flops; median of 5 after a warm-up, GFLOP/s.
-static double sgemm_gflops(void) {
-    const int n = SGEMM_N;
-    float *A = malloc(sizeof(float) * n * n), *B = malloc(sizeof(float) * n * n), *C = malloc(sizeof(float) * n * n);
-    if (!A || !B || !C) gm_die("kernels: out of memory for the sgemm ceiling");
-    for (size_t i = 0; i < (size_t)n * n; i++) A[i] = gm_rng_normal(1, 1, i), B[i] = gm_rng_normal(1, 2, i);
-    double t[5];
-    for (int r = -1; r < 5; r++) {
-        uint64_t t0 = gm_now_ns();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-        if (r >= 0) t[r] = gm_seconds_since(t0);
-    }
-    free(A), free(B), free(C);
-    return 2.0 * n * n * (double)n / gm_median(t, 5) * 1e-9;
-}
-
-// A 256 MiB copy split over the OpenMP threads (one thread alone does not saturate memory):
-// bytes moved = 2 x 256 MiB (read + write, the kernels' convention); median of 5, GB/s.
-static double memcpy_gbs(void) {
-    char *src = malloc(MEMCPY_BYTES), *dst = malloc(MEMCPY_BYTES);
-    if (!src || !dst) gm_die("kernels: out of memory for the memcpy ceiling");
-    memset(src, 1, MEMCPY_BYTES), memset(dst, 2, MEMCPY_BYTES);
-    double t[5];
-    for (int r = -1; r < 5; r++) {
-        uint64_t t0 = gm_now_ns();
-#pragma omp parallel
-        {
-            size_t nt = (size_t)omp_get_num_threads(), i = (size_t)omp_get_thread_num();
-            size_t chunk = MEMCPY_BYTES / nt, at = i * chunk;
-            memcpy(dst + at, src + at, i + 1 == nt ? MEMCPY_BYTES - at : chunk);
-        }
-        if (r >= 0) t[r] = gm_seconds_since(t0);
-    }
-    free(src), free(dst);
-    return 2.0 * (double)MEMCPY_BYTES / gm_median(t, 5) * 1e-9;
-}
-
 // ---- set-up: model, data, optimizers --------------------------------------------------------
 
 // A shard of the llm.c format with documents like FineWeb's: an EOT opens each document, lengths
@@ -226,8 +190,9 @@ static void open_synthetic_data(bench *b, int doc_len) {
 }
 
 // Split the parameter table into the preset's optimizer groups, as the trainer does (embed, head,
-// scalar: Adam; matrices: Muon, or Adam for the adamw preset), and one single-matrix Muon per
-// distinct matrix shape for the per-shape rows.
+// scalar: Adam; matrices: Muon, or Adam for the adamw preset), and one Muon over the matrices of
+// each distinct shape for the per-shape rows (its orthogonalize call runs them in parallel, as the
+// step's does).
 static void build_optimizers(bench *b) {
     const gm_table *tab = &b->m.params;
     const gm_run_config *rc = &b->rc;
@@ -248,14 +213,17 @@ static void build_optimizers(bench *b) {
             for (int i = 0; i < b->nviews[g]; i++) {
                 const gm_opt_view *v = &b->views[g][i];
                 int s = 0;
-                while (s < b->nshapes && (b->shape_view[s].rows != v->rows || b->shape_view[s].cols != v->cols)) s++;
+                while (s < b->nshapes && (b->shape_views[s][0].rows != v->rows || b->shape_views[s][0].cols != v->cols)) s++;
                 if (s == b->nshapes) {
                     if (s == MAX_SHAPES) gm_die("kernels: more than %d matrix shapes", MAX_SHAPES);
-                    b->shape_view[b->nshapes++] = *v;
+                    if (!(b->shape_views[b->nshapes++] = calloc((size_t)b->nviews[g], sizeof(gm_opt_view))))
+                        gm_die("kernels: out of memory");
                 }
+                b->shape_views[s][b->shape_count[s]++] = *v;
             }
             for (int s = 0; s < b->nshapes; s++)
-                if (gm_muon_init(&b->shape_muon[s], b->be, &rc->muon, &b->shape_view[s], 1, NULL)) gm_die_last();
+                if (gm_muon_init(&b->shape_muon[s], b->be, &rc->muon, b->shape_views[s], b->shape_count[s], NULL))
+                    gm_die_last();
         } else {
             gm_adam_hparams hp = rc->adam;
             hp.lr = lrs[g];
@@ -479,17 +447,15 @@ static void build_kernels(bench *b) {
     // steps (8 m n + 10 m^2) per block plus 15 rows cols for the elementwise passes.
     const gm_ortho *o = &b->rc.muon.ortho;
     for (int s = 0; s < b->nshapes; s++) {
-        const gm_opt_view *v = &b->shape_view[s];
-        int count = 0;
-        for (int i = 0; i < b->nviews[GM_GROUP_MATRIX - 1]; i++)
-            count += b->views[GM_GROUP_MATRIX - 1][i].rows == v->rows && b->views[GM_GROUP_MATRIX - 1][i].cols == v->cols;
+        const gm_opt_view *v = &b->shape_views[s][0];
+        const int count = b->shape_count[s];
         int nb = b->rc.muon.split_qkv && v->rows == 3 * v->cols ? 3 : 1, br = v->rows / nb;
         double m = br < v->cols ? br : v->cols, n = br < v->cols ? v->cols : br, rc = (double)v->rows * v->cols;
         char name[48];
         snprintf(name, sizeof name, "muon.%dx%d", v->rows, v->cols);
-        k = add(b, PH_OPT, K_MUON, count, name, nb * ns_flops(br, v->cols, o->steps) + 9 * rc,
-                F * (nb * o->steps * (8 * m * n + 10 * m * m) + 15 * rc), "%dx%d NS%d%s", v->rows, v->cols, o->steps,
-                o->bf16 ? " bf16" : "");
+        k = add(b, PH_OPT, K_MUON, 1, name, count * (nb * ns_flops(br, v->cols, o->steps) + 9 * rc),
+                count * F * (nb * o->steps * (8 * m * n + 10 * m * m) + 15 * rc), "%d x %dx%d NS%d%s", count, v->rows,
+                v->cols, o->steps, o->bf16 ? " bf16" : "");
         k->muon = &b->shape_muon[s];
     }
 }
@@ -497,12 +463,21 @@ static void build_kernels(bench *b) {
 // ---- reports --------------------------------------------------------------------------------
 
 typedef struct {
-    double sgemm, memcpy;  // ceilings used (the better of the two measurements)
-    double sgemm_at[2], memcpy_at[2], load[2];
+    double sgemm, memcpy;  // ceilings used: all threads, the better of the two measurements
+    double sgemm_at[2][2], memcpy_at[2][2], load[2];  // [start, end][1 thread, all threads]
+    int threads;                                      // OpenMP threads: every row's, and "all"
     double part_ms[NPHASES], part_min[NPHASES], part_max[NPHASES];
     double fb_ms, fb_min, fb_max, step_ms, step_min, step_max;
     int steps;
 } results;
+
+// The ceilings at one thread and at all threads, at the start (when = 0) or the end (1).
+static void measure_ceilings(results *r, int when) {
+    for (int a = 0; a < 2; a++) {
+        const int threads = a ? r->threads : 1;
+        r->sgemm_at[when][a] = gm_ceiling_sgemm(threads), r->memcpy_at[when][a] = gm_ceiling_memcpy(threads);
+    }
+}
 
 static double gflops_of(const kernel *k) { return k->med_ms > 0 ? k->flops / (k->med_ms * 1e6) : 0; }
 static double gbs_of(const kernel *k) { return k->med_ms > 0 ? k->bytes / (k->med_ms * 1e6) : 0; }
@@ -588,8 +563,9 @@ static void write_md(const bench *b, const results *r, const char *path, const c
     const gm_config *c = b->c;
     char *hw = gm_cpu_model(), *slug = gm_hardware_slug();
     OUT(&f, "# Per-kernel CPU timings: %s / %s, B = %d, T = %d\n\n", c->name, c->scale, b->B, b->T);
-    OUT(&f, "- Machine: %s, slug `%s`; OpenMP %d threads, OpenBLAS %d threads, backend `%s`.\n", hw, slug,
-        omp_get_max_threads(), openblas_get_num_threads(), b->be->name);
+    OUT(&f, "- Machine: %s, slug `%s`; backend `%s`. Threads: every row below ran on %d OpenMP threads with "
+            "single-threaded OpenBLAS inside each (Muon: the matrices of one shape in parallel, one per thread), and "
+            "is compared with the ceilings at %d threads.\n", hw, slug, b->be->name, r->threads, r->threads);
     OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, cmdline);
     OUT(&f, "- Load average (1 min): %.2f at start, %.2f at end, on %ld hardware threads. Anything above ~0 means "
             "other work shared the CPU and every time below is inflated by it; compare runs only at similar load.\n",
@@ -608,11 +584,14 @@ static void write_md(const bench *b, const results *r, const char *path, const c
                                     : "caches warm (no flush)",
         r->steps);
 
-    OUT(&f, "## Ceilings measured in this run\n\n| ceiling | at start | at end | used |\n|---|---|---|---|\n");
-    OUT(&f, "| OpenBLAS sgemm 2048^3 | %.1f GFLOP/s | %.1f GFLOP/s | %.1f GFLOP/s |\n", r->sgemm_at[0], r->sgemm_at[1],
-        r->sgemm);
-    OUT(&f, "| memcpy 256 MiB, all threads (read + write bytes) | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n\n",
-        r->memcpy_at[0], r->memcpy_at[1], r->memcpy);
+    OUT(&f, "## Ceilings measured in this run\n\n| ceiling | threads | at start | at end | used |\n|---|---|---|---|---|\n");
+    OUT(&f, "| OpenBLAS sgemm 2048^3 | 1 | %.1f GFLOP/s | %.1f GFLOP/s | |\n", r->sgemm_at[0][0], r->sgemm_at[1][0]);
+    OUT(&f, "| OpenBLAS sgemm 2048^3 | %d | %.1f GFLOP/s | %.1f GFLOP/s | %.1f GFLOP/s |\n", r->threads, r->sgemm_at[0][1],
+        r->sgemm_at[1][1], r->sgemm);
+    OUT(&f, "| memcpy 256 MiB (read + write bytes) | 1 | %.1f GB/s | %.1f GB/s | |\n", r->memcpy_at[0][0],
+        r->memcpy_at[1][0]);
+    OUT(&f, "| memcpy 256 MiB (read + write bytes) | %d | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n\n", r->threads,
+        r->memcpy_at[0][1], r->memcpy_at[1][1], r->memcpy);
 
     OUT(&f, "## The step end to end\n\n");
     OUT(&f, "| part | measured ms (median) | min | max | sum of its kernels alone, ms | kernels / measured |\n");
@@ -798,7 +777,8 @@ int main(int argc, char **argv) {
 
     r.load[0] = gm_load_average();
     fprintf(stderr, "kernels: %s %s B=%d T=%d on %s (load %.2f); ceilings...\n", preset, scale, b->B, b->T, slug, r.load[0]);
-    r.sgemm_at[0] = sgemm_gflops(), r.memcpy_at[0] = memcpy_gbs();
+    r.threads = omp_get_max_threads();
+    measure_ceilings(&r, 0);
 
     // Model at the record's initialisation, data, optimizers; the window at mid-schedule (the
     // records grow it during training) unless given.
@@ -845,9 +825,9 @@ int main(int argc, char **argv) {
         time_kernel(b, &b->k[i]);
         fprintf(stderr, "  %-26s %-28s x%-3d %10.4f ms\n", b->k[i].name, b->k[i].shape, b->k[i].calls, b->k[i].med_ms);
     }
-    r.sgemm_at[1] = sgemm_gflops(), r.memcpy_at[1] = memcpy_gbs();
+    measure_ceilings(&r, 1);
     r.load[1] = gm_load_average();
-    r.sgemm = fmax(r.sgemm_at[0], r.sgemm_at[1]), r.memcpy = fmax(r.memcpy_at[0], r.memcpy_at[1]);
+    r.sgemm = fmax(r.sgemm_at[0][1], r.sgemm_at[1][1]), r.memcpy = fmax(r.memcpy_at[0][1], r.memcpy_at[1][1]);
 
     const char *png_name = strrchr(png, '/') ? strrchr(png, '/') + 1 : png;
     write_csv(b, &r, csv);
@@ -859,7 +839,7 @@ int main(int argc, char **argv) {
         free(b->views[g]);
     }
     if (b->has_muon) gm_muon_free(&b->muon);
-    for (int s = 0; s < b->nshapes; s++) gm_muon_free(&b->shape_muon[s]);
+    for (int s = 0; s < b->nshapes; s++) gm_muon_free(&b->shape_muon[s]), free(b->shape_views[s]);
     gm_loader_close(&b->ld);
     gm_model_free(&b->m);
     free(b->x), free(b->y), free(b->flush_buf), free(slug);
