@@ -109,7 +109,7 @@ static const field FIELDS[] = {
     // run
     {"seed", F_U64, R(seed), 0, NULL, 0, 0, "initialization seed"},
     S("out_dir", out_dir, "folder of the log and checkpoints"),
-    I("ckpt_every", R(ckpt_every), 0, 1 << 30, "checkpoint every N steps (0: only at the end)"),
+    I("ckpt_every", R(ckpt_every), -1, 1 << 30, "checkpoint every N steps (0: only at the end; -1: never, for benchmarks)"),
     I("halt_at", R(halt_at), 0, 1 << 30, "stop after N steps with a checkpoint, as Ctrl-C does (0: never)"),
     S("resume", resume, "checkpoint to resume from"),
     I("dump_at", R(dump_at), -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),

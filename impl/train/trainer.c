@@ -293,7 +293,9 @@ static int train_step(trainer *t, int s, double *loss) {
     return 0;
 }
 
-static void log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens) {
+// step_s: this step's wall time (train records; benchmarks read it, e.g. bench/peers.py).
+static void log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens,
+                       double step_s) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", event);
     gm_jsonl_int(&t->log, "step", s);
@@ -301,6 +303,7 @@ static void log_record(trainer *t, const char *event, int s, double loss, double
     gm_jsonl_num(&t->log, event[0] == 'v' ? "val_loss" : "train_loss", loss);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "lr_mult", lr);
     gm_jsonl_num(&t->log, "train_time_s", train_s);
+    if (event[0] != 'v') gm_jsonl_num(&t->log, "step_s", step_s);
     gm_jsonl_end(&t->log);
 }
 
@@ -372,7 +375,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_model_set_window(&t.model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
             if (validate(&t, &val_loss)) goto fail;
-            log_record(&t, "val", s, val_loss, 0, train_s, tokens);
+            log_record(&t, "val", s, val_loss, 0, train_s, tokens, 0);
             if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
         }
         if (s == rc->steps) break;
@@ -385,7 +388,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         if (s - start >= UNTIMED_STEPS) train_s += dt, timed_tokens += step_tokens;
         if (res->train_loss) res->train_loss[s] = loss;
         double mult = gm_lr_mult(&rc->lr, s);
-        log_record(&t, "train", s, loss, mult, train_s, tokens);
+        log_record(&t, "train", s, loss, mult, train_s, tokens, dt);
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
@@ -406,7 +409,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             break;
         }
     }
-    if (save_checkpoint(&t, s)) goto fail;
+    if (rc->ckpt_every >= 0 && save_checkpoint(&t, s)) goto fail;
     {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
