@@ -37,7 +37,7 @@ section_peers() {
     fi
     [ -e data/gcide/val_000000.bin ] || "$BUILD/make_data" --out=data/gcide
     mkdir -p reports/bench
-    /usr/bin/python3 bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
+    OMP_WAIT_POLICY=passive /usr/bin/python3 bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
 }
 
 # BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset;
