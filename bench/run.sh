@@ -46,8 +46,23 @@ section_attention_gpu() {
     "$BUILD/bench/attention_gpu" --out=reports/bench
 }
 
-# BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset.
-read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_model section_attention_gpu}"
+# Peers side by side (optional): our full-scale training step (adamw, softcap, softcap with gram-ns)
+# and Newton-Schulz against PyTorch eager on the CPU, interleaved round by round in one run
+# (bench/peers.py, model in bench/peers_model.py). Skipped with one line where /usr/bin/python3
+# cannot import torch (Debian: apt-get install python3-torch).
+section_peers() {
+    if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+        echo "bench: peers skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+        return 0
+    fi
+    [ -e data/gcide/val_000000.bin ] || "$BUILD/make_data" --out=data/gcide
+    mkdir -p reports/bench
+    OMP_WAIT_POLICY=passive /usr/bin/python3 bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
+}
+
+# BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset;
+# PEERS_ARGS="--rounds=3 --steps=4" the peers section's counts.
+read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_model section_attention_gpu section_peers}"
 for s in "${SECTIONS[@]}"; do
     echo "== bench: $s =="
     start=$(date +%s)

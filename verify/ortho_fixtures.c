@@ -85,6 +85,69 @@ void th_ns_predict(const gm_ns_coeffs *set, int steps, const double *s, int k, d
     free(x);
 }
 
+// One singular value's path through Gram NS (gram_newton_schulz.inc) as scalars: x the base
+// iterate's value, lam = x^2 R's eigenvalue, P Q's, z Z's. Every produced quantity is a "site":
+// with tr->o1 set, the run records per site the largest |operand 1|, |operand 2| and |result|
+// over the values it is run on; with tr->target = s it adds tr->delta to site s's result.
+#define GRAM_MAX_SITES 512
+typedef struct {
+    int n, target;
+    double delta;
+    double *o1, *o2, *r;  // (GRAM_MAX_SITES) or NULL
+} gram_trace;
+
+static double gram_site(gram_trace *tr, double v, double op1, double op2) {
+    const int s = tr->n++;
+    if (s >= GRAM_MAX_SITES) abort();
+    if (tr->o1) tr->o1[s] = fmax(tr->o1[s], fabs(op1)), tr->o2[s] = fmax(tr->o2[s], fabs(op2)), tr->r[s] = fmax(tr->r[s], fabs(v));
+    return s == tr->target ? v + tr->delta : v;
+}
+
+static double gram_scalar(const gm_ns_coeffs *set, int steps, unsigned restarts, double x, gram_trace *tr) {
+    tr->n = 0;
+    double xb = gram_site(tr, x, 0, 0);  // the rounded input
+    double lam = gram_site(tr, xb * xb, xb, xb), P = 1;
+    int fresh = 1;
+    for (int k = 0; k < steps; k++) {
+        const double *t = gm_ns_triple(set, k);
+        if (k > 0 && (restarts >> k & 1u)) {
+            xb = gram_site(tr, P * xb, P, xb);
+            lam = gram_site(tr, xb * xb, xb, xb);
+            fresh = 1;
+        }
+        const double z = gram_site(tr, t[1] * lam + t[2] * lam * lam, lam, t[2] * lam), f = t[0] + z;
+        P = fresh ? gram_site(tr, f, 0, 0) : gram_site(tr, P * f, P, z);
+        fresh = 0;
+        if (k + 1 < steps && !(restarts >> (k + 1) & 1u)) {
+            const double rz = gram_site(tr, lam * f, lam, z);
+            lam = gram_site(tr, f * rz, z, rz);
+        }
+    }
+    return gram_site(tr, P * xb, P, xb);
+}
+
+void th_gram_predict(const gm_ns_coeffs *set, int steps, unsigned restarts, const double *s, int k, double *pred,
+                     double *amp) {
+    double ss = 0;
+    for (int i = 0; i < k; i++) ss += s[i] * s[i];
+    const double denom = set->norm_scale * sqrt(ss) + set->norm_eps;
+    double o1[GRAM_MAX_SITES] = {0}, o2[GRAM_MAX_SITES] = {0}, r[GRAM_MAX_SITES] = {0};
+    gram_trace rec = {.target = -1, .o1 = o1, .o2 = o2, .r = r};
+    for (int i = 0; i < k; i++) pred[i] = fabs(gram_scalar(set, steps, restarts, s[i] / denom, &rec));
+    const int sites = rec.n;
+    for (int i = 0; i < k; i++) {
+        amp[i] = 0;
+        for (int st = 0; st < sites; st++) {
+            // d out / d (site's result) by central differences: the path is a polynomial in it.
+            const double h = 1e-6 * fmax(r[st], 1e-30);
+            gram_trace up = {.target = st, .delta = h}, down = {.target = st, .delta = -h};
+            const double d = (gram_scalar(set, steps, restarts, s[i] / denom, &up) -
+                              gram_scalar(set, steps, restarts, s[i] / denom, &down)) / (2 * h);
+            amp[i] += fabs(d) * (o1[st] * o2[st] + r[st]);  // the product's error, then its rounding
+        }
+    }
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

@@ -29,6 +29,16 @@ void th_to_f64(const float *x, double *y, int n);
 //             singular value i by about e * amp[i].
 void th_ns_predict(const gm_ns_coeffs *set, int steps, const double *s, int k, double *pred, double *amp);
 
+// The same for Gram NS (gm_gram_ns_*, a non-square input) with restarts before the iterations in
+// the bit mask `restarts`: pred as above (Gram NS is NS in exact arithmetic); amp the first-order
+// sensitivity of singular value i to the roundings of the run, the sum over every product P = A B
+// of the Gram iteration (and its rounding) of (||A||_2 ||B||_2 + ||P||_2) times the derivative of
+// the output value with respect to that product's value along this value's path. R's errors are
+// absolute, about eps ||R||_2, so small singular values (R's eigenvalue s^2) get large amp: the
+// reason for the restarts.
+void th_gram_predict(const gm_ns_coeffs *set, int steps, unsigned restarts, const double *s, int k, double *pred,
+                     double *amp);
+
 // Largest |a_i - b_i| after sorting both (k values each); sorting does not increase this distance,
 // so it bounds the pairing of measured with predicted singular values.
 double th_sorted_maxdiff(const double *a, const double *b, int k);

@@ -6,8 +6,13 @@
 // value (th_ns_predict) and e the relative error of one product in 2-norm, sqrt(n) eps for a
 // length-n accumulation in precision eps (the probabilistic bound of Higham and Mary, SIAM J.
 // Sci. Comput. 41, 2019, the typical rather than worst-case sqrt(n) growth).
+// Gram NS (gram-ns) is the same map in exact arithmetic and is held to it the same way, with the
+// sensitivity of its own iteration on the Gram matrix (th_gram_predict; a square input runs NS's
+// iteration and keeps th_ns_predict's), with no restart, Dao-AILab's one restart before step 2,
+// and a restart before every step.
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -21,7 +26,9 @@ typedef struct {
     int log_spectrum;  // 0: Gaussian entries; 1: singular values log-spaced over [1e-3, 1]
 } band_case;
 
-static void check_band(const band_case *bc, const gm_ns_coeffs *set, int steps, int fp32) {
+static void check_band(const band_case *bc, const gm_ns_coeffs *set, int steps, int fp32, gm_ortho_method method,
+                       unsigned restarts) {
+    const int gram = method == GM_ORTHO_GRAM_NS;
     const int m = bc->rows, n = bc->cols, k = m < n ? m : n;
     const size_t mn = (size_t)m * n;
     double *G = malloc(mn * 8), *X = malloc(mn * 8), *s = malloc(k * 8), *so = malloc(k * 8);
@@ -38,20 +45,27 @@ static void check_band(const band_case *bc, const gm_ns_coeffs *set, int steps, 
     th_to_f32(G, Gf, (int)mn);
     if (fp32) th_to_f64(Gf, G, (int)mn);
     cr_assert_eq(gm_singular_values_f64(G, m, n, s), 0, "%s", gm_error());
-    th_ns_predict(set, steps, s, k, pred, amp);
+    if (gram && m != n)
+        th_gram_predict(set, steps, restarts, s, k, pred, amp);
+    else
+        th_ns_predict(set, steps, s, k, pred, amp);
 
-    gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X};
+    gm_ortho cfg = {.method = method, .coeffs = set, .steps = steps, .bf16 = 0, .norm_src = GM_NS_NORM_OF_X,
+                    .gram_restarts = restarts};
     if (fp32) {
-        cr_assert_eq(gm_ns_f32(&cfg, Gf, Xf, m, n, GM_MM_BLAS), 0, "%s", gm_error());
+        int rc = gram ? gm_gram_ns_f32(&cfg, Gf, Xf, m, n, GM_MM_BLAS) : gm_ns_f32(&cfg, Gf, Xf, m, n, GM_MM_BLAS);
+        cr_assert_eq(rc, 0, "%s", gm_error());
         th_to_f64(Xf, X, (int)mn);
     } else {
-        cr_assert_eq(gm_ns_f64(&cfg, G, X, m, n, GM_MM_BLAS), 0, "%s", gm_error());
+        int rc = gram ? gm_gram_ns_f64(&cfg, G, X, m, n, GM_MM_BLAS) : gm_ns_f64(&cfg, G, X, m, n, GM_MM_BLAS);
+        cr_assert_eq(rc, 0, "%s", gm_error());
     }
     cr_assert_eq(gm_singular_values_f64(X, m, n, so), 0, "%s", gm_error());
     const double eps = fp32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
     const double tol = sqrt((double)(m > n ? m : n)) * eps * th_max(amp, k);
     const char *what = bc->log_spectrum ? "log-spectrum" : "gaussian";
-    const char *p = fp32 ? "fp32" : "fp64";
+    char p[64];
+    snprintf(p, sizeof p, "%s %s restarts 0x%x", gram ? "gram-ns" : "newton-schulz", fp32 ? "fp32" : "fp64", restarts);
     double d = th_sorted_maxdiff(so, pred, k);
     cr_expect_leq(d, tol,
                   "%s %s %dx%d %s K=%d: singular values off the predicted ones by %.3g > %.3g "
@@ -80,12 +94,20 @@ static const band_case cases[] = {
 };
 static const int step_counts[] = {1, 5, 10};
 
-static void check_all(int fp32) {
+static void check_all(int fp32, gm_ortho_method method, unsigned restarts) {
     for (int si = 0; si < gm_ns_coeffs_count(); si++)
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
             for (size_t ki = 0; ki < sizeof step_counts / sizeof step_counts[0]; ki++)
-                check_band(&cases[ci], gm_ns_coeffs_at(si), step_counts[ki], fp32);
+                check_band(&cases[ci], gm_ns_coeffs_at(si), step_counts[ki], fp32, method, restarts);
 }
 
-Test(ns_band, fp64_singular_values_follow_the_scalar_map) { check_all(0); }
-Test(ns_band, fp32_singular_values_follow_the_scalar_map) { check_all(1); }
+Test(ns_band, fp64_singular_values_follow_the_scalar_map) { check_all(0, GM_ORTHO_NS, 0); }
+Test(ns_band, fp32_singular_values_follow_the_scalar_map) { check_all(1, GM_ORTHO_NS, 0); }
+
+static const unsigned gram_restarts[] = {0, 1u << 2, ~1u};  // never, before step 2, before every step
+Test(ns_band, gram_fp64_singular_values_follow_the_scalar_map) {
+    for (int r = 0; r < 3; r++) check_all(0, GM_ORTHO_GRAM_NS, gram_restarts[r]);
+}
+Test(ns_band, gram_fp32_singular_values_follow_the_scalar_map) {
+    for (int r = 0; r < 3; r++) check_all(1, GM_ORTHO_GRAM_NS, gram_restarts[r]);
+}

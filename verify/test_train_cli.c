@@ -1,6 +1,7 @@
 // The train program: every preset trains at test size; the same seed gives the same loss curve
-// bit for bit; a run halted mid-way and resumed from its checkpoint continues bit for bit; bad
-// flags and bad checkpoints are refused with one line.
+// bit for bit; a run halted mid-way and resumed from its checkpoint continues bit for bit; gram-ns
+// trains and --ckpt_every=-1 writes no checkpoint; bad flags and bad checkpoints are refused with
+// one line.
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,32 @@ Test(train_cli, plan_memory_prints_the_plan_and_reads_nothing, .timeout = 60) {
     free(out), free(err);
 }
 
+// --ortho=gram-ns trains; --ckpt_every=-1 writes no checkpoint; every train record has its step's
+// wall time (step_s, what bench/peers.py reads).
+Test(train_cli, gram_ns_and_no_checkpoint, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, path[4200];
+    th_make_train_data(dir);
+    cr_assert_eq(th_train(dir, "softcap", "--n_value_embeds=2 --skip_attn_mask=4 --ortho=gram-ns --ckpt_every=-1", &out, &err), 0,
+                 "%s", err);
+    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+    cr_assert_not(th_file_exists(path), "--ckpt_every=-1 wrote %s", path);
+    snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+    char *log;
+    size_t len;
+    cr_assert_eq(gm_read_all(path, &log, &len), 0, "%s", gm_error());
+    int train_records = 0, timed = 0;
+    for (char *p = log; (p = strstr(p, "\"event\":\"train\"")); p++) {
+        train_records++;
+        char *end = strchr(p, '\n'), *t = strstr(p, "\"step_s\":");
+        if (t && (!end || t < end) && atof(t + 9) > 0) timed++;
+    }
+    cr_assert_eq(train_records, 6, "%s", log);
+    cr_assert_eq(timed, train_records, "train records without a positive step_s: %s", log);
+    free(log), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
 // Run train with `extra`; it must exit 1 with one stderr line containing `fault`.
 static void refused(const char *preset, const char *extra, const char *fault) {
     char *dir = th_tmpdir(), *out, *err;
@@ -132,6 +159,10 @@ Test(train_cli, bad_flags_are_refused, .timeout = 120) {
     // The val shard holds 2000 tokens: 7 batches of 4 x 64 before the loader wraps around.
     refused("muon-v2", "--val_tokens=2048",
             "val_*.bin hold 1792 distinct tokens in batches of W*B*T = 256; at most --val_tokens=1792 (more would count tokens twice)\n");
+        refused("softcap", "--ortho=gram-ns --gram_restarts=2,x", "--gram_restarts: '2,x' is not 'none' or a comma-separated");
+    refused("softcap", "--ortho=gram-ns --gram_restarts=0", "--gram_restarts: '0' is not 'none'");
+    refused("softcap", "--ckpt_every=-2", "--ckpt_every: -2 is out of range");
+    refused("muon-v2", "--gram_restarts=2", "--gram_restarts: has no effect on this run");
     refused("gpt5", "", "--preset: unknown preset 'gpt5'");
     refused("muon-v2", "--val_tokens=1000", "val_tokens 1000 is not a positive multiple of world*B*T");
     refused("muon-v2", "--train_data=/nonexistent/x_*.bin", "/nonexistent/x_*.bin: no shard matches");

@@ -79,9 +79,14 @@ static inline const double *gm_ns_triple(const gm_ns_coeffs *set, int k) {
 //   svd            Q from an SVD (LAPACK on the CPU): the reference.
 //   newton-schulz  an odd matrix polynomial iteration (coefficient set, steps) that maps each
 //                  singular value of the normalized G through a scalar map, leaving U, V alone.
+//   gram-ns        the same polynomials, iterated on the small Gram matrix R = X X^T of a
+//                  non-square X and applied to X once (Gram Newton-Schulz, Dao-AILab), with
+//                  restarts (X <- Q X, R <- X X^T) before the iterations in gram_restarts; a
+//                  square X runs the newton-schulz iteration with both symmetric products by
+//                  SYRK. Equal to newton-schulz in exact arithmetic, not in rounding.
 // Rank-deficient G: singular values at (or numerically at) zero stay zero in both, so the result is
 // the partial isometry U_r V_r^T over the nonzero singular values. Non-finite input is refused.
-typedef enum { GM_ORTHO_SVD, GM_ORTHO_NS } gm_ortho_method;
+typedef enum { GM_ORTHO_SVD, GM_ORTHO_NS, GM_ORTHO_GRAM_NS } gm_ortho_method;
 
 // Which tensor the NS normalizer's Frobenius norm is taken of, when bf16 is emulated:
 // OF_G: the input as given (records #3, #4: X = bf16(G) / (||G|| + eps));
@@ -91,11 +96,12 @@ typedef enum { GM_NS_NORM_OF_G, GM_NS_NORM_OF_X } gm_ns_norm_src;
 
 typedef struct {
     gm_ortho_method method;
-    const gm_ns_coeffs *coeffs;  // NS: coefficient set (gm_ns_coeffs_find("quintic"))
+    const gm_ns_coeffs *coeffs;  // NS (and gram-ns, as every NS field): coefficient set (gm_ns_coeffs_find("quintic"))
     int steps;                   // NS: iterations, >= 1
     int bf16;                    // NS: round the normalized input and every matmul output to bf16
                                  //     (as bf16 GEMMs with fp32 accumulation do)
     gm_ns_norm_src norm_src;     // NS: see above
+    unsigned gram_restarts;      // gram-ns: bit k set = restart before iteration k (0-based, k >= 1)
     // NS on the CPU harness only (NULL in training; other backends ignore it): called after
     // iteration k = 1..steps with the iterate as a (rows, cols) fp64 host matrix.
     void (*observe)(void *ctx, int k, const double *X, int rows, int cols);

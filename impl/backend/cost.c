@@ -181,14 +181,15 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
 }
 
 // Newton-Schulz per item (gm_cost_ns_flops), bytes: every pass over the (m, n) matrix and the (m, m)
-// Gram matrices, about steps (8 m n + 10 m^2), plus reading G and writing out. The SVD path is
+// Gram matrices, about steps (8 m n + 10 m^2), plus reading G and writing out. Gram NS is priced
+// as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is
 // priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
 void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
     *c = (gm_kernel_cost){0, 0, ""};
     for (int i = 0; i < count; i++) {
         const int r = items[i].rows, k = items[i].cols;
         const double m = r < k ? r : k, n = r < k ? k : r;
-        if (cfg->method == GM_ORTHO_NS) {
+        if (cfg->method != GM_ORTHO_SVD) {
             c->flops += gm_cost_ns_flops(r, k, cfg->steps);
             c->bytes += F * (cfg->steps * (8 * m * n + 10 * m * m) + 2 * m * n);
         } else {
@@ -198,7 +199,8 @@ void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, co
     }
     double elements = 0;
     for (int i = 0; i < count; i++) elements += (double)items[i].rows * items[i].cols;
+    const int ns = cfg->method != GM_ORTHO_SVD;
     snprintf(c->shape, sizeof c->shape, "%d matrices %.4g elements %s%d%s", count, elements,
-             cfg->method == GM_ORTHO_NS ? "NS" : "SVD", cfg->method == GM_ORTHO_NS ? cfg->steps : 0,
-             cfg->bf16 && cfg->method == GM_ORTHO_NS ? " bf16" : "");
+             cfg->method == GM_ORTHO_GRAM_NS ? "GramNS" : ns ? "NS" : "SVD", ns ? cfg->steps : 0,
+             cfg->bf16 && ns ? " bf16" : "");
 }

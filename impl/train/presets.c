@@ -185,6 +185,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     rc->muon.ortho.bf16 = 1;
     rc->muon.ortho.norm_src = p->ns_norm;
     snprintf(rc->ns_coeffs, sizeof rc->ns_coeffs, "quintic");
+    snprintf(rc->gram_restarts, sizeof rc->gram_restarts, "2");  // Dao-AILab's choice for 5 steps
     rc->seed = 1337;
     snprintf(rc->out_dir, sizeof rc->out_dir, "runs/%s-%s", name, scale);
     snprintf(rc->comm, sizeof rc->comm, "auto");

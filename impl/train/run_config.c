@@ -1,5 +1,6 @@
 #include "train/run_config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@ static const char *const LR_NAMES[] = {"warmup-warmdown", "cooldown-frac", NULL}
 static const char *const MATRIX_NAMES[] = {"adam", "muon", NULL};
 static const char *const MOM_NAMES[] = {"sum", "ema", NULL};
 static const char *const SCALE_NAMES[] = {"none", "sqrt-max", "aspect", NULL};
-static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", NULL};
+static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", "gram-ns", NULL};
 static const char *const NORM_NAMES[] = {"of-g", "of-x", NULL};
 _Static_assert(sizeof(gm_lr_kind) == sizeof(int) && sizeof(gm_matrix_opt) == sizeof(int) &&
                    sizeof(gm_momentum_form) == sizeof(int) && sizeof(gm_muon_scale) == sizeof(int) &&
@@ -58,12 +59,13 @@ static const gm_field FIELDS[] = {
     R_ENUM("ortho", muon.ortho.method, ORTHO_NAMES, "orthogonalizer"),
     R_STR("ns_coeffs", ns_coeffs, "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express)"),
     R_INT("ns_steps", muon.ortho.steps, 1, 100, "Newton-Schulz iterations"),
+    R_STR("gram_restarts", gram_restarts, "gram-ns: restart after these iterations, e.g. 2 or 2,4 (none: never)"),
     R_INT("ns_bf16", muon.ortho.bf16, 0, 1, "emulate bf16 matmuls inside Newton-Schulz"),
     R_ENUM("ns_norm", muon.ortho.norm_src, NORM_NAMES, "Frobenius norm of G or of bf16(G)"),
     // run
     GM_FIELD_U64("seed", gm_run_config, seed, "initialization seed"),
     R_STR("out_dir", out_dir, "folder of the log and checkpoints"),
-    R_INT("ckpt_every", ckpt_every, 0, 1 << 30, "checkpoint every N steps (0: only at the end)"),
+    R_INT("ckpt_every", ckpt_every, -1, 1 << 30, "checkpoint every N steps (0: only at the end; -1: never, for benchmarks)"),
     R_INT("halt_at", halt_at, 0, 1 << 30, "stop after N steps with a checkpoint, as Ctrl-C does (0: never)"),
     R_STR("resume", resume, "checkpoint to resume from"),
     R_INT("overwrite", overwrite, 0, 1, "replace the run already in out_dir (its log.jsonl and ckpt.bin)"),
@@ -199,6 +201,9 @@ static int lr_warmup_warmdown(const gm_run_config *rc) { return rc->lr.kind == G
 static int lr_cooldown_frac(const gm_run_config *rc) { return rc->lr.kind == GM_LR_COOLDOWN_FRAC; }
 static int matrices_by_muon(const gm_run_config *rc) { return rc->matrix_opt == GM_MATRIX_MUON; }
 static int has_window(const gm_run_config *rc) { return rc->model.window_start_tokens > 0; }
+static int uses_gram_ns(const gm_run_config *rc) {
+    return rc->matrix_opt == GM_MATRIX_MUON && rc->muon.ortho.method == GM_ORTHO_GRAM_NS;
+}
 
 static const struct {
     const char *key;
@@ -211,6 +216,7 @@ static const struct {
     {"muon_momentum_from", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
     {"muon_momentum_warmup_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
     {"window_end_tokens", has_window, "--window_start_tokens=0: no sliding window"},
+    {"gram_restarts", uses_gram_ns, "the matrices are not orthogonalized by --ortho=gram-ns"},
 };
 
 static int refuse_unused_flags(const gm_run_config *rc) {
@@ -219,6 +225,22 @@ static int refuse_unused_flags(const gm_run_config *rc) {
             return gm_fail("--%s: has no effect on this run (%s, preset %s); leave it out", DEPENDENT[i].key,
                            DEPENDENT[i].why, rc->model.name);
     return 0;
+}
+
+// "2,4" -> bits 2 and 4 (restart before 0-based iteration k = after k iterations); "none" -> 0.
+static int parse_restarts(const char *list, unsigned *mask) {
+    *mask = 0;
+    if (!strcmp(list, "none")) return 0;
+    for (const char *p = list;;) {
+        char *end;
+        errno = 0;
+        long k = strtol(p, &end, 10);
+        if (end == p || errno || k < 1 || k > 31 || (*end != ',' && *end != 0))
+            return gm_fail("--gram_restarts: '%s' is not 'none' or a comma-separated list of iterations 1..31", list);
+        *mask |= 1u << k;
+        if (!*end) return 0;
+        p = end + 1;
+    }
 }
 
 int gm_run_config_finish(gm_run_config *rc) {
@@ -230,6 +252,7 @@ int gm_run_config_finish(gm_run_config *rc) {
     rc->muon.lr = rc->lr_matrix;
     rc->muon.ortho.coeffs = gm_ns_coeffs_find(rc->ns_coeffs);
     if (!rc->muon.ortho.coeffs) return gm_fail("--ns_coeffs: %s", gm_error());
+    if (parse_restarts(rc->gram_restarts, &rc->muon.ortho.gram_restarts)) return -1;
     if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->lr.warmup + rc->lr.warmdown > rc->steps)
         return gm_fail("--warmup_frac/--warmdown_frac: %g + %g exceed 1", rc->warmup_frac, rc->warmdown_frac);
     if (gm_config_check(&rc->model)) return -1;

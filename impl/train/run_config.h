@@ -38,12 +38,13 @@ typedef struct {
     double lr_embed, lr_head, lr_scalar, lr_matrix;
     gm_matrix_opt matrix_opt;  // the adamw preset trains matrices with AdamW too
     gm_adam_hparams adam;      // betas, eps, weight decay, grad normalization (lr per group above)
-    gm_muon_hparams muon;      // lr = lr_matrix; ortho.coeffs set from ns_coeffs
+    gm_muon_hparams muon;      // lr = lr_matrix; ortho.coeffs set from ns_coeffs, gram_restarts from gram_restarts
     char ns_coeffs[32];
+    char gram_restarts[64];    // gram-ns: restart after these iterations, comma-separated ("2", "2,4", "none")
 
     uint64_t seed;
     char out_dir[512];   // log and checkpoints
-    int ckpt_every;      // 0: only at the end (and on Ctrl-C)
+    int ckpt_every;      // 0: only at the end (and on Ctrl-C); -1: never
     int halt_at;         // stop after this many steps as if interrupted (0: run to the end)
     int dump_at;         // at this step, write every block matrix's gradient and Muon momentum to
                          // out_dir/matrices/ (base/matfile.h format) for the NS harness (-1: never)

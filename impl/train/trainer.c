@@ -440,7 +440,9 @@ static long peak_rss_kb(void) {
     return ru.ru_maxrss;
 }
 
-static int log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens) {
+// step_s: this step's wall time (train records; benchmarks read it, e.g. bench/peers.py).
+static int log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens,
+                      double step_s) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", event);
     gm_jsonl_int(&t->log, "step", s);
@@ -448,6 +450,7 @@ static int log_record(trainer *t, const char *event, int s, double loss, double 
     gm_jsonl_num(&t->log, event[0] == 'v' ? "val_loss" : "train_loss", loss);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "lr_mult", lr);
     gm_jsonl_num(&t->log, "train_time_s", train_s);
+    if (event[0] != 'v') gm_jsonl_num(&t->log, "step_s", step_s);
     gm_jsonl_int(&t->log, "peak_rss_kb", peak_rss_kb());  // host memory so far, to hold against the plan
     return gm_jsonl_end(&t->log);
 }
@@ -571,7 +574,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
             if (validate(t, &val_loss)) goto fail;
             val_step = s;
-            if (log_record(t, "val", s, val_loss, 0, train_s, tokens)) goto fail;
+            if (log_record(t, "val", s, val_loss, 0, train_s, tokens, 0)) goto fail;
             if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
         }
         if (s == rc->steps) break;
@@ -584,7 +587,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         if (s - start >= UNTIMED_STEPS) train_s += dt, timed_tokens += step_tokens;
         if (res->train_loss) res->train_loss[s] = loss;
         double mult = gm_lr_mult(&rc->lr, s);
-        if (log_record(t, "train", s, loss, mult, train_s, tokens)) goto fail;
+        if (log_record(t, "train", s, loss, mult, train_s, tokens, dt)) goto fail;
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
@@ -600,7 +603,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         }
     }
     t->step = s;
-    if (save_checkpoint(t, s)) goto fail;
+    if (rc->ckpt_every >= 0 && save_checkpoint(t, s)) goto fail;
     {
         res->steps_done = s;
         res->final_val_loss = val_loss;

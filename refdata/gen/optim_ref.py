@@ -48,16 +48,18 @@ def run_torch(opt_cls, kwargs, shapes, normalize_grad=False):
     return [p.detach() for p in params]
 
 
-def newton_schulz(G, steps=5, eps=1e-7):
+def newton_schulz(G, steps=5, eps=1e-7, dtype=torch.float32):
+    """The speedrun's quintic on the wide orientation; dtype bf16 as the records run it on GPUs
+    (bench/peers_model.py times both), fp32 for the reference trajectories."""
     a, b, c = (3.4445, -4.7750, 2.0315)
-    X = G / (G.norm() + eps)
+    X = (G / (G.norm() + eps)).to(dtype)
     transposed = X.size(0) > X.size(1)
     if transposed:
         X = X.T
     for _ in range(steps):
         A = X @ X.T
         X = a * X + (b * A + c * (A @ A)) @ X
-    return X.T if transposed else X
+    return (X.T if transposed else X).to(G.dtype)
 
 
 def run_muon(first, lr, mu, nesterov, ema, scale_rule, split_qkv):

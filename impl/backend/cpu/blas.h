@@ -12,7 +12,8 @@
 #define GM_GEMM cblas_sgemm
 #endif
 
-// Set OpenBLAS to one thread, once per process (cheap to call before every kernel).
+// Set OpenBLAS to one thread if it is not (cheap to call before every kernel). Call it outside
+// parallel regions: OpenBLAS's thread count is process-wide.
 void gm_cpu_blas_single_thread(void);
 
 #endif

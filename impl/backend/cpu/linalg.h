@@ -14,6 +14,9 @@ typedef enum { GM_MM_BLAS, GM_MM_NAIVE } gm_mm_impl;
 // gm_fail on bad arguments, non-finite input or out of memory (out is then untouched).
 int gm_ns_f64(const gm_ortho *cfg, const double *G, double *out, int rows, int cols, gm_mm_impl mm);
 int gm_ns_f32(const gm_ortho *cfg, const float *G, float *out, int rows, int cols, gm_mm_impl mm);
+// Gram Newton-Schulz (gram_newton_schulz.inc), the same contract; cfg->gram_restarts applies.
+int gm_gram_ns_f64(const gm_ortho *cfg, const double *G, double *out, int rows, int cols, gm_mm_impl mm);
+int gm_gram_ns_f32(const gm_ortho *cfg, const float *G, float *out, int rows, int cols, gm_mm_impl mm);
 
 // Thin SVD, A (m, n) = U (m, k) diag(s) (k) Vt (k, n), k = min(m, n), s descending (LAPACK gesdd).
 int gm_svd_f64(const double *A, int m, int n, double *U, double *s, double *Vt);

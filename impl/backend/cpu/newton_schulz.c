@@ -1,5 +1,6 @@
-// Newton-Schulz orthogonalization in fp64 and fp32 (with optional bf16 emulation): the same body
-// (newton_schulz.inc) instantiated once per element type.
+// Newton-Schulz orthogonalization in fp64 and fp32 (with optional bf16 emulation), plain
+// (newton_schulz.inc) and Gram (gram_newton_schulz.inc), over the matrix operations of
+// ns_ops.inc: the same bodies instantiated once per element type.
 //
 // One iteration with the triple (a, b, c), X (m, n) wide:
 //   A = X X^T            (m, m)
@@ -24,7 +25,14 @@
 #define SFX f64
 #define GEMM cblas_dgemm
 #define SYRK cblas_dsyrk
+#include "backend/cpu/ns_ops.inc"
 #include "backend/cpu/newton_schulz.inc"
+#include "backend/cpu/gram_newton_schulz.inc"
+#undef NS_FN
+#undef NS_CAT
+#undef NS_CAT_
+#undef NS_TILE
+#undef NS_SYM_BLOCK
 #undef T
 #undef SFX
 #undef GEMM
@@ -34,7 +42,14 @@
 #define SFX f32
 #define GEMM cblas_sgemm
 #define SYRK cblas_ssyrk
+#include "backend/cpu/ns_ops.inc"
 #include "backend/cpu/newton_schulz.inc"
+#include "backend/cpu/gram_newton_schulz.inc"
+#undef NS_FN
+#undef NS_CAT
+#undef NS_CAT_
+#undef NS_TILE
+#undef NS_SYM_BLOCK
 #undef T
 #undef SFX
 #undef GEMM

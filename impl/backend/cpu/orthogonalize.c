@@ -24,18 +24,43 @@ int gm_ortho_check_input(const char *who, const void *G, int is_f64, int rows, i
 static int orthogonalize_one(const gm_ortho *cfg, const gm_real *G, gm_real *out, int rows, int cols) {
 #ifdef GM_FP64
     if (cfg->method == GM_ORTHO_SVD) return gm_svd_polar_f64(G, out, rows, cols);
+    if (cfg->method == GM_ORTHO_GRAM_NS) return gm_gram_ns_f64(cfg, G, out, rows, cols, GM_MM_BLAS);
     return gm_ns_f64(cfg, G, out, rows, cols, GM_MM_BLAS);
 #else
     if (cfg->method == GM_ORTHO_SVD) return gm_svd_polar_f32(G, out, rows, cols);
+    if (cfg->method == GM_ORTHO_GRAM_NS) return gm_gram_ns_f32(cfg, G, out, rows, cols, GM_MM_BLAS);
     return gm_ns_f32(cfg, G, out, rows, cols, GM_MM_BLAS);
 #endif
 }
 
+// NS's flops are proportional to min(rows, cols)^2 max(rows, cols).
+static double cost_of(const gm_ortho_item *it) {
+    const double m = it->rows < it->cols ? it->rows : it->cols;
+    return m * it->rows * it->cols;
+}
+
+// The thread policy: the items run in parallel over the OpenMP threads, each item on one thread
+// with single-threaded BLAS, so an item's result does not depend on the thread count or on which
+// thread computes it (its arithmetic is the same calls in the same order). The harness's observe
+// callback is not made for concurrent use: with it, items run one after another.
 void gm_cpu_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
     (void)be;
     gm_cpu_blas_single_thread();
+    int *order = malloc((size_t)(count > 0 ? count : 1) * sizeof *order);
+    if (!order) {
+        gm_cpu_record_error("orthogonalize: out of memory for %d items", count);
+        return;
+    }
+    // Largest first (a stable insertion sort: a step has tens of items), so that with dynamic
+    // scheduling the threads finish at nearly the same time.
     for (int i = 0; i < count; i++) {
-        const gm_ortho_item *it = &items[i];
+        int j = i;
+        for (; j > 0 && cost_of(&items[order[j - 1]]) < cost_of(&items[i]); j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1 && !cfg->observe)
+    for (int t = 0; t < count; t++) {
+        const gm_ortho_item *it = &items[order[t]];
         if (orthogonalize_one(cfg, it->G, it->out, it->rows, it->cols)) {
             gm_cpu_record_error("orthogonalize %s: %s", it->name ? it->name : "(unnamed)", gm_error());
             continue;
@@ -45,4 +70,5 @@ void gm_cpu_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count, 
             for (size_t j = 0; j < (size_t)it->rows * it->cols; j++) it->out[j] *= s;
         }
     }
+    free(order);
 }
