@@ -78,6 +78,9 @@ static int read_status(gm_cuda_ctx *c, int *host, const int *dev, int count) {
 void gm_cuda_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (count <= 0) return;
+    if (cfg->method == GM_ORTHO_GRAM_NS)
+        return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize",
+                            "gram-ns has no CUDA implementation yet (--ortho=newton-schulz or svd)");
     const int ns = cfg->method == GM_ORTHO_NS;
     if (ns && !cfg->coeffs)
         return gm_cuda_note(c, __FILE__, __LINE__, "orthogonalize", "newton-schulz: no coefficient set given");
