@@ -40,6 +40,7 @@ rm -f "$RUNS/load.txt"
 # The command as make would show it, for the report.
 cmd="make repro SCALE=$SCALE SEEDS=$SEEDS${BUDGET:+ BUDGET=$BUDGET}"
 if [ "$PRESETS" != "adamw muon-v1 muon-v2 untied value-embed softcap" ]; then cmd+=" PRESETS=\"$PRESETS\""; fi
+if [ "$BUILD" != build ]; then cmd+=" BUILD=$BUILD"; fi
 if [ -n "$OVERLAY" ]; then cmd+=" OVERLAY=\"$OVERLAY\""; fi
 
 start=$(date +%s)
