@@ -123,6 +123,7 @@ def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
     base = point["adamw"]
     lines = ["| preset | tokens to %.4f | %g%% bootstrap interval | fraction of adamw | fewer tokens than previous record: bootstrap p |"
              % (target, 100 * (1 - alpha)), "|---|---|---|---|---|"]
+    links = []  # the records' ordering, one verdict per consecutive pair
     for p in presets:
         r = sorted(reps[p])
         lo, hi = st.quantile(r, alpha / 2), st.quantile(r, 1 - alpha / 2)
@@ -135,12 +136,18 @@ def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
             # (both "not reached" counts as a tie): the bootstrap's one-sided p for "fewer tokens".
             pv = sum(a >= b for a, b in zip(reps[p], reps[q])) / resamples
             rev = sum(a <= b for a, b in zip(reps[p], reps[q])) / resamples
-            cell = "%s%s" % (fmt_p(pv) if pv > 0 else "< %g" % (1.0 / resamples), "" if pv < alpha else " (not separable)")
+            shown = fmt_p(pv) if pv > 0 else "< %g" % (1.0 / resamples)
+            cell = "%s%s" % (shown, "" if pv < alpha else " (not separable)")
+            verdict = "shown, p %s" % (shown if pv == 0 else "= " + shown) if pv < alpha else \
+                "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (p = %s)" % shown
+            links.append("%s %s %s: %s" % (q, ">=" if p == "softcap" else ">", p, verdict))
             if pv >= alpha:
                 notes.append("tokens to target: %s and %s are not separable at α = %g (bootstrap p = %s)%s." %
                              (p, q, alpha, fmt_p(pv), "; the reverse holds: %s needs fewer (p = %s)" % (q, fmt_p(rev))
                               if rev < alpha else ""))
         lines.append("| %s | %s | %s | %s | %s |" % (p, fmt_tokens(point[p]), interval, frac, cell))
+    if links:
+        lines += ["", "The records' ordering in tokens to target, link by link at α = %g: %s." % (alpha, "; ".join(links))]
     return lines, target
 
 

@@ -129,9 +129,12 @@ def check_tokens_in_table():
             got = int(row(table, preset)[1])
             if abs(got - want) > 1:
                 raise AssertionError("%s: tokens %d, want %d" % (preset, got, want))
-        # muon-v2 always needs fewer tokens than muon-v1: bootstrap p below 1 / resamples.
+        # muon-v2 always needs fewer tokens than muon-v1: bootstrap p below 1 / resamples; muon-v1 fails
+        # to reach the target in the draws where adamw's resampled final loss is low.
         if row(table, "muon-v2")[4] != "< 0.0005":
             raise AssertionError("muon-v2 vs muon-v1: %s" % row(table, "muon-v2")[4])
+        if "adamw > muon-v1: not separable (p = " not in table or "muon-v1 > muon-v2: shown, p < 0.0005." not in table:
+            raise AssertionError("the ordering line:\n%s" % table)
         # muon-v2 needs 2000 - 100 m tokens, m the resampled mean of SLEEP2: its 99% interval is
         # about 1767 -+ 100 z_0.995 sd(m), sd(m) = the population sd of SLEEP2 / sqrt(10) (normal
         # approximation of the bootstrap distribution, to within 50 tokens).
