@@ -4,88 +4,21 @@
 // a changed configuration or init makes the test say the refdata is stale (`make refdata`).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "backend/cpu/cpu.h"
-#include "base/error.h"
-#include "base/io.h"
-#include "helpers.h"
-#include "model/model.h"
-#include "train/run_config.h"
+#include "refdata_fixture.h"
 
 #define BAR 1e-4
 
-static char *slurp(const char *preset, const char *file, size_t *len) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "refdata/model/%s/%s", preset, file);
-    char *data;
-    cr_assert_eq(gm_read_all(th_root_path(rel), &data, len), 0, "%s", gm_error());
-    return data;
-}
-
-static unsigned long long meta_int(const char *meta, const char *key, int base) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\n%s = ", key);
-    const char *p = strstr(meta, pat);
-    cr_assert_not_null(p, "meta.txt has no %s", key);
-    return strtoull(p + strlen(pat), NULL, base);
-}
-
-static double rel_err(const gm_real *a, const float *ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++)
-        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]), den += (double)ref[i] * ref[i];
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
 static void check_preset(const char *preset) {
-    gm_config cfg;
-    cr_assert_eq(gm_preset_model(&cfg, preset, "test"), 0);
-    size_t len, tlen, rlen;
-    char *meta = slurp(preset, "meta.txt", &len), desc[4096];
-    cr_assert_eq(gm_config_describe(&cfg, desc, sizeof desc), 0);
-    cr_assert(strncmp(meta, desc, strlen(desc)) == 0,
-              "%s: configuration changed since refdata was made: run make refdata", preset);
-    gm_model m;
-    cr_assert_eq(gm_model_create(&m, &cfg, gm_backend_cpu()), 0, "%s", gm_error());
-    cr_assert_eq(gm_model_init(&m, (uint64_t)meta_int(meta, "seed", 10), GM_INIT_TEST), 0);
-    cr_assert_eq(fnv1a(m.p, sizeof(gm_real) * m.params.total), (uint64_t)meta_int(meta, "params_fnv", 16),
-                 "%s: parameter init changed since refdata was made: run make refdata", preset);
-    gm_model_set_window(&m, (int)meta_int(meta, "window_blocks", 10));
-    int32_t *tok = (int32_t *)slurp(preset, "tokens.bin", &tlen);
-    int N = cfg.batch * cfg.seq_len, Vp = cfg.vocab_padded;
-    cr_assert_eq(tlen, sizeof(int32_t) * (N + 1));
-    float *ref = (float *)slurp(preset, "ref.bin", &rlen);
-    cr_assert_eq(rlen, sizeof(float) * (1 + (size_t)N * Vp + m.params.count), "%s: ref.bin size", preset);
-
-    double loss = gm_model_forward(&m, tok, tok + 1, cfg.batch, cfg.seq_len);
-    cr_assert_eq(gm_model_backward(&m, 1.0), 0, "%s", gm_error());
-    double e_loss = fabs(loss - ref[0]) / fabs(ref[0]);
-    cr_expect(e_loss < BAR, "%s: loss %.8g vs %.8g", preset, loss, ref[0]);
-    const gm_real *logits = m.a + m.acts.v[m.aix.logits].offset;
-    double e_logits = rel_err(logits, ref + 1, (size_t)N * Vp), e_grad = 0;
-    cr_expect(e_logits < BAR, "%s: logits relative error %.3g", preset, e_logits);
-    const float *g = ref + 1 + (size_t)N * Vp;
-    const char *worst = "";
-    for (int i = 0; i < m.params.n; i++) {
-        const gm_view *v = &m.params.v[i];
-        double e = rel_err(gm_grad(&m, i), g, v->numel);
-        cr_expect(e < BAR, "%s: d%s relative error %.3g", preset, v->name, e);
-        if (e > e_grad) e_grad = e, worst = v->name;
-        g += v->numel;
-    }
-    cr_log_info("refdata %s: loss %.2e logits %.2e worst gradient %.2e (d%s)", preset, e_loss, e_logits, e_grad, worst);
-    free(meta), free(tok), free(ref);
-    gm_model_free(&m);
+    th_refcase rc;
+    th_ref_open(&rc, preset, NULL, NULL);
+    th_referr e = th_ref_compare(&rc, rc.window, rc.ref, 1);
+    cr_expect(e.loss < BAR, "%s: loss relative error %.3g", preset, e.loss);
+    cr_expect(e.logits < BAR, "%s: logits relative error %.3g", preset, e.logits);
+    cr_expect(e.grad < BAR, "%s: d%s relative error %.3g (the worst gradient)", preset, e.worst, e.grad);
+    cr_log_info("refdata %s: loss %.2e logits %.2e worst gradient %.2e (d%s)", preset, e.loss, e.logits, e.grad,
+                e.worst);
+    th_ref_close(&rc);
 }
 
 Test(refdata, adamw) { check_preset("adamw"); }

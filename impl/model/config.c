@@ -21,7 +21,7 @@ const gm_field gm_config_fields[] = {
     C_INT("vocab_padded", vocab_padded, 2, 1 << 20, "rows of the embedding/head tables"),
     C_INT("n_layer", n_layer, 1, GM_MAX_LAYERS, "transformer blocks"),
     C_INT("n_head", n_head, 1, 1024, "attention heads"),
-    C_INT("head_dim", head_dim, 2, 1024, "dimension per head"),
+    C_INT("head_dim", head_dim, 2, GM_MAX_HEAD_DIM, "dimension per head"),
     C_INT("d_model", d_model, 2, 1 << 16, "model width"),
     C_INT("d_mlp", d_mlp, 2, 1 << 18, "MLP hidden width"),
     C_INT("seq_len", seq_len, 1, 1 << 20, "tokens per sequence (T)"),
@@ -34,6 +34,7 @@ const gm_field gm_config_fields[] = {
     C_DOUBLE("norm_eps", norm_eps, 0, 1, "RMSNorm epsilon"),
     C_DOUBLE("rotary_base", rotary_base, 1, 1e9, "rotary base"),
     C_INT("rotary_half_truncated", rotary_half_truncated, 0, 1, "record #18's half-truncated rotary"),
+    C_INT("rotary_bf16", rotary_bf16, 0, 1, "record #16's rotary frequencies rounded to bf16 (0: exact)"),
     C_INT("branch_scale_depth", branch_scale_depth, 0, 1, "attention branch x 1/sqrt(2 n_layer)"),
     C_ENUM("mlp_act", mlp_act, ACT_NAMES, "MLP activation"),
     C_DOUBLE("softcap", softcap, 0, 1e6, "logit softcap (0: none)"),
@@ -70,9 +71,12 @@ int gm_config_check(const gm_config *c) {
         return gm_fail("config: n_layer %d not in [1, %d]", c->n_layer, GM_MAX_LAYERS);
     if (c->n_head * c->head_dim != c->d_model)
         return gm_fail("config: n_head %d x head_dim %d != d_model %d", c->n_head, c->head_dim, c->d_model);
-    if (c->head_dim % 2) return gm_fail("config: head_dim %d must be even (rotary)", c->head_dim);
+    if (c->head_dim % 2 || c->head_dim > GM_MAX_HEAD_DIM)
+        return gm_fail("config: head_dim %d must be even (rotary) and at most %d", c->head_dim, GM_MAX_HEAD_DIM);
     if (c->rotary_half_truncated && (c->head_dim % 4 || c->head_dim < 8))
         return gm_fail("config: head_dim %d must be a multiple of 4, >= 8, for the half-truncated rotary", c->head_dim);
+    if (c->rotary_bf16 && c->rotary_half_truncated)
+        return gm_fail("config: rotary_bf16 rounds the base^(-2i/HD) table, not the half-truncated rotary");
     if (c->vocab < 2 || c->vocab_padded < c->vocab)
         return gm_fail("config: vocab %d / padded %d", c->vocab, c->vocab_padded);
     if (c->eot < 0 || c->eot >= c->vocab) return gm_fail("config: eot %d outside the vocabulary", c->eot);

@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "base/fields.h"
 
-enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8 };
+enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8, GM_MAX_HEAD_DIM = 1024 };
 
 // Which layer reads which value-embedding table (records #16 and #18), for n tables and L layers:
 // UNET: tables 0..n-1 on the first n layers and mirrored on the last n (012345 543210);
@@ -31,6 +31,7 @@ typedef struct {
     double norm_eps;            // 1e-6 (hand-written norm, #2-#4) or 2^-23 (F.rms_norm, #8+)
     double rotary_base;         // 1e4; 1024 for the half-truncated rotary of #18
     int rotary_half_truncated;  // #18: HD/4 frequencies base^(-i/(HD/4-1)), the other HD/4 pairs fixed
+    int rotary_bf16;            // #16: frequencies as fp32, rounded to bf16 (its inv_freq buffer under .bfloat16())
     int branch_scale_depth;     // attention branch scaled by 1/sqrt(2 n_layer) (#2-#4)
     gm_act mlp_act;
     double softcap;      // logits cap*tanh(z/cap); 0: none

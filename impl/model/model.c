@@ -7,6 +7,7 @@
 
 #include "backend/attn_mask.h"
 #include "base/error.h"
+#include "model/rotary.h"
 
 // ---- parameters ----
 
@@ -102,19 +103,9 @@ static int build_acts(gm_model *m, int B, int T) {
     size_t half = (size_t)c->head_dim / 2;
     m->cos_t = be->alloc(be, sizeof(gm_real) * T * half), m->sin_t = be->alloc(be, sizeof(gm_real) * T * half);
     if (!m->a || !m->ids || !m->targets || !m->doc || !m->cos_t || !m->sin_t) return -1;
-    // Rotary tables, half-split pairs i < HD/2: frequency base^(-2i/HD); the half-truncated
-    // variant (#18) uses base^(-i/(HD/4-1)) for i < HD/4 and 0 (identity) above.
     gm_real *ct = malloc(sizeof(gm_real) * T * half), *st = malloc(sizeof(gm_real) * T * half);
     if (!ct || !st) return free(ct), free(st), gm_fail("model: out of host memory");
-    for (int tt = 0; tt < T; tt++)
-        for (size_t i = 0; i < half; i++) {
-            double w;
-            if (c->rotary_half_truncated)
-                w = i < half / 2 ? pow(c->rotary_base, -(double)i / (double)(half / 2 - 1)) : 0.0;
-            else
-                w = pow(c->rotary_base, -2.0 * (double)i / c->head_dim);
-            ct[tt * half + i] = (gm_real)cos(tt * w), st[tt * half + i] = (gm_real)sin(tt * w);
-        }
+    gm_rotary_tables(c, T, ct, st);
     be->upload(be, m->cos_t, ct, sizeof(gm_real) * T * half);
     be->upload(be, m->sin_t, st, sizeof(gm_real) * T * half);
     free(ct), free(st);

@@ -67,7 +67,7 @@ static const preset PRESETS[] = {
      .lr_embed = 0.3, .lr_head = 0.002, .lr_scalar = 0.002, .lr_matrix = 0.02, .matrix_opt = GM_MATRIX_MUON,
      .beta1 = 0.9, .form = GM_MOMENTUM_SUM, .scale = GM_MUON_SCALE_ASPECT, .batch0_twice = 1,
      .ns_norm = GM_NS_NORM_OF_X},
-    {.model = {.name = "value-embed", UNTIED, LONG_CONTEXT, .rotary_base = 10000.0, .softcap = 30.0,
+    {.model = {.name = "value-embed", UNTIED, LONG_CONTEXT, .rotary_base = 10000.0, .rotary_bf16 = 1, .softcap = 30.0,
                .n_value_embeds = 6, .ve_pattern = GM_VE_UNET},
      .steps = 1480, .warmup = 0, .warmdown = 600, .val_every = 125,
      .lr_embed = 0.6, .lr_head = 0.008, .lr_scalar = 0.04, .lr_matrix = 0.05, .matrix_opt = GM_MATRIX_MUON,
@@ -154,6 +154,10 @@ static const scale_rule SCALES[] = {
     {"tiny", shrink_tiny, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
     {"test", shrink_test, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
 };
+
+const char *const gm_scale_names[] = {"full", "tiny", "test", NULL};
+_Static_assert(sizeof gm_scale_names / sizeof gm_scale_names[0] == sizeof SCALES / sizeof SCALES[0] + 1,
+               "one name per scale rule");
 
 int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale) {
     memset(rc, 0, sizeof *rc);

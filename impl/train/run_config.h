@@ -57,8 +57,9 @@ typedef struct {
 int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale);
 // Only the model of that preset and scale.
 int gm_preset_model(gm_config *cfg, const char *name, const char *scale);
-// The preset names, NULL-terminated.
+// The preset names and the scale names, NULL-terminated.
 extern const char *const gm_preset_names[];
+extern const char *const gm_scale_names[];
 // Apply one override; fails naming the flag (unknown key, malformed or out-of-range value).
 int gm_run_config_set(gm_run_config *rc, const char *key, const char *value);
 // Derived fields (schedule steps, coefficient pointer) and consistency; fails naming the field.

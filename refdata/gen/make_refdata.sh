@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate refdata/model/<preset>/ from our C model's inputs and our PyTorch reference.
+# Regenerate refdata/model/<preset>/ and refdata/rotary/ from our C model's inputs and PyTorch.
 # usage: bash refdata/gen/make_refdata.sh BUILD_DIR     (run from the repository root; `make refdata`)
 # Needs Debian's python3-torch under /usr/bin/python3. CI never runs this: tests only read the
 # committed files.
@@ -12,14 +12,17 @@ if ! "$py" -c 'import torch, numpy' 2>/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$build/dump_refmodel" --out="$tmp"
-for dir in "$tmp"/*/; do
+mkdir "$tmp/in"
+"$build/dump_refmodel" --out="$tmp/in"
+for dir in "$tmp"/in/*/; do
   preset=$(basename "$dir")
   out=refdata/model/$preset
-  mkdir -p "$out"
-  "$py" refdata/gen/ref_model.py "$dir" "$tmp/$preset.ref.bin"
+  mkdir -p "$tmp/out/$preset"
+  "$py" refdata/gen/ref_model.py "$dir" "$tmp/out/$preset"
   # the weights are not committed: the test rebuilds them from the seed and checks params_fnv
-  cp "$dir/meta.txt" "$dir/params.txt" "$dir/tokens.bin" "$out/"
-  cp "$tmp/$preset.ref.bin" "$out/ref.bin"
+  rm -rf "$out" && mkdir -p "$out"
+  cp "$dir/meta.txt" "$dir/params.txt" "$dir/tokens.bin" "$tmp/out/$preset"/*.bin "$out/"
 done
-echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)), $("$py" -c 'import torch; print("torch", torch.__version__)')"
+mkdir -p refdata/rotary
+"$py" refdata/gen/rotary_ref.py "$tmp/in/rotary_bf16.txt" refdata/rotary/bf16_inv_freq.txt
+echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)) and refdata/rotary/, $("$py" -c 'import torch; print("torch", torch.__version__)')"

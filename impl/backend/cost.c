@@ -1,0 +1,204 @@
+#include "backend/cost.h"
+
+#include <stdio.h>
+
+#define F ((double)sizeof(gm_real))  // bytes per element
+
+static void shape(gm_kernel_cost *c, const char *fmt, long long a, long long b, long long d, long long e) {
+    snprintf(c->shape, sizeof c->shape, fmt, a, b, d, e);
+}
+
+double gm_cost_ns_flops(int rows, int cols, int steps) {
+    double m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+    return steps * (3 * m * m * n + 2 * m * m * m);
+}
+
+double gm_cost_attn_pairs(int T, int block, int window_blocks) {
+    double pairs = 0;
+    for (long long q = 0; q < T; q++) {
+        long long lo = window_blocks > 0 ? (q / block - window_blocks + 1) * block : 0;
+        pairs += (double)(q - (lo > 0 ? lo : 0) + 1);
+    }
+    return pairs;
+}
+
+void gm_cost_copy(gm_kernel_cost *c, void *dst, const void *src, size_t bytes) {
+    (void)dst, (void)src;
+    *c = (gm_kernel_cost){0, 2.0 * (double)bytes, ""};
+    shape(c, "%lld bytes", (long long)bytes, 0, 0, 0);
+}
+
+void gm_cost_fill(gm_kernel_cost *c, gm_real *p, gm_real value, size_t n) {
+    (void)p, (void)value;
+    *c = (gm_kernel_cost){0, F * (double)n, ""};
+    shape(c, "%lld", (long long)n, 0, 0, 0);
+}
+
+// Gather: reads the rows and ids, writes out. Scatter-add: reads dout, read-modify-writes rows.
+void gm_cost_embed_fwd(gm_kernel_cost *c, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
+    (void)out, (void)ids, (void)table;
+    *c = (gm_kernel_cost){0, F * 2.0 * N * C + 4.0 * N, ""};
+    shape(c, "%lldx%lld", N, C, 0, 0);
+}
+void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
+                       int C) {
+    (void)dtable, (void)ids, (void)dout;
+    *c = (gm_kernel_cost){(double)N * C, F * 3.0 * N * C + 4.0 * N, ""};
+    shape(c, "%lldx%lld into %lldx%lld", N, C, V, C);
+}
+
+// fwd: 2 N C OC flops, reads inp and W, writes out. bwd: each wanted product 2 N C OC, reads dout
+// and the other operand, read-modify-writes its output.
+void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+    (void)out, (void)inp, (void)W;
+    *c = (gm_kernel_cost){2.0 * N * C * OC, F * ((double)N * C + (double)OC * C + (double)N * OC), ""};
+    shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
+}
+void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
+                        const gm_real *W, int N, int C, int OC) {
+    (void)dout, (void)inp, (void)W;
+    const double nc = (double)N * C, oc = (double)OC * C, no = (double)N * OC;
+    *c = (gm_kernel_cost){0, 0, ""};
+    if (dinp) c->flops += 2 * nc * OC, c->bytes += F * (no + oc + 2 * nc);
+    if (dW) c->flops += 2 * nc * OC, c->bytes += F * (no + nc + 2 * oc);
+    shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
+}
+
+// ~3 flops per element (square-accumulate, scale), reads x, writes out and rstd; bwd ~6, reads
+// dout, x, rstd, read-modify-writes dinp.
+void gm_cost_rmsnorm_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
+                         double eps) {
+    (void)out, (void)rstd, (void)inp, (void)eps;
+    *c = (gm_kernel_cost){3.0 * N * C, F * (2.0 * N * C + N), ""};
+    shape(c, "%lldx%lld", N, C, 0, 0);
+}
+void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *inp,
+                         const gm_real *rstd, int N, int C) {
+    (void)dinp, (void)dout, (void)inp, (void)rstd;
+    *c = (gm_kernel_cost){6.0 * N * C, F * (4.0 * N * C + N), ""};
+    shape(c, "%lldx%lld", N, C, 0, 0);
+}
+
+// 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd:
+// read-modify-writes dinp).
+void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *cos_t,
+                        const gm_real *sin_t, int B, int T, int NH, int HD) {
+    (void)out, (void)inp, (void)cos_t, (void)sin_t;
+    const double n = (double)B * T * NH * HD;
+    *c = (gm_kernel_cost){3 * n, F * (2 * n + (double)T * HD), ""};
+    shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
+}
+void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
+                        const gm_real *sin_t, int B, int T, int NH, int HD) {
+    (void)dinp, (void)dout, (void)cos_t, (void)sin_t;
+    const double n = (double)B * T * NH * HD;
+    *c = (gm_kernel_cost){3 * n, F * (3 * n + (double)T * HD), ""};
+    shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
+}
+
+// Over the (q, k) pairs the causal window admits (documents not counted: an upper bound when a
+// document mask is on): fwd QK^T and PV, 4 HD flops per pair; bwd recomputes QK^T and forms dV, dP,
+// dQ, dK, 10 HD per pair (exponentials not counted). Bytes as if K/V stayed in cache: fwd reads q,
+// k, v, writes out and lse; bwd reads q, k, v, out, dout, lse, read-modify-writes dq, dk, dv.
+static void attn_cost(gm_kernel_cost *c, int B, int T, int NH, int HD, gm_attn_mask mask, double flops_per_pair,
+                      double passes) {
+    const double pairs = (double)B * NH * gm_cost_attn_pairs(T, mask.block, mask.window_blocks);
+    const double n = (double)B * T * NH * HD;
+    *c = (gm_kernel_cost){flops_per_pair * HD * pairs, F * (passes * n + (double)B * NH * T), ""};
+    snprintf(c->shape, sizeof c->shape, "%dx%dx%dx%d w%d%s", B, T, NH, HD, mask.window_blocks, mask.doc ? " doc" : "");
+}
+void gm_cost_attn_fwd(gm_kernel_cost *c, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
+                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    (void)out, (void)lse, (void)q, (void)k, (void)v, (void)scale;
+    attn_cost(c, B, T, NH, HD, mask, 4, 4);
+}
+void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
+                      const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T,
+                      int NH, int HD, double scale, gm_attn_mask mask) {
+    (void)dq, (void)dk, (void)dv, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)scale;
+    attn_cost(c, B, T, NH, HD, mask, 10, 11);
+}
+
+// ReLU^2 ~2 flops per element (GELU counted alike), reads x writes out; bwd ~3, reads dout and x,
+// read-modify-writes dinp.
+void gm_cost_act_fwd(gm_kernel_cost *c, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
+    (void)out, (void)inp;
+    *c = (gm_kernel_cost){2.0 * (double)n, F * 2.0 * (double)n, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
+}
+void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp, size_t n) {
+    (void)dinp, (void)dout, (void)inp;
+    *c = (gm_kernel_cost){3.0 * (double)n, F * 4.0 * (double)n, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
+}
+
+// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd: dx, dy read-modify-written
+// from dout; each learnable coefficient's dot product reads dout and its operand again.
+void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
+                         const gm_real *pb, const gm_real *y, size_t n) {
+    (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
+    const double dn = (double)n;
+    *c = (gm_kernel_cost){(y ? 3 : 1) * dn, F * (y ? 3 : 2) * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
+}
+void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
+                         double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb,
+                         const gm_real *y, size_t n) {
+    (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)y;
+    const double dn = (double)n;
+    const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);
+    *c = (gm_kernel_cost){(outs + 2 * dots) * dn, F * (1 + 2 * outs + 2 * dots) * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu%s", n, dots ? " learnable" : "");
+}
+
+// Softcap + cross-entropy over (N, V) logits: max, tanh cap, exp-sum, ~5 flops per logit; with
+// dlogits ~8 and a second pass that writes them.
+void gm_cost_xent_fwd_bwd(gm_kernel_cost *c, gm_real *losses, gm_real *dlogits, const gm_real *logits,
+                          const int32_t *targets, int N, int V, double cap, double dloss_scale) {
+    (void)losses, (void)logits, (void)targets, (void)dloss_scale;
+    const double nv = (double)N * V;
+    *c = (gm_kernel_cost){(dlogits ? 8 : 5) * nv, F * (dlogits ? 2 : 1) * nv, ""};
+    snprintf(c->shape, sizeof c->shape, "%dx%d cap %g%s", N, V, cap, dlogits ? " +grad" : "");
+}
+
+// ~13 flops per element (moments, bias-corrected step with sqrt and divide); reads g (twice with
+// normalize_grad), read-modify-writes p, m, v.
+void gm_cost_adam_update(gm_kernel_cost *c, gm_real *p, const gm_real *g, gm_real *m, gm_real *v, size_t n,
+                         const gm_adam_args *a) {
+    (void)p, (void)g, (void)m, (void)v;
+    const double dn = (double)n;
+    *c = (gm_kernel_cost){(13 + 2 * a->normalize_grad) * dn, F * (7 + a->normalize_grad) * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu", n);
+}
+
+// buf = mu buf + gmul g (3 flops), u = ... (3 more): reads g, read-modify-writes buf, writes u.
+void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real *g, size_t n, double mu, double gmul,
+                      int nesterov) {
+    (void)buf, (void)g, (void)mu, (void)gmul, (void)nesterov;
+    const double dn = (double)n;
+    *c = (gm_kernel_cost){(u ? 6 : 3) * dn, F * (u ? 4 : 3) * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu%s", n, u ? " +u" : "");
+}
+
+// Newton-Schulz per item (gm_cost_ns_flops), bytes: every pass over the (m, n) matrix and the (m, m)
+// Gram matrices, about steps (8 m n + 10 m^2), plus reading G and writing out. The SVD path is
+// priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
+void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
+    *c = (gm_kernel_cost){0, 0, ""};
+    for (int i = 0; i < count; i++) {
+        const int r = items[i].rows, k = items[i].cols;
+        const double m = r < k ? r : k, n = r < k ? k : r;
+        if (cfg->method == GM_ORTHO_NS) {
+            c->flops += gm_cost_ns_flops(r, k, cfg->steps);
+            c->bytes += F * (cfg->steps * (8 * m * n + 10 * m * m) + 2 * m * n);
+        } else {
+            c->flops += 4 * m * m * n + 8 * m * m * m;
+            c->bytes += F * 4 * m * n;
+        }
+    }
+    double elements = 0;
+    for (int i = 0; i < count; i++) elements += (double)items[i].rows * items[i].cols;
+    snprintf(c->shape, sizeof c->shape, "%d matrices %.4g elements %s%d%s", count, elements,
+             cfg->method == GM_ORTHO_NS ? "NS" : "SVD", cfg->method == GM_ORTHO_NS ? cfg->steps : 0,
+             cfg->bf16 && cfg->method == GM_ORTHO_NS ? " bf16" : "");
+}

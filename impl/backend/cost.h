@@ -1,0 +1,30 @@
+// What each kernel of backend.h costs, from its arguments alone: FLOPs, bytes moved at the
+// interface (gm_real elements read plus written, a read-modify-write counted twice, one pass each)
+// and a short shape text. One function per entry of GM_BACKEND_KERNELS (gm_cost_<name>, same
+// parameters), so the timing backend (backend/timing) prices every call the model and the
+// optimizers make, and a new kernel cannot be added without its formula (a missing one is a link
+// error). Nothing here reads backend memory: where a count depends on data (the document mask),
+// the formula says what it assumes.
+#ifndef GM_BACKEND_COST_H
+#define GM_BACKEND_COST_H
+
+#include "backend/backend.h"
+
+typedef struct {
+    double flops;  // multiply-adds count 2; transcendentals count 1
+    double bytes;
+    char shape[64];
+} gm_kernel_cost;
+
+#define GM_COST_PROTO(name, params, args) void gm_cost_##name(gm_kernel_cost *c, GM_UNPACK params);
+GM_BACKEND_KERNELS(GM_COST_PROTO)
+#undef GM_COST_PROTO
+
+// Newton-Schulz FLOPs of one (rows, cols) matrix, X (m, n) with m <= n, per iteration: the Gram
+// matrix by SYRK (m^2 n multiply-adds), B = b A + c A A (2 m^3), X' = a X + B X (2 m^2 n).
+double gm_cost_ns_flops(int rows, int cols, int steps);
+// (q, k) pairs a causal attention of T tokens admits with a window of w blocks of `block` tokens
+// (w <= 0: none), per (batch, head); document boundaries are not counted.
+double gm_cost_attn_pairs(int T, int block, int window_blocks);
+
+#endif
