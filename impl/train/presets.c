@@ -146,8 +146,8 @@ typedef struct {
 
 // Small's 150 steps x 3 seeds x 6 presets make `make repro SCALE=small` about 30 minutes on 2 quiet
 // cores (calibrated against tiny's measured repro by CPU time: reports/README.md); 11 validations on
-// 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the
-// tests make their own); its run settings are tiny's.
+// 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the tests make their
+// own); its run settings are tiny's.
 static const scale_rule SCALES[] = {
     {"full", NULL, 0, 0, 10485760, "data/fineweb10B/fineweb_train_*.bin", "data/fineweb10B/fineweb_val_*.bin"},
     {"small", shrink_small, 150, 15, 8192, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
@@ -155,7 +155,7 @@ static const scale_rule SCALES[] = {
     {"test", shrink_test, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
 };
 
-const char *const gm_scale_names[] = {"full", "tiny", "test", NULL};
+const char *const gm_scale_names[] = {"full", "small", "tiny", "test", NULL};
 _Static_assert(sizeof gm_scale_names / sizeof gm_scale_names[0] == sizeof SCALES / sizeof SCALES[0] + 1,
                "one name per scale rule");
 
