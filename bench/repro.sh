@@ -57,9 +57,11 @@ for preset in $PRESETS; do
   done
 done
 elapsed=$(( $(date +%s) - start ))
-# CPU time of the runs: the children's user + sys from the shell's `times` (second line).
-cpu=$(times | awk 'NR == 2 { n = split($1 " " $2, f, " "); s = 0
-  for (i = 1; i <= n; i++) { split(f[i], ms, "m"); s += ms[1] * 60 + ms[2] } printf "%.0f", s }')
+# CPU time of the runs: the children's user + sys, the second line of the shell's `times` (run in
+# this shell: in a pipe or $(...) it would report a subshell's children, none).
+times > "$RUNS/times.txt"
+cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, ms, "m"); s += ms[1] * 60 + ms[2] }
+  printf "%.0f", s }' "$RUNS/times.txt")
 python3 bench/repro_report.py --runs="$RUNS" --out="$OUT" --scale="$SCALE" --seeds="$SEEDS" --presets="$PRESETS" \
   --elapsed="$elapsed" --cpu_seconds="$cpu" --load="$RUNS/load.txt" --command="$cmd" "${OVERLAY_ARGS[@]}"
 gnuplot -e "dir='$OUT'" bench/repro_curves.gp

@@ -140,7 +140,7 @@ def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
             cell = "%s%s" % (shown, "" if pv < alpha else " (not separable)")
             verdict = "shown, p %s" % (shown if pv == 0 else "= " + shown) if pv < alpha else \
                 "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (p = %s)" % shown
-            links.append("%s %s %s: %s" % (q, ">=" if p == "softcap" else ">", p, verdict))
+            links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, verdict))
             if pv >= alpha:
                 notes.append("tokens to target: %s and %s are not separable at α = %g (bootstrap p = %s)%s." %
                              (p, q, alpha, fmt_p(pv), "; the reverse holds: %s needs fewer (p = %s)" % (q, fmt_p(rev))
