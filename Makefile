@@ -25,8 +25,13 @@ ifneq ($(NVCC),)
   CU_SRC := $(shell find impl -name '*.cu' | sort)
   NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA \
     -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 \
-    -Xcompiler -Wall,-Wextra,-Werror
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudart -lnccl -lstdc++
+    -Xcompiler -Wall,-Wextra,-Werror -lineinfo
+  # -lineinfo: compute-sanitizer and Nsight name the source line of a device fault.
+  # --as-needed: a program gets only the CUDA libraries its objects call (make_data none). cuSOLVER
+  # (the SVD orthogonalizer, cuda/svd_polar.cu) and NCCL (--comm=nccl, dist/comm_nccl.c) are loaded
+  # at run time where used, so no program needs them to start.
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
+    -lstdc++ -Wl,--no-as-needed
   CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
 else
   CU_SRC :=
@@ -51,7 +56,7 @@ SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: help deps build verify bench refdata repro train data clean FORCE
+.PHONY: help deps build verify bench refdata repro train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
 
 help:
@@ -68,6 +73,8 @@ help:
 	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh)"
 	@echo "  make train      one run: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help)"
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
+	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
+	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
 	@echo ""
 	@echo "  $(CUDA_NOTE)"
@@ -190,6 +197,13 @@ repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 
 data/gcide/val_000000.bin: | build
 	$(MAKE) --no-print-directory data
+
+# ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
+BUNDLE ?= $(BUILD)/bundle
+bundle: build
+	NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
+bundle-check: bundle
+	bash ci/bundle_check.sh $(BUNDLE)
 
 clean:
 	rm -rf $(BUILD)

@@ -9,6 +9,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libcriterion-dev
   gnuplot-nox
+  patchelf     # make bundle: run paths of the relocatable folder
   dict-gcide   # the embedded corpus: GNU Collaborative International Dictionary of English
 )
 

@@ -1,8 +1,10 @@
-// Helpers of the CUDA-vs-CPU suites; see cuda_check.h.
+// Helpers of the CUDA-vs-CPU suites; see cuda_check.h. Also the run's GPU summary line.
 #include "cuda_check.h"
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +14,40 @@
 #include "backend/cuda/cuda.h"
 #include "base/error.h"
 #include "base/rng.h"
+
+void cc_require_gpu(void) {
+    char why[256];
+    int n = gm_cuda_device_count(why, sizeof why);
+    cr_assert(n >= 0, "GPU test failed: %s", why);
+    if (n > 0) return;
+    const char *req = getenv("GM_REQUIRE_GPU");
+    cr_assert(!(req && !strcmp(req, "1")), "GPU test failed: GM_REQUIRE_GPU=1 and %s", why);
+    cr_skip_test("GPU test skipped: %s", why);
+}
+
+// After every run (in the runner process, after every test's own process has ended): how many
+// GPU tests (suites cuda_*) ran, so a run that skipped them says so, and why, on its last lines.
+// Tests left out by --filter (disabled) are not counted.
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+    size_t ran = 0, failed = 0, skipped = 0;
+    for (struct criterion_suite_stats *s = stats->suites; s; s = s->next) {
+        if (strncmp(s->suite->name, "cuda_", 5) != 0) continue;
+        for (struct criterion_test_stats *t = s->tests; t; t = t->next) {
+            if (t->test->data && t->test->data->disabled) continue;
+            if (t->test_status == CR_STATUS_SKIPPED) {
+                skipped++;
+            } else {
+                ran++;
+                failed += t->test_status == CR_STATUS_FAILED || t->crashed || t->timed_out;
+            }
+        }
+    }
+    char why[256] = "";
+    if (skipped && gm_cuda_device_count(why, sizeof why) > 0) snprintf(why, sizeof why, "see the skipped tests");
+    printf("GPU tests: %zu ran (%zu failed), %zu skipped%s%s\n", ran, failed, skipped, skipped ? ": " : "",
+           skipped ? why : "");
+    fflush(stdout);
+}
 
 cc_env cc_begin(void) {
     cc_env e = {gm_backend_cpu(), gm_backend_cuda(0), 0, 1};
@@ -86,7 +122,8 @@ int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const
     double err = cc_rel_err(h, ref, n);
     long bad = first_bad(h, ref, n, 0);
     int ok = err <= tol;
-    cr_expect(ok, "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
+    cr_expect(ok,
+              "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
               what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
               (unsigned long long)e->seed);
     free(h);

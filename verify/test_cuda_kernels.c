@@ -4,6 +4,7 @@
 // (the kernels must add into them). Skipped where no GPU is present.
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,9 @@ Test(cuda_backend, memory_ops) {
     free(zero), free(x), free(want);
 }
 
-// A wrong shape is reported by gm_cuda_sync, not ignored.
-Test(cuda_backend, bad_shape_is_reported) {
+// A wrong shape is reported by gm_cuda_sync, not ignored; once: the next sync succeeds, and the
+// backend keeps working.
+Test(cuda_backend, bad_shape_is_reported_once) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     gm_real *buf = cc_poisoned(&e, 4 * 130);
@@ -66,6 +68,23 @@ Test(cuda_backend, bad_shape_is_reported) {
     e.gpu->attn_fwd(e.gpu, buf, buf, buf, buf, buf, 1, 1, 1, 130, 1.0, m);
     cr_expect_eq(gm_cuda_sync(e.gpu), -1);
     cr_expect(strstr(gm_error(), "head_dim") != NULL, "message: %s", gm_error());
+    cr_expect_eq(gm_cuda_sync(e.gpu), 0, "the error was reported twice: %s", gm_error());
+    gm_real want[4] = {1.5f, 1.5f, 1.5f, 1.5f};
+    e.gpu->fill(e.gpu, buf, 1.5f, 4);
+    cc_expect_equal(&e, "fill after a reported error", buf, want, 4);
+    e.gpu->free(e.gpu, buf);
+}
+
+// A device fault (a kernel writing to an address that is not device memory) is reported by the
+// next sync and by every later one: the CUDA context is unusable after it. Its own suite, so the
+// compute-sanitizer runs (which would flag this fault) can leave it out.
+Test(cuda_fault, device_fault_stays) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    e.gpu->fill(e.gpu, (gm_real *)(uintptr_t)0x100, 1.0f, 1000);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "a write to address 0x100 passed");
+    cr_expect(strstr(gm_error(), "faulted") != NULL, "message: %s", gm_error());
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "the fault was forgotten");
 }
 
 Test(cuda_kernels, embedding_bitwise_equal) {

@@ -6,10 +6,10 @@
 #include "backend/cuda/device.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "cuda_check.h"
 
-Test(rng_cuda, gpu_stream_equals_cpu_stream) {
-    char why[256];
-    if (gm_cuda_device_count(why, sizeof why) == 0) cr_skip_test("GPU test skipped: %s", why);
+Test(cuda_rng, gpu_stream_equals_cpu_stream) {
+    CC_REQUIRE_GPU();
     const size_t n = 1 << 20;
     const uint64_t first = (1ull << 33) + 5;  // exercise the high word of the counter
     uint32_t *u = malloc(n * sizeof *u);

@@ -13,7 +13,7 @@ const gm_backend *gm_backend_open(const char *name, int device) {
     if (!strcmp(name, "guarded")) return gm_backend_guarded();
     if (!strcmp(name, "cuda")) {
         char why[256];
-        if (gm_cuda_device_count(why, sizeof why) == 0) return gm_fail("--backend=cuda: no GPU: %s", why), NULL;
+        if (gm_cuda_device_count(why, sizeof why) <= 0) return gm_fail("--backend=cuda: no GPU: %s", why), NULL;
         const gm_backend *be = gm_backend_cuda(device);
         if (!be) gm_fail("--backend=cuda --device=%d: %s", device, gm_error());
         return be;

@@ -4,13 +4,16 @@
 // Memory and precision: every tensor the interface passes is device memory holding fp32 master
 // values (gm_real is float in every build that compiles CUDA). Matmuls convert their operands to
 // bf16 copies in backend scratch and run on cuBLAS with fp32 accumulation and fp32 output; every
-// other kernel computes in fp32 (the scalar reductions of lincomb in fp64).
+// other kernel computes in fp32 (the scalar reductions of lincomb and the norms of adam and
+// orthogonalize in fp64). Newton-Schulz runs bf16 (or fp32) strided-batched GEMMs with fp32
+// accumulation; the SVD orthogonalizer is cuSOLVER's gesvdj. `orthogonalize` waits for the
+// stream once per call, to read its items' status.
 //
 // Ordering and errors: every kernel, copy and cuBLAS call goes to one stream of the backend, so
 // calls run in the order they were made; upload and download return when the copy is complete.
-// Kernels return nothing, so a failure (a launch error, a cuBLAS status, a fault found at a later
-// synchronisation) is recorded once, sticky, and reported by gm_cuda_sync. Not thread-safe: one
-// host thread drives the backend.
+// Kernels return nothing, so a failure (a launch error, a cuBLAS or cuSOLVER status, bad input
+// found by a kernel, a fault found at a later synchronisation) is recorded and reported by the
+// next gm_cuda_sync. Not thread-safe: one host thread drives the backend.
 #ifndef GM_BACKEND_CUDA_CUDA_H
 #define GM_BACKEND_CUDA_CUDA_H
 
@@ -25,7 +28,8 @@ extern "C" {
 // another device fails. NULL + gm_fail when there is no such device or no CUDA in this build.
 const gm_backend *gm_backend_cuda(int device);
 // Wait for the backend's stream; 0, or -1 + gm_fail with the first error recorded since the
-// backend was made (errors are sticky: a CUDA fault poisons the context anyway).
+// previous sync. A device fault (a sticky CUDA error: the context is unusable) stays: every later
+// sync fails with it.
 int gm_cuda_sync(const gm_backend *be);
 // The backend's stream (a cudaStream_t), for work that must be ordered with its kernels (NCCL);
 // NULL when `be` is not the CUDA backend.

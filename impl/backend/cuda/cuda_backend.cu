@@ -1,5 +1,6 @@
 // The CUDA backend struct: device memory on one stream, the cuBLAS handle, scratch buffers,
-// sticky error recording, and the kernels of this folder.
+// error recording for sync, and the kernels of this folder (gm_cuda_<name> for every entry of
+// GM_BACKEND_KERNELS).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -79,7 +80,7 @@ static void cuda_download(const gm_backend *be, void *host_dst, const void *src,
 }
 
 // memmove semantics: overlapping ranges go through a scratch buffer.
-static void cuda_copy(const gm_backend *be, void *dst, const void *src, size_t bytes) {
+void gm_cuda_copy(const gm_backend *be, void *dst, const void *src, size_t bytes) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!bytes || dst == src) return;
     const char *s = (const char *)src;
@@ -99,7 +100,7 @@ __global__ static void fill_kernel(float *p, float value, size_t n) {
         p[i] = value;
 }
 
-static void cuda_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
+void gm_cuda_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
     fill_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(p, value, n);
@@ -162,23 +163,9 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     be->free = cuda_free;
     be->upload = cuda_upload;
     be->download = cuda_download;
-    be->copy = cuda_copy;
-    be->fill = cuda_fill;
-    be->embed_fwd = gm_cuda_embed_fwd;
-    be->embed_bwd = gm_cuda_embed_bwd;
-    be->matmul_fwd = gm_cuda_matmul_fwd;
-    be->matmul_bwd = gm_cuda_matmul_bwd;
-    be->rmsnorm_fwd = gm_cuda_rmsnorm_fwd;
-    be->rmsnorm_bwd = gm_cuda_rmsnorm_bwd;
-    be->rotary_fwd = gm_cuda_rotary_fwd;
-    be->rotary_bwd = gm_cuda_rotary_bwd;
-    be->attn_fwd = gm_cuda_attn_fwd;
-    be->attn_bwd = gm_cuda_attn_bwd;
-    be->act_fwd = gm_cuda_act_fwd;
-    be->act_bwd = gm_cuda_act_bwd;
-    be->lincomb_fwd = gm_cuda_lincomb_fwd;
-    be->lincomb_bwd = gm_cuda_lincomb_bwd;
-    be->xent_fwd_bwd = gm_cuda_xent_fwd_bwd;
+#define GM_CUDA_FIELD(name, params, args) be->name = gm_cuda_##name;
+    GM_BACKEND_KERNELS(GM_CUDA_FIELD)
+#undef GM_CUDA_FIELD
     cuda_ready = 1;
     return be;
 }
@@ -187,9 +174,16 @@ extern "C" void *gm_cuda_stream(const gm_backend *be) {
     return cuda_ready && be == &cuda_backend ? (void *)cuda_ctx.stream : NULL;
 }
 
+// Errors since the last sync are reported once and forgotten, except a device fault: the CUDA
+// runtime keeps returning a sticky error (an illegal address, a kernel trap) from every call, so
+// the context is unusable and every later sync reports the first error again.
 extern "C" int gm_cuda_sync(const gm_backend *be) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     GM_CU(c, cudaStreamSynchronize(c->stream));
     GM_CU(c, cudaGetLastError());
-    return c->failed ? gm_fail("%s", c->msg) : 0;
+    if (!c->failed) return 0;
+    // A sticky error survives cudaGetLastError (above); a healthy, idle stream answers success.
+    if (!c->faulted && cudaStreamQuery(c->stream) != cudaSuccess) c->faulted = 1;
+    if (!c->faulted) c->failed = 0;
+    return gm_fail("%s%s", c->msg, c->faulted ? " (the device faulted: this process cannot use it any more)" : "");
 }

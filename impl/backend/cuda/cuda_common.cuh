@@ -5,6 +5,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 #include "backend/backend.h"
 
@@ -13,16 +14,30 @@ static_assert(sizeof(gm_real) == sizeof(float), "the CUDA backend keeps fp32 mas
 // Scratch buffers, one per purpose, grown on demand and reused. All work is on one stream, so a
 // slot may be reused by the next call without waiting; growing one waits for the stream first.
 enum {
-    GM_SCR_MM_A,       // bf16 copy of a matmul operand
-    GM_SCR_MM_B,       // bf16 copy of a matmul operand
-    GM_SCR_MM_C,       // bf16 copy of a matmul operand
-    GM_SCR_ATTN_D,     // attention backward: D = rowsum(dout * out), (B, NH, T)
-    GM_SCR_RED,        // per-block partial sums of deterministic reductions
-    GM_SCR_SORT_KEYS,  // embedding backward: sorted token ids
-    GM_SCR_SORT_POS,   // embedding backward: positions 0..N-1, then sorted by id
-    GM_SCR_SORT_POS2,  // embedding backward: sort output
-    GM_SCR_SORT_TMP,   // embedding backward: CUB's temporary storage
-    GM_SCR_COPY,       // staging for overlapping copies
+    GM_SCR_MM_A,        // bf16 copy of a matmul operand
+    GM_SCR_MM_B,        // bf16 copy of a matmul operand
+    GM_SCR_MM_C,        // bf16 copy of a matmul operand
+    GM_SCR_ATTN_D,      // attention backward: D = rowsum(dout * out), (B, NH, T)
+    GM_SCR_RED,         // per-block partial sums of deterministic reductions (reduce.cuh)
+    GM_SCR_SORT_KEYS,   // embedding backward: sorted token ids
+    GM_SCR_SORT_POS,    // embedding backward: positions 0..N-1, then sorted by id
+    GM_SCR_SORT_POS2,   // embedding backward: sort output
+    GM_SCR_SORT_TMP,    // embedding backward: CUB's temporary storage
+    GM_SCR_COPY,        // staging for overlapping copies
+    GM_SCR_ADAM_SCALE,  // adam_update: the per-tensor gradient scale of normalize_grad (1 float)
+    GM_SCR_ORTHO_DESC,  // orthogonalize: the items' descriptors, grouped by shape
+    GM_SCR_ORTHO_SS,    // orthogonalize: sum of squares per item (fp64)
+    GM_SCR_ORTHO_STAT,  // orthogonalize: status per item (GM_ORTHO_*, ortho.cuh)
+    GM_SCR_NS_X,        // Newton-Schulz: the iterates X of a batch, (nb, m, n)
+    GM_SCR_NS_Y,        // Newton-Schulz: the next iterates, (nb, m, n)
+    GM_SCR_NS_A,        // Newton-Schulz: A = X X^T, (nb, m, m)
+    GM_SCR_NS_B,        // Newton-Schulz: B = c A A + b A, (nb, m, m)
+    GM_SCR_SVD_A,       // SVD: the input copy gesvdj overwrites
+    GM_SCR_SVD_S,       // SVD: singular values
+    GM_SCR_SVD_U,       // SVD: left singular vectors
+    GM_SCR_SVD_V,       // SVD: right singular vectors
+    GM_SCR_SVD_WORK,    // SVD: gesvdj's workspace
+    GM_SCR_SVD_INFO,    // SVD: gesvdj's info
     GM_SCR_COUNT
 };
 
@@ -30,15 +45,19 @@ typedef struct {
     int device;
     cudaStream_t stream;
     cublasHandle_t blas;
+    cusolverDnHandle_t solver;  // made on the first SVD orthogonalization (svd_polar.cu)
+    gesvdjInfo_t svdj;
     void *scr[GM_SCR_COUNT];
     size_t scr_bytes[GM_SCR_COUNT];
-    int failed;     // sticky: set by the first error
-    char msg[512];  // that error
+    int failed;     // an error was recorded since the last sync
+    int faulted;    // the device faulted (a sticky CUDA error): every later sync fails too
+    char msg[512];  // the first error since the last sync (or the fault)
 } gm_cuda_ctx;
 
 static inline gm_cuda_ctx *gm_cuda_ctx_of(const gm_backend *be) { return (gm_cuda_ctx *)be->ctx; }
 
-// Record an error (the first one is kept, and gm_fail'd on this thread).
+// Record an error: the first one since the last sync is kept for gm_cuda_sync, and every one is
+// gm_fail'd on this thread.
 void gm_cuda_note(gm_cuda_ctx *c, const char *file, int line, const char *what, const char *err);
 // Scratch slot `slot` with at least `bytes`; NULL (error noted) when it cannot be allocated.
 void *gm_cuda_scratch(gm_cuda_ctx *c, int slot, size_t bytes);
@@ -72,36 +91,10 @@ static __device__ __forceinline__ float gm_warp_max(float v) {  // exact, so any
 }
 #endif
 
-// ---- the kernels (one file per concept), with the signatures of backend.h ----
-void gm_cuda_embed_fwd(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C);
-void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
-                       int C);
-void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C,
-                        int OC);
-void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
-                        const gm_real *W, int N, int C, int OC);
-void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
-                         double eps);
-void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                         const gm_real *rstd, int N, int C);
-void gm_cuda_rotary_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
-                        const gm_real *sin_t, int B, int T, int NH, int HD);
-void gm_cuda_rotary_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
-                        const gm_real *sin_t, int B, int T, int NH, int HD);
-void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask);
-void gm_cuda_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout,
-                      const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
-                      int B, int T, int NH, int HD, double scale, gm_attn_mask mask);
-void gm_cuda_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n);
-void gm_cuda_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                     size_t n);
-void gm_cuda_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x,
-                         double cb, const gm_real *pb, const gm_real *y, size_t n);
-void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb,
-                         const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
-                         const gm_real *pb, const gm_real *y, size_t n);
-void gm_cuda_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_real *dlogits, const gm_real *logits,
-                          const int32_t *targets, int N, int V, double cap, double dloss_scale);
+// ---- the kernels (one file per concept): gm_cuda_<name> for every entry of GM_BACKEND_KERNELS,
+// gathered into the struct by cuda_backend.cu, so a kernel missing here is a link error ----
+#define GM_CUDA_PROTO(name, params, args) void gm_cuda_##name(const gm_backend *be, GM_UNPACK params);
+GM_BACKEND_KERNELS(GM_CUDA_PROTO)
+#undef GM_CUDA_PROTO
 
 #endif

@@ -9,8 +9,10 @@
 extern "C" {
 #endif
 
-// Number of usable CUDA devices; 0 when the build has no CUDA, there is no driver, or no GPU.
-// `why` (may be NULL) receives a one-line reason when the answer is 0.
+// Number of usable CUDA devices; 0 when there is none: the build has no CUDA, there is no NVIDIA
+// driver, or the driver finds no GPU; -1 when CUDA is broken (any other runtime error, e.g. a
+// driver older than the runtime). `why` (may be NULL) receives a one-line reason when the answer
+// is 0 or -1.
 int gm_cuda_device_count(char *why, size_t why_len);
 // Fill out[0..n) with gm_rng_u32(seed, stream, first + i) computed on the GPU.
 int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n);

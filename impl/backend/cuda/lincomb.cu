@@ -1,14 +1,10 @@
 // out = ca*a*x + cb*b*y with optional learnable scalars a = *pa, b = *pb (device memory, 1 when
 // NULL, read by the kernels so the host never waits for them) and an optional term y.
-// The scalar gradients are dot products reduced deterministically: a grid whose size depends
-// only on n writes one fp64 partial per block (strided per-thread sums, then a fixed shared
-// memory tree), and one block sums the partials in the same way. No atomics.
+// The scalar gradients are dot products reduced deterministically in fp64 (reduce.cuh).
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_common.cuh"
-
-#define RED_THREADS 256  // a power of two (the tree below halves it)
-#define RED_MAX_BLOCKS 256
+#include "backend/cuda/reduce.cuh"
 
 __global__ static void lincomb_fwd_kernel(float *out, double ca, const float *pa, const float *x, double cb,
                                           const float *pb, const float *y, size_t n) {
@@ -27,46 +23,20 @@ __global__ static void lincomb_bwd_kernel(float *dx, float *dy, const float *dou
     }
 }
 
-// Fixed-order sum of the block's values; every thread of the block must call it.
-static __device__ double block_sum(double v, double *sh) {
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (int stride = RED_THREADS / 2; stride > 0; stride >>= 1) {
-        if ((int)threadIdx.x < stride) sh[threadIdx.x] += sh[threadIdx.x + stride];
-        __syncthreads();
-    }
-    return sh[0];
-}
-
-__global__ static void __launch_bounds__(RED_THREADS) dot_partial_kernel(double *partial, const float *u,
-                                                                         const float *v, size_t n) {
-    __shared__ double sh[RED_THREADS];
-    double s = 0;
-    for (size_t i = (size_t)blockIdx.x * RED_THREADS + threadIdx.x; i < n; i += (size_t)gridDim.x * RED_THREADS)
-        s += (double)u[i] * v[i];
-    s = block_sum(s, sh);
-    if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
 // *dp += (float)coef * (float)sum(partial[0..np)), as the CPU computes it.
-__global__ static void __launch_bounds__(RED_THREADS) dot_finish_kernel(float *dp, const double *partial, int np,
-                                                                        double coef) {
-    __shared__ double sh[RED_THREADS];
-    double s = 0;
-    for (int i = threadIdx.x; i < np; i += RED_THREADS) s += partial[i];
-    s = block_sum(s, sh);
+__global__ static void __launch_bounds__(GM_RED_THREADS) dot_finish_kernel(float *dp, const double *partial, int np,
+                                                                           double coef) {
+    __shared__ double sh[GM_RED_THREADS];
+    double s = gm_partials_total(partial, np, sh);
     if (threadIdx.x == 0) *dp += (float)coef * (float)s;
 }
 
 // *dp += coef * sum(u*v), deterministic.
 static void dot_add(gm_cuda_ctx *c, float *dp, double coef, const float *u, const float *v, size_t n) {
-    size_t nb = (n + RED_THREADS - 1) / RED_THREADS;
-    int blocks = nb < 1 ? 1 : (nb > RED_MAX_BLOCKS ? RED_MAX_BLOCKS : (int)nb);
-    double *partial = (double *)gm_cuda_scratch(c, GM_SCR_RED, sizeof(double) * RED_MAX_BLOCKS);
-    if (!partial) return;
-    dot_partial_kernel<<<blocks, RED_THREADS, 0, c->stream>>>(partial, u, v, n);
-    GM_CU_LAUNCHED(c);
-    dot_finish_kernel<<<1, RED_THREADS, 0, c->stream>>>(dp, partial, blocks, coef);
+    double *partial;
+    const int blocks = gm_cuda_dot_partials(c, u, v, n, &partial);
+    if (!blocks) return;
+    dot_finish_kernel<<<1, GM_RED_THREADS, 0, c->stream>>>(dp, partial, blocks, coef);
     GM_CU_LAUNCHED(c);
 }
 

@@ -1,18 +1,36 @@
 // The Philox stream of base/rng.h drawn on the GPU: the same header compiled for the device, so
 // the tests can prove that CPU and GPU draw identical numbers.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "backend/cuda/device.h"
 #include "base/error.h"
 #include "base/rng.h"
 
+// "No device" is only: no NVIDIA driver library at all, or a driver that finds no GPU. Any other
+// runtime error (a driver older than the runtime, a failed initialisation) is a broken CUDA set-up
+// and answers -1, so GPU tests fail instead of skipping.
 extern "C" int gm_cuda_device_count(char *why, size_t why_len) {
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!driver) {
+        if (why && why_len) snprintf(why, why_len, "no NVIDIA driver (%s)", dlerror());
+        return 0;
+    }
+    dlclose(driver);
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
-    if (err != cudaSuccess || n == 0) {
-        if (why && why_len) snprintf(why, why_len, "no CUDA device (%s)", err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0)) {
+        (void)cudaGetLastError();
+        if (why && why_len) snprintf(why, why_len, "no CUDA device (the driver finds no GPU)");
         return 0;
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (why && why_len)
+            snprintf(why, why_len, "CUDA is broken here: cudaGetDeviceCount: %s (%s)", cudaGetErrorString(err),
+                     cudaGetErrorName(err));
+        return -1;
     }
     return n;
 }
