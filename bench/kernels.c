@@ -46,8 +46,13 @@ enum { SGEMM_N = 2048 };
 #define KERNEL_BUDGET_S 0.25            // keep repeating a cheap kernel until this much time is spent
 #define F ((double)sizeof(gm_real))     // bytes per element
 
-typedef enum { PH_DATA, PH_FWD, PH_BWD, PH_OPT, NPHASES } phase;
-static const char *const PHASE_NAMES[NPHASES] = {"data", "forward", "backward", "optimizer"};
+// Which part of a step a kernel belongs to (colours the chart; forward and backward kernels both
+// run inside gm_model_forward_backward, so the step times them together).
+typedef enum { PH_DATA, PH_FWD, PH_BWD, PH_OPT } phase;
+// The parts of a step timed end to end.
+typedef enum { PART_DATA, PART_FB, PART_OPT, NPARTS } part;
+static const char *const PART_NAMES[NPARTS] = {"data", "forward_backward", "optimizer"};
+static part part_of(phase ph) { return ph == PH_DATA ? PART_DATA : ph == PH_OPT ? PART_OPT : PART_FB; }
 // Optimizer groups in gm_group order (EMBED, HEAD, MATRIX, SCALAR), as the trainer splits them.
 static const char *const GROUP_NAMES[NGROUPS] = {"embed", "head", "matrix", "scalar"};
 
@@ -128,7 +133,7 @@ static void run(bench *b, const kernel *k) {
         be->lincomb_bwd(be, k->dx, k->dy, k->dpa, k->dpb, k->d_o, k->c1, k->pa, k->x, k->c2, k->pb, k->y, k->n);
         break;
     case K_XENT:
-        be->xent_fwd_bwd(be, k->aux, k->dx, k->x, b->m.targets, b->N, b->Vp, k->c1, k->dx ? 1.0 / b->N : 0);
+        be->xent_fwd_bwd(be, k->aux, k->dx, k->x, b->m.targets, k->n1, b->Vp, k->c1, k->dx ? 1.0 / b->N : 0);
         break;
     case K_FILL: be->fill(be, k->o, 0, k->n); break;
     case K_ADAM: gm_adam_step(k->adam, b->m.p, b->m.g, 1.0); break;
@@ -267,23 +272,22 @@ static void build_optimizers(bench *b) {
 
 // ---- the step, end to end -------------------------------------------------------------------
 
-// One training step; t[phase] gets each part's seconds. The gradient reset belongs to the
-// backward (it is the first write of the gradients the backward produces).
-static void step(bench *b, double t[NPHASES]) {
+// One training step; t[part] gets each part's seconds. The gradient reset belongs to the
+// forward/backward (it is the first write of the gradients it produces).
+static void step(bench *b, double t[NPARTS]) {
     uint64_t t0 = gm_now_ns();
     gm_loader_next(&b->ld, b->x, b->y);
     uint64_t t1 = gm_now_ns();
-    if (isnan(gm_model_forward(&b->m, b->x, b->y, b->B, b->T))) gm_die("kernels: forward: %s", gm_error());
-    uint64_t t2 = gm_now_ns();
     gm_model_zero_grad(&b->m);
-    if (gm_model_backward(&b->m, 1.0)) gm_die_last();
-    uint64_t t3 = gm_now_ns();
+    if (isnan(gm_model_forward_backward(&b->m, b->x, b->y, b->B, b->T, 1.0)))
+        gm_die("kernels: forward/backward: %s", gm_error());
+    uint64_t t2 = gm_now_ns();
     for (int g = 0; g < NGROUPS; g++)
         if (b->has_adam[g]) gm_adam_step(&b->adam[g], b->m.p, b->m.g, 1.0);
     if (b->has_muon && gm_muon_step(&b->muon, b->m.p, b->m.g, 1.0, b->rc.steps / 2, NULL)) gm_die_last();
-    uint64_t t4 = gm_now_ns();
-    t[PH_DATA] = (double)(t1 - t0) * 1e-9, t[PH_FWD] = (double)(t2 - t1) * 1e-9;
-    t[PH_BWD] = (double)(t3 - t2) * 1e-9, t[PH_OPT] = (double)(t4 - t3) * 1e-9;
+    if (b->be->sync(b->be)) gm_die("kernels: optimizer: %s", gm_error());
+    uint64_t t3 = gm_now_ns();
+    t[PART_DATA] = (double)(t1 - t0) * 1e-9, t[PART_FB] = (double)(t2 - t1) * 1e-9, t[PART_OPT] = (double)(t3 - t2) * 1e-9;
 }
 
 // ---- the kernel list ------------------------------------------------------------------------
@@ -294,8 +298,17 @@ static gm_real *buf_of(const gm_table *t, gm_real *base, const char *name, const
     if (!base) gm_die("kernels: %s %s has no buffer (no backward ran)", what, name);
     return base + t->v[i].offset;
 }
-#define A(name) buf_of(&b->m.acts, b->m.a, name, "activation")
-#define DA(name) buf_of(&b->m.acts, b->m.da, name, "activation gradient")
+// An activation by name: kept (h.<l>.<tensor>), scratch (shared by the layers) or the head chunk.
+static gm_real *act_of(const bench *b, const char *name) {
+    const gm_model *m = &b->m;
+    const gm_table *t[3] = {&m->acts, &m->scratch, &m->head};
+    gm_real *base[3] = {m->a, m->s, m->h};
+    for (int i = 0; i < 3; i++)
+        if (gm_table_find(t[i], name) >= 0) return buf_of(t[i], base[i], name, "activation");
+    gm_die("kernels: activation %s is not in the model's tables", name);
+}
+#define A(name) act_of(b, name)
+#define DA(name) buf_of(&b->m.dacts, b->m.da, name, "activation gradient")
 #define P(name) buf_of(&b->m.params, b->m.p, name, "parameter")
 #define G(name) buf_of(&b->m.params, b->m.g, name, "parameter gradient")
 
@@ -316,58 +329,62 @@ static kernel *add(bench *b, phase ph, op_kind op, int calls, const char *name, 
     return k;
 }
 
-// Linear layer (N, in) -> (N, out) with W (out, in). fwd: 2 N in out flops; reads inp, W, writes
-// out. bwd: dinp += dout W and dW += dout^T inp, 4 N in out flops; reads dout, inp, W and
-// read-modify-writes dinp, dW.
-static void add_matmul(bench *b, const char *role, int calls, const char *inp, const char *wname, const char *out,
-                       int in, int outd) {
+// Linear layer (rows, in) -> (rows, out) with W (out, in); dinp and dout name the gradients of
+// inp and out. fwd: 2 rows in out flops; reads inp, W, writes out. bwd: dinp += dout W and
+// dW += dout^T inp, 4 rows in out flops; reads dout, inp, W and read-modify-writes dinp, dW.
+static void add_matmul(bench *b, const char *role, int calls, int rows, const char *inp, const char *dinp,
+                       const char *wname, const char *out, const char *dout, int in, int outd) {
     char name[48];
-    const double n = b->N, ni = in, no = outd;  // (I is complex.h's, via cblas.h)
+    const double n = rows, ni = in, no = outd;  // (I is complex.h's, via cblas.h)
     snprintf(name, sizeof name, "matmul.%s.fwd", role);
     kernel *k = add(b, PH_FWD, K_MM_F, calls, name, 2 * n * ni * no, F * (n * ni + no * ni + n * no), "%dx%d @ %dx%d^T",
-                    b->N, in, outd, in);
-    k->o = A(out), k->x = A(inp), k->w = P(wname), k->n1 = b->N, k->n2 = in, k->n3 = outd;
+                    rows, in, outd, in);
+    k->o = A(out), k->x = A(inp), k->w = P(wname), k->n1 = rows, k->n2 = in, k->n3 = outd;
     snprintf(name, sizeof name, "matmul.%s.bwd", role);
     k = add(b, PH_BWD, K_MM_B, calls, name, 4 * n * ni * no, F * (3 * n * ni + 3 * no * ni + n * no), "%dx%d @ %dx%d^T",
-            b->N, in, outd, in);
-    k->dx = DA(inp), k->dw = G(wname), k->d_o = DA(out), k->x = A(inp), k->w = P(wname);
-    k->n1 = b->N, k->n2 = in, k->n3 = outd;
+            rows, in, outd, in);
+    k->dx = DA(dinp), k->dw = G(wname), k->x = A(inp), k->w = P(wname);
+    k->d_o = dout ? DA(dout) : A(out);  // NULL: the gradient overwrote the output in place (logits)
+    k->n1 = rows, k->n2 = in, k->n3 = outd;
 }
 
 // RMSNorm over rows of `cols`: fwd ~3 flops per element (square-accumulate, scale), reads x,
 // writes out and rstd; bwd ~6 (dot of dout and x, then the two-term gradient), reads dout, x,
-// rstd and read-modify-writes dinp.
-static void add_rmsnorm(bench *b, const char *role, int calls, const char *inp, const char *out, int rows, int cols) {
-    char name[48], rstd[64];
+// rstd and read-modify-writes dinp. fwd_calls count the backward's recomputations too.
+static void add_rmsnorm(bench *b, const char *role, int fwd_calls, int bwd_calls, const char *inp, const char *dinp,
+                        const char *out, const char *dout, const char *rstd, int rows, int cols) {
+    char name[48];
     const double n = (double)rows * cols;
-    snprintf(rstd, sizeof rstd, "%s.rstd", out);
     snprintf(name, sizeof name, "rmsnorm.%s.fwd", role);
-    kernel *k = add(b, PH_FWD, K_NORM_F, calls, name, 3 * n, F * (2 * n + rows), "%dx%d", rows, cols);
+    kernel *k = add(b, PH_FWD, K_NORM_F, fwd_calls, name, 3 * n, F * (2 * n + rows), "%dx%d", rows, cols);
     k->o = A(out), k->aux = A(rstd), k->x = A(inp), k->n1 = rows, k->n2 = cols, k->c1 = b->c->norm_eps;
     snprintf(name, sizeof name, "rmsnorm.%s.bwd", role);
-    k = add(b, PH_BWD, K_NORM_B, calls, name, 6 * n, F * (4 * n + rows), "%dx%d", rows, cols);
-    k->dx = DA(inp), k->d_o = DA(out), k->x = A(inp), k->aux = A(rstd), k->n1 = rows, k->n2 = cols;
+    k = add(b, PH_BWD, K_NORM_B, bwd_calls, name, 6 * n, F * (4 * n + rows), "%dx%d", rows, cols);
+    k->dx = DA(dinp), k->d_o = DA(dout), k->x = A(inp), k->aux = A(rstd), k->n1 = rows, k->n2 = cols;
 }
 
 // out = ca a x + cb b y over n elements: ~3 flops per element, reads x, y, writes out. bwd: dx, dy
 // read-modify-written from dout (5 passes); with learnable a, b also the two dot products
 // sum(dout x), sum(dout y), reading x and y again (7 passes, ~7 flops per element).
-static void add_lincomb(bench *b, const char *role, int calls, int learnable) {
+static void add_lincomb(bench *b, const char *role, int fwd_calls, int bwd_calls, int learnable) {
     char name[48];
     const size_t n = (size_t)b->N * b->C;
     const double dn = (double)n;
-    // Operands: the residual add res_mlp = res_attn + mo of layer 0, or layer 0's x0 mix
+    // Operands: the residual add res_mlp = res_attn + mo of layer 0 (its output's gradient lives
+    // with the U-net skip sources' or in the alternating stream buffer), or layer 0's x0 mix
     // mix = l0 x0 + l1 x0 (layer 0's stream is x0 itself).
     const char *x0 = b->c->embed_norm ? "x0" : "emb";
+    const char *d_res = gm_table_find(&b->m.dacts, "d.h.0.res_mlp") >= 0 ? "d.h.0.res_mlp" : "d.stream.0";
     const char *o = learnable ? "h.0.mix" : "h.0.res_mlp", *x = learnable ? x0 : "h.0.res_attn";
-    const char *y = learnable ? x0 : "h.0.mo";
+    const char *y = learnable ? x0 : "mo";
     snprintf(name, sizeof name, "lincomb.%s.fwd", role);
-    kernel *k = add(b, PH_FWD, K_LC_F, calls, name, 3 * dn, F * 3 * dn, "%zu", n);
+    kernel *k = add(b, PH_FWD, K_LC_F, fwd_calls, name, 3 * dn, F * 3 * dn, "%zu", n);
     k->o = A(o), k->x = A(x), k->y = A(y), k->c1 = k->c2 = 1, k->n = n;
     if (learnable) k->pa = P("h.0.lambdas"), k->pb = k->pa + 1;
     snprintf(name, sizeof name, "lincomb.%s.bwd", role);
-    kernel *kb = add(b, PH_BWD, K_LC_B, calls, name, (learnable ? 7 : 3) * dn, F * (learnable ? 7 : 5) * dn, "%zu", n);
-    kb->dx = DA(x), kb->dy = DA(y), kb->d_o = DA(o), kb->x = k->x, kb->y = k->y, kb->c1 = kb->c2 = 1, kb->n = n;
+    kernel *kb = add(b, PH_BWD, K_LC_B, bwd_calls, name, (learnable ? 7 : 3) * dn, F * (learnable ? 7 : 5) * dn, "%zu", n);
+    kb->dx = DA(learnable ? "d.x0" : "d.xa"), kb->dy = DA(learnable ? "d.x0" : "d.mo");
+    kb->d_o = DA(learnable ? "d.xm" : d_res), kb->x = k->x, kb->y = k->y, kb->c1 = kb->c2 = 1, kb->n = n;
     if (learnable) kb->pa = k->pa, kb->pb = k->pb, kb->dpa = G("h.0.lambdas"), kb->dpb = kb->dpa + 1;
 }
 
@@ -394,74 +411,88 @@ static void build_kernels(bench *b) {
     k = add(b, PH_FWD, K_EMBED_F, nemb, "embed.fwd", 0, F * 2 * NC + 4.0 * N, "%dx%d from %dx%d", N, C, Vp, C);
     k->o = A("emb"), k->w = P(table);
     k = add(b, PH_BWD, K_EMBED_B, nemb, "embed.bwd", NC, F * 3 * NC + 4.0 * N, "%dx%d into %dx%d", N, C, Vp, C);
-    k->dw = G(table), k->d_o = DA("emb");
+    k->dw = G(table), k->d_o = DA(c->embed_norm ? "d.emb" : "d.x0");
 
     // Norms: the embedding norm, ln1 of each attention layer, ln2 of every layer, the final
-    // norm (all (N, C)), and the QK-norm of q and k per head ((N NH, HD)).
-    add_rmsnorm(b, "NxC", (c->embed_norm ? 1 : 0) + LA + L + 1, "h.0.res_attn", "h.0.ln2", N, C);
-    if (c->qk_norm) add_rmsnorm(b, "qk", 2 * LA, "h.0.q", "h.0.qn", N * NH, HD);
+    // norm (all (N, C)), and the QK-norm of q and k per head ((N NH, HD)). The backward
+    // recomputes ln1, ln2 and the QK-norm instead of keeping their outputs.
+    add_rmsnorm(b, "NxC", (c->embed_norm ? 1 : 0) + 2 * (LA + L) + 1, (c->embed_norm ? 1 : 0) + LA + L + 1,
+                "h.0.res_attn", "d.xa", "ln2", "d.ln2", "h.0.ln2.rstd", N, C);
+    if (c->qk_norm) add_rmsnorm(b, "qk", 4 * LA, 2 * LA, "h.0.q", "d.q", "qn", "d.qn", "h.0.qn.rstd", N * NH, HD);
 
     const char *wq = gm_table_find(&b->m.params, "h.0.attn.c_q") >= 0 ? "h.0.attn.c_q" : "h.0.attn.c_attn";
-    add_matmul(b, "qkv", 3 * LA, "h.0.ln1", wq, "h.0.q", C, C);
-    add_matmul(b, "attn_proj", LA, "h.0.att", "h.0.attn.c_proj", "h.0.ao", C, C);
-    add_matmul(b, "mlp_fc", L, "h.0.ln2", "h.0.mlp.c_fc", "h.0.fc", C, H);
-    add_matmul(b, "mlp_proj", L, "h.0.act", "h.0.mlp.c_proj", "h.0.mo", H, C);
-    add_matmul(b, "lm_head", 1, "lnf", "lm_head", "logits", C, Vp);
+    add_matmul(b, "qkv", 3 * LA, N, "ln1", "d.ln1", wq, "h.0.q", "d.q", C, C);
+    add_matmul(b, "attn_proj", LA, N, "h.0.att", "d.att", "h.0.attn.c_proj", "ao", "d.ao", C, C);
+    add_matmul(b, "mlp_fc", L, N, "ln2", "d.ln2", "h.0.mlp.c_fc", "h.0.fc", "d.fc", C, H);
+    add_matmul(b, "mlp_proj", L, N, "act", "d.act", "h.0.mlp.c_proj", "mo", "d.mo", H, C);
+    // The head runs on chunks of head_rows rows; its gradient overwrites the chunk's logits.
+    const int rows = N < b->m.head_rows ? N : b->m.head_rows, chunks = (N + rows - 1) / rows;
+    add_matmul(b, "lm_head", chunks, rows, "lnf", "d.lnf", "lm_head", "logits", NULL, C, Vp);
 
     // Rotary on q and k: 6 flops per pair (3 per element); reads x and the (T, HD/2) cos/sin
-    // tables, writes out (backward: read-modify-writes dinp).
-    const char *qs = c->qk_norm ? "h.0.qn" : "h.0.q";
+    // tables, writes out (backward: read-modify-writes dinp). Recomputed by the backward.
+    const char *qs = c->qk_norm ? "qn" : "h.0.q", *dqs = c->qk_norm ? "d.qn" : "d.q";
     const double tab = 2.0 * b->T * (HD / 2);
-    k = add(b, PH_FWD, K_ROT_F, 2 * LA, "rotary.fwd", 3 * NC, F * (2 * NC + tab), "%dx%dx%dx%d", b->B, b->T, NH, HD);
-    k->o = A("h.0.qr"), k->x = A(qs);
+    k = add(b, PH_FWD, K_ROT_F, 4 * LA, "rotary.fwd", 3 * NC, F * (2 * NC + tab), "%dx%dx%dx%d", b->B, b->T, NH, HD);
+    k->o = A("qr"), k->x = A(qs);
     k = add(b, PH_BWD, K_ROT_B, 2 * LA, "rotary.bwd", 3 * NC, F * (3 * NC + tab), "%dx%dx%dx%d", b->B, b->T, NH, HD);
-    k->dx = DA(qs), k->d_o = DA("h.0.qr");
+    k->dx = DA(dqs), k->d_o = DA("d.qr");
 
     // Attention over the P (q, k) pairs the mask admits (counted, not assumed): fwd QK^T and PV,
     // 4 HD flops per pair; bwd recomputes QK^T and forms dV, dP, dQ, dK, 10 HD per pair (softmax
     // exponentials not counted). Bytes as if K/V stayed in cache: fwd reads q, k, v, writes out
     // and lse; bwd reads q, k, v, out, dout, lse and read-modify-writes dq, dk, dv.
-    const char *vs = gm_table_find(&b->m.acts, "h.0.vmix") >= 0 ? "h.0.vmix" : "h.0.v";
+    const int vmix = gm_table_find(&b->m.scratch, "vmix") >= 0;
     const double lse = (double)N * NH;
     char ashape[48];
     snprintf(ashape, sizeof ashape, "%dx%dx%dx%d w%d", b->B, b->T, NH, HD, b->mask.window_blocks);
     k = add(b, PH_FWD, K_ATT_F, LA, "attention.fwd", 4.0 * HD * b->attn_pairs, F * (4 * NC + lse), "%s", ashape);
-    k->o = A("h.0.att"), k->aux = A("h.0.lse"), k->x = A("h.0.qr"), k->y = A("h.0.kr"), k->w = A(vs);
+    k->o = A("h.0.att"), k->aux = A("h.0.lse"), k->x = A("qr"), k->y = A("kr"), k->w = A(vmix ? "vmix" : "h.0.v");
     k->c1 = 1.0 / sqrt(HD);
     const kernel *fwd = k;
     k = add(b, PH_BWD, K_ATT_B, LA, "attention.bwd", 10.0 * HD * b->attn_pairs, F * (11 * NC + lse), "%s", ashape);
     k->o = fwd->o, k->aux = fwd->aux, k->x = fwd->x, k->y = fwd->y, k->w = fwd->w, k->c1 = fwd->c1;
-    k->dx = DA("h.0.qr"), k->dy = DA("h.0.kr"), k->dw = DA(vs), k->d_o = DA("h.0.att");
+    k->dx = DA("d.qr"), k->dy = DA("d.kr"), k->dw = DA(vmix ? "d.vmix" : "d.v"), k->d_o = DA("d.att");
 
     // MLP activation over (N, H): ReLU^2 ~2 flops per element (GELU more), reads x writes out;
-    // bwd ~3, reads dout and x, read-modify-writes dinp.
-    k = add(b, PH_FWD, K_ACT_F, L, "activation.fwd", 2 * NHd, F * 2 * NHd, "%dx%d", N, H);
-    k->o = A("h.0.act"), k->x = A("h.0.fc"), k->n = (size_t)N * H;
+    // bwd ~3, reads dout and x, read-modify-writes dinp. Recomputed by the backward.
+    k = add(b, PH_FWD, K_ACT_F, 2 * L, "activation.fwd", 2 * NHd, F * 2 * NHd, "%dx%d", N, H);
+    k->o = A("act"), k->x = A("h.0.fc"), k->n = (size_t)N * H;
     k = add(b, PH_BWD, K_ACT_B, L, "activation.bwd", 3 * NHd, F * 4 * NHd, "%dx%d", N, H);
-    k->dx = DA("h.0.fc"), k->d_o = DA("h.0.act"), k->x = A("h.0.fc"), k->n = (size_t)N * H;
+    k->dx = DA("d.fc"), k->d_o = DA("d.act"), k->x = A("h.0.fc"), k->n = (size_t)N * H;
 
     // Residual adds (constant coefficients): after attention and after the MLP. Learnable
     // scalars: U-net skips (decoder half), x0 mixing (every layer), value mixing (attention
-    // layers when value embeddings exist); timed on the x0 mix, two learnable coefficients.
-    add_lincomb(b, "residual", LA + L, 0);
-    int learnable = (c->unet_skips ? L - L / 2 : 0) + (c->x0_lambdas ? L : 0) + (c->n_value_embeds ? LA : 0);
+    // layers when value embeddings exist, recomputed by the backward); timed on the x0 mix, two
+    // learnable coefficients.
+    add_lincomb(b, "residual", LA + L, LA + L, 0);
+    int learnable = (c->unet_skips ? L - L / 2 : 0) + (c->x0_lambdas ? L : 0) + (vmix ? LA : 0);
     if (learnable && !c->x0_lambdas) gm_die("kernels: learnable lincombs without x0 lambdas are not timed yet");
-    if (learnable) add_lincomb(b, "scalars", learnable, 1);
+    if (learnable) add_lincomb(b, "scalars", learnable + (vmix ? LA : 0), learnable, 1);
 
-    // Softcap + cross-entropy over (N, Vp) logits: max, tanh cap, exp-sum, ~5 flops per logit
-    // (transcendentals as one); the forward reads the logits, the backward pass also writes dlogits.
-    const double NV = (double)N * Vp;
-    k = add(b, PH_FWD, K_XENT, 1, "softcap_xent.fwd", 5 * NV, F * NV, "%dx%d cap %g", N, Vp, c->softcap);
-    k->x = A("logits"), k->aux = A("losses"), k->c1 = c->softcap;
-    k = add(b, PH_BWD, K_XENT, 1, "softcap_xent.fwd_bwd", 8 * NV, F * 2 * NV, "%dx%d cap %g", N, Vp, c->softcap);
-    k->x = A("logits"), k->aux = A("losses"), k->dx = DA("logits"), k->c1 = c->softcap;
+    // Softcap + cross-entropy over each chunk's (rows, Vp) logits with their gradient in the same
+    // pass, in place: max, tanh cap, exp-sum, ~8 flops per logit (transcendentals as one); reads
+    // the logits, writes dlogits.
+    const double NV = (double)rows * Vp;
+    k = add(b, PH_BWD, K_XENT, chunks, "softcap_xent.fwd_bwd", 8 * NV, F * 2 * NV, "%dx%d cap %g", rows, Vp, c->softcap);
+    k->x = A("logits"), k->aux = A("losses"), k->dx = A("logits"), k->c1 = c->softcap, k->n1 = rows;
 
-    // Gradient buffers reset each step: the parameter gradients (zero_grad) and the activation
-    // gradients (start of the backward); writes only.
-    k = add(b, PH_BWD, K_FILL, 1, "zero.param_grads", 0, F * (double)b->m.params.total, "%zu", b->m.params.total);
-    k->o = b->m.g, k->n = b->m.params.total;
-    k = add(b, PH_BWD, K_FILL, 1, "zero.act_grads", 0, F * (double)b->m.acts.total, "%zu", b->m.acts.total);
-    k->o = b->m.da, k->n = b->m.acts.total;
+    // Gradient buffers reset each step: the parameter gradients (zero_grad), every activation
+    // gradient (before the head), the per-layer ones before each block and the alternating
+    // stream gradient where a block's input is no U-net skip source; writes only.
+    const gm_model *m = &b->m;
+    int stream_fills = 0;
+    for (int l = 1; l < L; l++) stream_fills += !(c->unet_skips && l - 1 < L / 2);
+    k = add(b, PH_BWD, K_FILL, 1, "zero.param_grads", 0, F * (double)m->params.total, "%zu", m->params.total);
+    k->o = m->g, k->n = m->params.total;
+    k = add(b, PH_BWD, K_FILL, 1, "zero.act_grads", 0, F * (double)m->dacts.total, "%zu", m->dacts.total);
+    k->o = m->da, k->n = m->dacts.total;
+    k = add(b, PH_BWD, K_FILL, L, "zero.layer_grads", 0, F * (double)m->gix.layer_numel, "%zu", m->gix.layer_numel);
+    k->o = m->da, k->n = m->gix.layer_numel;
+    if (stream_fills) {
+        k = add(b, PH_BWD, K_FILL, stream_fills, "zero.stream_grad", 0, F * NC, "%dx%d", N, C);
+        k->o = DA(gm_table_find(&m->dacts, "d.stream.0") >= 0 ? "d.stream.0" : "d.stream.1"), k->n = (size_t)N * C;
+    }
 
     // Adam per group: ~13 flops per element (two moment updates, bias-corrected step with sqrt and
     // divide); reads g, read-modify-writes p, m, v.
@@ -499,8 +530,8 @@ static void build_kernels(bench *b) {
 typedef struct {
     double sgemm, memcpy;  // ceilings used (the better of the two measurements)
     double sgemm_at[2], memcpy_at[2], load[2];
-    double part_ms[NPHASES], part_min[NPHASES], part_max[NPHASES];
-    double fb_ms, fb_min, fb_max, step_ms, step_min, step_max;
+    double part_ms[NPARTS], part_min[NPARTS], part_max[NPARTS];
+    double step_ms, step_min, step_max;
     int steps;
 } results;
 
@@ -531,22 +562,22 @@ static void csv_row(gm_atomic_file *f, const results *r, const char *name, const
         gf, gb, gf / r->sgemm, gb / r->memcpy, total);
 }
 
-static double phase_flops(const bench *b, phase ph) {
+static double part_flops(const bench *b, part pt) {
     double f = 0;
     for (int i = 0; i < b->nk; i++)
-        if (b->k[i].ph == ph) f += b->k[i].calls * b->k[i].flops;
+        if (part_of(b->k[i].ph) == pt) f += b->k[i].calls * b->k[i].flops;
     return f;
 }
-static double phase_bytes(const bench *b, phase ph) {
+static double part_bytes(const bench *b, part pt) {
     double f = 0;
     for (int i = 0; i < b->nk; i++)
-        if (b->k[i].ph == ph) f += b->k[i].calls * b->k[i].bytes;
+        if (part_of(b->k[i].ph) == pt) f += b->k[i].calls * b->k[i].bytes;
     return f;
 }
-static double phase_kernel_ms(const bench *b, phase ph) {
+static double part_kernel_ms(const bench *b, part pt) {
     double t = 0;
     for (int i = 0; i < b->nk; i++)
-        if (b->k[i].ph == ph) t += total_ms(&b->k[i]);
+        if (part_of(b->k[i].ph) == pt) t += total_ms(&b->k[i]);
     return t;
 }
 
@@ -559,16 +590,14 @@ static void write_csv(const bench *b, const results *r, const char *path) {
         csv_row(&f, r, k->name, k->shape, k->calls, k->med_ms, k->min_ms, k->max_ms, k->flops, k->bytes, total_ms(k));
     }
     // The step as measured end to end: flops and bytes are its kernels' per-step sums.
-    for (int p = 0; p < NPHASES; p++) {
+    for (int p = 0; p < NPARTS; p++) {
         char name[48];
-        snprintf(name, sizeof name, "step.%s", PHASE_NAMES[p]);
-        csv_row(&f, r, name, "measured", 1, r->part_ms[p], r->part_min[p], r->part_max[p], phase_flops(b, (phase)p),
-                phase_bytes(b, (phase)p), r->part_ms[p]);
+        snprintf(name, sizeof name, "step.%s", PART_NAMES[p]);
+        csv_row(&f, r, name, "measured", 1, r->part_ms[p], r->part_min[p], r->part_max[p], part_flops(b, (part)p),
+                part_bytes(b, (part)p), r->part_ms[p]);
     }
-    csv_row(&f, r, "step.forward_backward", "measured", 1, r->fb_ms, r->fb_min, r->fb_max,
-            phase_flops(b, PH_FWD) + phase_flops(b, PH_BWD), phase_bytes(b, PH_FWD) + phase_bytes(b, PH_BWD), r->fb_ms);
     double all_f = 0, all_b = 0;
-    for (int p = 0; p < NPHASES; p++) all_f += phase_flops(b, (phase)p), all_b += phase_bytes(b, (phase)p);
+    for (int p = 0; p < NPARTS; p++) all_f += part_flops(b, (part)p), all_b += part_bytes(b, (part)p);
     csv_row(&f, r, "step.total", "measured", 1, r->step_ms, r->step_min, r->step_max, all_f, all_b, r->step_ms);
     // Ceilings: calls 0, so they add nothing to a step; their ratios in --compare show the machine.
     const double n = SGEMM_N, sg_ms = 2 * n * n * n / (r->sgemm * 1e6), mc_ms = 2.0 * MEMCPY_BYTES / (r->memcpy * 1e6);
@@ -618,10 +647,10 @@ static void write_md(const bench *b, const results *r, const char *path, const c
     OUT(&f, "| part | measured ms (median) | min | max | sum of its kernels alone, ms | kernels / measured |\n");
     OUT(&f, "|---|---|---|---|---|---|\n");
     double sum_parts = 0, sum_kernels = 0;
-    for (int p = 0; p < NPHASES; p++) {
-        double kms = phase_kernel_ms(b, (phase)p);
+    for (int p = 0; p < NPARTS; p++) {
+        double kms = part_kernel_ms(b, (part)p);
         sum_parts += r->part_ms[p], sum_kernels += kms;
-        OUT(&f, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", PHASE_NAMES[p], r->part_ms[p], r->part_min[p],
+        OUT(&f, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", PART_NAMES[p], r->part_ms[p], r->part_min[p],
             r->part_max[p], kms, kms / r->part_ms[p]);
     }
     OUT(&f, "| **sum of the parts** | %.2f | | | %.2f | %.2f |\n", sum_parts, sum_kernels, sum_kernels / sum_parts);
@@ -639,10 +668,10 @@ static void write_md(const bench *b, const results *r, const char *path, const c
             muon_ms / b->muon.n);
     }
 
-    const double fb_flops = phase_flops(b, PH_FWD) + phase_flops(b, PH_BWD), fb_rate = fb_flops / (r->fb_ms * 1e6);
+    const double fb_ms = r->part_ms[PART_FB], fb_flops = part_flops(b, PART_FB), fb_rate = fb_flops / (fb_ms * 1e6);
     OUT(&f, "**Forward + backward: %.1f GFLOP per step in %.1f ms = %.1f GFLOP/s, %.2f of the measured sgemm rate** "
             "(the CPU target is 0.5).\n\n",
-        fb_flops * 1e-9, r->fb_ms, fb_rate, fb_rate / r->sgemm);
+        fb_flops * 1e-9, fb_ms, fb_rate, fb_rate / r->sgemm);
 
     const kernel *sorted[MAX_KERNELS];
     for (int i = 0; i < b->nk; i++) sorted[i] = &b->k[i];
@@ -654,7 +683,7 @@ static void write_md(const bench *b, const results *r, const char *path, const c
         if (k->ph != PH_FWD && k->ph != PH_BWD) continue;
         OUT(&f, "%d. `%s` (%s): %.1f ms per step (%.0f%% of forward+backward), %.1f GFLOP/s, %.1f GB/s, %.2f of "
                 "its ceiling.\n",
-            ++shown, k->name, k->shape, total_ms(k), 100 * total_ms(k) / r->fb_ms, gflops_of(k), gbs_of(k),
+            ++shown, k->name, k->shape, total_ms(k), 100 * total_ms(k) / fb_ms, gflops_of(k), gbs_of(k),
             roofline_frac(k, r));
     }
     OUT(&f, "\n## Kernels, sorted by time per step\n\n![time per step per kernel](%s)\n\n", png);
@@ -810,19 +839,17 @@ int main(int argc, char **argv) {
     build_optimizers(b);
 
     // End to end: one warm-up step (allocates activations and gradients), then `steps` steps.
-    double t[NPHASES], parts[NPHASES][MAX_STEPS], fb[MAX_STEPS], whole[MAX_STEPS];
+    double t[NPARTS], parts[NPARTS][MAX_STEPS], whole[MAX_STEPS];
     fprintf(stderr, "kernels: end-to-end steps (1 warm-up + %d)...\n", steps);
     step(b, t);
     for (int s = 0; s < steps; s++) {
         step(b, t);
         whole[s] = 0;
-        for (int p = 0; p < NPHASES; p++) parts[p][s] = t[p] * 1e3, whole[s] += t[p] * 1e3;
-        fb[s] = (t[PH_FWD] + t[PH_BWD]) * 1e3;
-        fprintf(stderr, "  step %d: %.0f ms (forward %.0f, backward %.0f, optimizer %.0f)\n", s, whole[s],
-                t[PH_FWD] * 1e3, t[PH_BWD] * 1e3, t[PH_OPT] * 1e3);
+        for (int p = 0; p < NPARTS; p++) parts[p][s] = t[p] * 1e3, whole[s] += t[p] * 1e3;
+        fprintf(stderr, "  step %d: %.0f ms (forward+backward %.0f, optimizer %.0f)\n", s, whole[s],
+                t[PART_FB] * 1e3, t[PART_OPT] * 1e3);
     }
-    for (int p = 0; p < NPHASES; p++) median_of(parts[p], steps, &r.part_ms[p], &r.part_min[p], &r.part_max[p]);
-    median_of(fb, steps, &r.fb_ms, &r.fb_min, &r.fb_max);
+    for (int p = 0; p < NPARTS; p++) median_of(parts[p], steps, &r.part_ms[p], &r.part_min[p], &r.part_max[p]);
     median_of(whole, steps, &r.step_ms, &r.step_min, &r.step_max);
 
     // The mask of the last batch (still in the model's buffers), its admitted pairs counted.

@@ -2,6 +2,7 @@
 // the record's own count, refdata/records/PRESETS.md section 1) and the CPU time of one forward
 // and one forward + backward of a tiny-scale (B, T) batch (median of N runs after one warm-up).
 // Prints a Markdown table; the machine (cores) and build precision are in its header.
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,9 @@ static double time_ms(gm_model *m, const int32_t *tok, int reps, int bwd) {
     double *t = malloc(sizeof(double) * reps);
     for (int r = -1; r < reps; r++) {
         uint64_t t0 = gm_now_ns();
-        if (gm_model_forward(m, tok, tok + 1, m->cfg.batch, m->cfg.seq_len) != m->loss) gm_die_last();
-        if (bwd && gm_model_backward(m, 1.0)) gm_die_last();
+        const int B = m->cfg.batch, T = m->cfg.seq_len;
+        if (isnan(bwd ? gm_model_forward_backward(m, tok, tok + 1, B, T, 1.0) : gm_model_forward(m, tok, tok + 1, B, T)))
+            gm_die_last();
         if (r >= 0) t[r] = (double)(gm_now_ns() - t0) / 1e6;
     }
     qsort(t, reps, sizeof(double), cmp_double);

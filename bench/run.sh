@@ -26,8 +26,28 @@ section_kernels() {
     echo "bench: wrote $csv, ${csv%.csv}.md, ${csv%.csv}.png"
 }
 
+# Per preset: parameter count at tiny and full scale beside the record's own, and the CPU time of
+# one forward and one forward + backward of a tiny batch (build/bench/model_report): Markdown, with
+# the commit, machine and load average it ran on.
+section_model() {
+    mkdir -p reports/bench
+    local out=reports/bench/model_report.md
+    "$BUILD/bench/model_report" > "$out.tmp"
+    printf '\nMade by `make bench` (section `section_model`) at commit %s on %s (%s threads), load average %s.\n' \
+        "$COMMIT" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" \
+        "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out.tmp"
+    mv "$out.tmp" "$out"
+    echo "bench: wrote $out"
+}
+
+# GPU attention, tensor cores vs naive, softcap shapes, T = 1024..65536 (one line and nothing else
+# where no GPU is present): reports/bench/gpu-attention-softcap.{csv,md}.
+section_attention_gpu() {
+    "$BUILD/bench/attention_gpu" --out=reports/bench
+}
+
 # BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset.
-read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels}"
+read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_model section_attention_gpu}"
 for s in "${SECTIONS[@]}"; do
     echo "== bench: $s =="
     start=$(date +%s)

@@ -10,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "helpers.h"
 
 void cc_require_gpu(void) {
     char why[256];
@@ -76,6 +78,20 @@ int32_t *cc_randint(cc_env *e, size_t n, int V) {
     return x;
 }
 
+int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B) {
+    const int T = c->T;
+    int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);
+    cr_assert(ids && doc);
+    const uint64_t st = e->stream++;
+    if (c->eot[0] == CC_ALL_EOT)
+        for (int t = 0; t < T; t++) ids[t] = 1;
+    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;
+    for (size_t t = (size_t)T; t < (size_t)B * T; t++) ids[t] = gm_rng_u32(e->seed, st, t) % 23 == 0 ? 1 : 2;
+    gm_doc_ids(doc, ids, B, T, 1);
+    free(ids);
+    return doc;
+}
+
 void *cc_to_gpu(const cc_env *e, const void *host, size_t bytes) {
     void *d = e->gpu->alloc(e->gpu, bytes);
     cr_assert(d, "%s", gm_error());
@@ -101,15 +117,6 @@ void cc_sync(const cc_env *e, const char *what) {
     cr_assert_eq(gm_cuda_sync(e->gpu), 0, "%s: %s (seed %llu)", what, gm_error(), (unsigned long long)e->seed);
 }
 
-double cc_rel_err(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    }
-    return sqrt(num / (den > 0 ? den : 1));
-}
-
 static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(a[i]) || (exact ? memcmp(&a[i], &b[i], sizeof a[i]) != 0 : 0)) return (long)i;
@@ -119,13 +126,32 @@ static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
 int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol) {
     cc_sync(e, what);
     gm_real *h = cc_from_gpu(e, dev, n);
-    double err = cc_rel_err(h, ref, n);
+    double err = th_rel_err(h, ref, n);
     long bad = first_bad(h, ref, n, 0);
     int ok = err <= tol;
     cr_expect(ok,
               "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
               what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
               (unsigned long long)e->seed);
+    free(h);
+    return ok;
+}
+
+int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
+                     size_t n) {
+    cc_sync(e, what);
+    gm_real *h = cc_from_gpu(e, dev, n);
+    long bad = first_bad(h, ref, n, 0), at = -1;
+    double worst = 0;
+    for (size_t i = 0; bad < 0 && i < n; i++) {
+        double diff = fabs((double)h[i] - ref[i]), r = bound[i] > 0 ? diff / bound[i] : (diff > 0 ? INFINITY : 0);
+        if (r > worst || at < 0) worst = r, at = (long)i;
+    }
+    int ok = bad < 0 && worst <= 1;
+    if (bad >= 0) at = bad;
+    cr_expect(ok, "%s: |gpu - ref| / bound = %.3g at %ld of %zu (gpu %.9g, ref %.9g, bound %.3g; first non-finite: %ld) (seed %llu)",
+              what, worst, at, n, at >= 0 ? (double)h[at] : 0.0, at >= 0 ? (double)ref[at] : 0.0,
+              at >= 0 ? bound[at] : 0.0, bad, (unsigned long long)e->seed);
     free(h);
     return ok;
 }

@@ -49,9 +49,23 @@ void cc_sync(const cc_env *e, const char *what);
 // Download and compare with the CPU's values: every value finite and the relative error <= tol.
 // On failure the message names `what`, the error, the first non-finite index and the seed.
 int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol);
+// Element-wise bar: every value finite and |gpu_i - ref_i| <= bound_i (a bound built from unit
+// roundoffs and reduction lengths, LAPACK-style; a zero bound demands equality). On failure the
+// message names `what`, the worst ratio |gpu - ref| / bound, its index and the seed.
+int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
+                     size_t n);
+// An attention test case: shape, mask, and the documents of batch row 0 (rows after it get random
+// EOTs, one in 23 tokens on average).
+#define CC_ALL_EOT (-2)  // eot[0] = CC_ALL_EOT: every token of row 0 opens a document
+typedef struct {
+    const char *what;
+    int T, NH, HD, block, window, use_docs;
+    double qscale;  // > 1: peaky softmax
+    int eot[12];    // EOT positions of row 0, -1 terminated
+} cc_attn_case;
+// Doc ids (B, T) of a case (gm_doc_ids with EOT id 1); malloc'd.
+int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B);
 // Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
-// Relative error ||a - b|| / ||b|| (infinite when a holds a non-finite value).
-double cc_rel_err(const gm_real *a, const gm_real *b, size_t n);
 
 #endif

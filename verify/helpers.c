@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,23 @@ const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extr
              "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run %s",
              dir, dir, dir, extra);
     return buf;
+}
+
+double th_rel_err(const gm_real *a, const gm_real *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        double d = (double)a[i] - b[i];
+        num += d * d, den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+int th_train(const char *dir, const char *preset, const char *extra, char **out, char **err) {
+    char flags[4096], cmd[8600];
+    th_test_flags(flags, sizeof flags, dir, extra);
+    snprintf(cmd, sizeof cmd, "'%s' --preset=%s --scale=tiny %s", th_bin_path("train"), preset, flags);
+    return th_run(cmd, out, err);
 }
 
 void th_apply_flags(void *run_config, const char *flags) {

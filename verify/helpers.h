@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "base/real.h"
+
 // A fresh folder under /tmp, removed by th_rmtree. Dies (test crash) if it cannot be made.
 char *th_tmpdir(void);
 void th_rmtree(const char *dir);
@@ -31,9 +33,17 @@ void th_make_train_data(const char *dir);
 // with `extra` appended; written into buf.
 const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra);
 
+// Run build's train program on preset at tiny scale with th_test_flags(dir, extra); returns its
+// exit status, stdout and stderr as th_run.
+int th_train(const char *dir, const char *preset, const char *extra, char **out, char **err);
+
 // The "train" and "val" records of a log.jsonl from step from_step on, without timing fields: a
 // run's loss curve as text, for bitwise comparisons (malloc'd).
 char *th_log_curve(const char *log_path, int from_step);
+
+// ||a - b|| / ||b|| over n values (||a - b|| when b is all zeros), accumulated in double; +inf
+// when a holds a NaN or an infinity, so that no comparison with a bar can pass on one.
+double th_rel_err(const gm_real *a, const gm_real *b, size_t n);
 
 // Apply "--k=v --k=v ..." to a run configuration (a failing key fails the test).
 void th_apply_flags(void *run_config, const char *flags);

@@ -25,8 +25,6 @@ void th_ref_open(th_refcase *rc, const char *preset, const char *key, const char
 void th_ref_close(th_refcase *rc);
 // refdata/model/<preset>/<file>, which must hold exactly n floats (malloc'd).
 float *th_ref_floats(const char *preset, const char *file, size_t n);
-// sqrt(sum (a - r)^2 / sum r^2) over n values.
-double th_rel_err(const gm_real *a, const float *r, size_t n);
 
 typedef struct {
     double loss, logits, grad;  // relative errors; grad: the worst tensor's

@@ -53,6 +53,9 @@ Test(atomic_io, errors_name_the_path) {
     size_t len;
     cr_assert_neq(gm_read_all("/nonexistent-dir/y.txt", &data, &len), 0);
     cr_assert(strstr(gm_error(), "/nonexistent-dir/y.txt: cannot open"), "%s", gm_error());
+    // fopen opens a folder, and reading it failed with a bare "read error".
+    cr_assert_neq(gm_read_all("/tmp", &data, &len), 0);
+    cr_assert_str_eq(gm_error(), "/tmp: is a folder, not a file");
     gm_mapping m;
     cr_assert_neq(gm_map_file("/tmp", &m), 0);
     cr_assert(strstr(gm_error(), "not a regular file"), "%s", gm_error());

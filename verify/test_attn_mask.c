@@ -9,12 +9,7 @@
 #include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
 #include "base/rng.h"
-
-static double rel_err(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    return sqrt(num / (den > 0 ? den : 1));
-}
+#include "helpers.h"
 
 // EOT positions per case (row 0; row 1 gets random ones), -1 terminated.
 typedef struct {
@@ -49,12 +44,12 @@ static void run_case(const mask_case *c) {
     be->attn_bwd(be, g1, g1 + n, g1 + 2 * n, dout, q, k, v, o1, l1, B, T, NH, HD, scale, m);
     gm_cpu_attn_bwd_dense(g2, g2 + n, g2 + 2 * n, dout, q, k, v, B, T, NH, HD, scale, dense);
     double tol = 200 * GM_REAL_EPS;
-    cr_expect(rel_err(o1, o2, n) < tol, "%s: out %.3g", c->what, rel_err(o1, o2, n));
-    cr_expect(rel_err(l1, l2, nl) < tol, "%s: lse", c->what);
+    cr_expect(th_rel_err(o1, o2, n) < tol, "%s: out %.3g", c->what, th_rel_err(o1, o2, n));
+    cr_expect(th_rel_err(l1, l2, nl) < tol, "%s: lse", c->what);
     const char *names[3] = {"dq", "dk", "dv"};
     for (int g = 0; g < 3; g++)
-        cr_expect(rel_err(g1 + g * n, g2 + g * n, n) < tol, "%s: %s %.3g", c->what, names[g],
-                  rel_err(g1 + g * n, g2 + g * n, n));
+        cr_expect(th_rel_err(g1 + g * n, g2 + g * n, n) < tol, "%s: %s %.3g", c->what, names[g],
+                  th_rel_err(g1 + g * n, g2 + g * n, n));
     free(q), free(k), free(v), free(dout), free(ids), free(doc), free(dense);
     free(o1), free(o2), free(l1), free(l2), free(g1), free(g2);
 }

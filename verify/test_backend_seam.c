@@ -69,9 +69,9 @@ Test(backend_seam, guarded_trains_every_preset_bitwise_like_cpu, .timeout = 600)
     char *dir = th_tmpdir(), out[4200];
     th_make_train_data(dir);
     for (int i = 0; i < 6; i++) {
-        snprintf(out, sizeof out, "--out_dir=%s/cpu", dir);
+        snprintf(out, sizeof out, "--out_dir=%s/cpu-%d", dir, i);
         run_result c = train(gm_backend_cpu(), dir, i, out);
-        snprintf(out, sizeof out, "--out_dir=%s/guarded", dir);
+        snprintf(out, sizeof out, "--out_dir=%s/guarded-%d", dir, i);
         run_result g = train(gm_backend_guarded(), dir, i, out);
         same(&c, &g, PRESETS[i][0], 0);
         free(c.params), free(g.params);

@@ -52,3 +52,28 @@ Test(corpus, empty_and_missing_corpora_are_refused) {
     th_rmtree(dir);
     free(dir);
 }
+
+// A file that is not a dictd database is named as such, instead of parsing into a few "documents"
+// (a README once gave "only 2 documents").
+Test(corpus, files_that_are_not_dictd_databases_are_refused) {
+    char *dir = th_tmpdir(), path[4200], want[4400];
+    gm_corpus c;
+    snprintf(path, sizeof path, "%s/README.md", dir);
+    const char *text = "# A project\n\nSome text.\n\nMore text, in a second paragraph.\n";
+    cr_assert_eq(gm_write_file_atomic(path, text, strlen(text)), 0);
+    cr_assert_neq(gm_corpus_load_dictd(&c, path), 0, "a README was read as a dictionary");
+    snprintf(want, sizeof want, "%s: not a dictd database (no 00-database-* entry, which dictfmt writes first); --corpus takes a "
+             "dictd .dict or .dict.dz file", path);
+    cr_assert_str_eq(gm_error(), want);
+    snprintf(path, sizeof path, "%s/shard.bin", dir);
+    const char binary[] = "00-database-short\n   x\n\nWord\n   a\0b\n";
+    cr_assert_eq(gm_write_file_atomic(path, binary, sizeof binary - 1), 0);
+    cr_assert_neq(gm_corpus_load_dictd(&c, path), 0, "binary data was read as a dictionary");
+    snprintf(want, sizeof want, "%s: not a dictd database (binary data: a NUL byte at offset %zu)", path, strlen(binary));
+    cr_assert_str_eq(gm_error(), want);
+    cr_assert_neq(gm_corpus_load_dictd(&c, dir), 0);
+    snprintf(want, sizeof want, "%s: is a folder, not a file", dir);
+    cr_assert_str_eq(gm_error(), want);
+    th_rmtree(dir);
+    free(dir);
+}

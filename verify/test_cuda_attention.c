@@ -1,8 +1,9 @@
-// The CUDA attention kernels (forward, and the backward that recomputes probabilities from the
-// lse) against the CPU backend, with causal, sliding-window (whole blocks, block sizes above and
-// below the kernel's 32-row tiles) and document masks, head dims from 2 to 128, sequence lengths
-// that are not multiples of anything, and a second backward run that must repeat bit for bit.
-// Skipped where no GPU is present.
+// The naive CUDA attention kernels (attention_naive.cu: forward, and the backward that recomputes
+// probabilities from the lse), asked for by name, against the CPU backend at fp32 bars, with
+// causal, sliding-window (whole blocks, block sizes above and below the kernel's 32-row tiles) and
+// document masks, head dims from 2 to 128, sequence lengths that are not multiples of anything,
+// and a second backward run that must repeat bit for bit. They are the GPU-side reference of the
+// tensor-core kernels (test_cuda_attention_mma.c). Skipped where no GPU is present.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,16 +12,9 @@
 
 #include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
+#include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
-#include "base/rng.h"
 #include "cuda_check.h"
-
-typedef struct {
-    const char *what;
-    int T, NH, HD, block, window, use_docs;
-    double qscale;  // > 1: peaky softmax
-    int eot[12];    // EOT positions of row 0, -1 terminated; row 1 gets random ones
-} attn_case;
 
 static gm_real *dup(const gm_real *x, size_t n) {
     gm_real *y = malloc(sizeof(gm_real) * n);
@@ -29,18 +23,13 @@ static gm_real *dup(const gm_real *x, size_t n) {
     return y;
 }
 
-static void run_case(cc_env *e, const attn_case *c) {
+static void run_case(cc_env *e, const cc_attn_case *c) {
     const gm_backend *cpu = e->cpu, *gpu = e->gpu;
     int B = 2, T = c->T, NH = c->NH, HD = c->HD;
     size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
     gm_real *q = cc_randn(e, n, c->qscale), *k = cc_randn(e, n, 1.0), *v = cc_randn(e, n, 1.0);
     gm_real *dout = cc_randn(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
-    int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);
-    cr_assert(ids && doc);
-    uint64_t st = e->stream++;
-    for (int i = 0; c->eot[i] >= 0; i++) ids[c->eot[i]] = 1;
-    for (int t = 0; t < T; t++) ids[T + t] = gm_rng_u32(e->seed, st, (uint64_t)t) % 23 == 0 ? 1 : 2;
-    gm_doc_ids(doc, ids, B, T, 1);
+    int32_t *doc = cc_attn_docs(e, c, B);
     double scale = 1.0 / sqrt(HD);
 
     gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
@@ -53,8 +42,9 @@ static void run_case(cc_env *e, const attn_case *c) {
     gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
     gm_real *gout = cc_poisoned(e, n), *glse = cc_poisoned(e, nl), *gg = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    gpu->attn_fwd(gpu, gout, glse, gq, gk, gv, B, T, NH, HD, scale, gm);
-    gpu->attn_bwd(gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, gout, glse, gq, gk, gv, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD,
+                          scale, gm);
 
     char what[200];
     const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
@@ -68,23 +58,24 @@ static void run_case(cc_env *e, const attn_case *c) {
     // order, so the bits repeat.
     gm_real *first = cc_from_gpu(e, gg, 3 * n);
     gpu->upload(gpu, gg, g0, sizeof(gm_real) * 3 * n);
-    gpu->attn_bwd(gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gg, gg + n, gg + 2 * n, gdout, gq, gk, gv, gout, glse, B, T, NH, HD,
+                          scale, gm);
     snprintf(what, sizeof what, "%s: backward run twice", c->what);
     cc_expect_equal(e, what, gg, first, 3 * n);
 
     gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
     gpu->free(gpu, gout), gpu->free(gpu, glse), gpu->free(gpu, gg);
-    free(q), free(k), free(v), free(dout), free(g0), free(ids), free(doc), free(out), free(lse), free(g), free(first);
+    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g), free(first);
 }
 
-static void run_cases(const attn_case *cases, size_t count) {
+static void run_cases(const cc_attn_case *cases, size_t count) {
     cc_env e = cc_begin();
     for (size_t i = 0; i < count; i++) run_case(&e, &cases[i]);
 }
 
 Test(cuda_attn, causal_and_window) {
     CC_REQUIRE_GPU();
-    const attn_case cases[] = {
+    const cc_attn_case cases[] = {
         {"causal only", 40, 2, 8, 8, 0, 0, 1.0, {-1}},
         {"T = 1", 1, 2, 32, 128, 0, 0, 1.0, {-1}},
         {"head dim 2", 33, 2, 2, 4, 0, 0, 1.0, {-1}},
@@ -100,7 +91,7 @@ Test(cuda_attn, causal_and_window) {
 
 Test(cuda_attn, document_masks) {
     CC_REQUIRE_GPU();
-    const attn_case cases[] = {
+    const cc_attn_case cases[] = {
         {"docs at block edges", 48, 2, 8, 8, 0, 1, 1.0, {0, 8, 16, 24, 40, -1}},
         {"docs one token before/after edges, window 2", 48, 2, 8, 8, 2, 1, 1.0, {7, 9, 15, 17, 31, 33, -1}},
         {"docs shorter than a block, window 4", 48, 2, 8, 8, 4, 1, 1.0, {0, 2, 3, 5, 11, 12, 13, 30, 31, -1}},

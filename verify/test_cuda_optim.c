@@ -30,6 +30,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "cuda_check.h"
+#include "helpers.h"
 #include "optim/ns_coeffs.h"
 #include "ortho_fixtures.h"
 
@@ -262,7 +263,7 @@ Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
                 const double bar = (1 + 3 * steps) * U_BF16;
                 for (int i = 0; i < count; i++) {
                     const size_t n = (size_t)sh[i].rows * sh[i].cols;
-                    const double d = cc_rel_err(gpu[i], cpu[i], n), d32 = cc_rel_err(gpu[i], g32[i], n);
+                    const double d = th_rel_err(gpu[i], cpu[i], n), d32 = th_rel_err(gpu[i], g32[i], n);
                     // A single row or column fails the bar's precondition (test_ns_bf16.c: Polar
                     // Express amplifies its one value's rounding 13.7-fold per step): only its
                     // output's finiteness and bf16 values are checked below.
@@ -324,7 +325,7 @@ Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     run_both(&e, &cfg, count, sh, G, cpu, gpu);
     for (int i = 0; i < count; i++) {
         const int r = sh[i].rows, c = sh[i].cols;
-        const double bar = svd_rel_tol(G[i], r, c, 0), d = cc_rel_err(gpu[i], cpu[i], (size_t)r * c);
+        const double bar = svd_rel_tol(G[i], r, c, 0), d = th_rel_err(gpu[i], cpu[i], (size_t)r * c);
         cr_expect_leq(d, bar, "svd %dx%d: GPU vs CPU polar factor %.3g > 30 max(m,n) eps kappa = %.3g (seed %llu)", r,
                       c, d, bar, (unsigned long long)e.seed);
         if (sh[i].scale == 1.0) {
@@ -357,7 +358,7 @@ Test(cuda_optim, svd_polar_rank_deficient) {
     for (int i = 0; i < M * N; i++) tr += (double)gpu[i] * gpu[i];
     cr_expect(fabs(tr - R) <= 2 * R * bar, "svd rank %d: trace(Q Q^T) = %.6f, want the rank (bar %.3g, seed %llu)", R,
               tr, 2 * R * bar, (unsigned long long)e.seed);
-    const double d = cc_rel_err(gpu, cpu, (size_t)M * N);
+    const double d = th_rel_err(gpu, cpu, (size_t)M * N);
     cr_expect_leq(d, bar, "svd rank %d: GPU vs CPU polar factor %.3g > %.3g (seed %llu)", R, d, bar,
                   (unsigned long long)e.seed);
     free(G), free(cpu), free(gpu);
@@ -396,7 +397,7 @@ Test(cuda_optim, non_finite_item_is_reported_by_name) {
         for (int i = 0; i < 3; i += 2) {
             gm_real *h = cc_from_gpu(&e, items[i].out, n);
             if (svd) {
-                const double d = cc_rel_err(h, ref[i], n), bar = svd_rel_tol(G[i], r, c, 0);
+                const double d = th_rel_err(h, ref[i], n), bar = svd_rel_tol(G[i], r, c, 0);
                 cr_expect_leq(d, bar, "svd item %d beside a non-finite one: %.3g > %.3g (seed %llu)", i, d, bar,
                               (unsigned long long)e.seed);
             } else {

@@ -1,12 +1,14 @@
 // Flag values are plain decimal: a leading zero is not octal, "0x" is refused, blanks and '+' are
 // refused, and each field of the run configuration (model and run tables) parses, range-checks
-// and prints back through one table.
+// and prints back through one table; flags the chosen recipe never reads are refused; two
+// configurations' differences are listed field by field.
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "train/run_config.h"
+#include "helpers.h"
 
 static gm_run_config preset(void) {
     gm_run_config rc;
@@ -71,4 +73,70 @@ Test(flags, unknown_preset_and_scale_are_named) {
     cr_assert(strstr(gm_error(), "--preset: unknown preset 'gpt5'"), "%s", gm_error());
     cr_assert_eq(gm_run_config_preset(&rc, "softcap", "huge"), -1);
     cr_assert(strstr(gm_error(), "--scale: unknown scale 'huge' (full, small, tiny, test)"), "%s", gm_error());
+}
+
+// A flag the chosen recipe never reads is refused by gm_run_config_finish, naming what makes it
+// unused (--warmup_frac on the cooldown-fraction schedule was once accepted and ignored).
+static void unused(const char *preset_name, const char *flags, const char *fault) {
+    gm_run_config rc;
+    cr_assert_eq(gm_run_config_preset(&rc, preset_name, "tiny"), 0, "%s", gm_error());
+    th_apply_flags(&rc, flags);
+    cr_assert_eq(gm_run_config_finish(&rc), -1, "%s %s was accepted", preset_name, flags);
+    cr_assert_str_eq(gm_error(), fault);
+}
+
+static void used(const char *preset_name, const char *flags) {
+    gm_run_config rc;
+    cr_assert_eq(gm_run_config_preset(&rc, preset_name, "tiny"), 0, "%s", gm_error());
+    th_apply_flags(&rc, flags);
+    cr_assert_eq(gm_run_config_finish(&rc), 0, "%s %s: %s", preset_name, flags, gm_error());
+}
+
+Test(flags, flags_without_effect_on_the_schedule_are_refused) {
+    unused("softcap", "--warmup_frac=0.1",
+           "--warmup_frac: has no effect on this run (--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone, "
+           "preset softcap); leave it out");
+    unused("softcap", "--warmdown_frac=0",
+           "--warmdown_frac: has no effect on this run (--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone, "
+           "preset softcap); leave it out");
+    unused("muon-v2", "--cooldown_frac=0.3",
+           "--cooldown_frac: has no effect on this run (--lr_schedule=warmup-warmdown sets the lr from --warmup_frac and "
+           "--warmdown_frac, preset muon-v2); leave it out");
+    unused("adamw", "--muon_momentum_warmup_frac=0.2",
+           "--muon_momentum_warmup_frac: has no effect on this run (--matrix_opt=adam: no Muon momentum to warm up, preset "
+           "adamw); leave it out");
+    unused("muon-v2", "--window_end_tokens=1024",
+           "--window_end_tokens: has no effect on this run (--window_start_tokens=0: no sliding window, preset muon-v2); "
+           "leave it out");
+    // The same flags where the recipe reads them.
+    used("softcap", "--cooldown_frac=0.3");
+    used("softcap", "--lr_schedule=warmup-warmdown --warmup_frac=0.1");
+    used("muon-v2", "--lr_schedule=cooldown-frac --cooldown_frac=0.4");
+    used("softcap", "--muon_momentum_warmup_frac=0.2 --window_end_tokens=1024");
+}
+
+// The message of an unknown coefficient set names the flag once (it was formatted from the error
+// buffer into itself: "--ns_coeffs: --ns_coeffs: : unknown ...").
+Test(flags, unknown_coefficient_set_is_named_once) {
+    gm_run_config rc = preset();
+    cr_assert_eq(gm_run_config_set(&rc, "ns_coeffs", "septic"), 0, "%s", gm_error());
+    cr_assert_eq(gm_run_config_finish(&rc), -1);
+    cr_assert_str_eq(gm_error(), "--ns_coeffs: newton-schulz: unknown coefficient set 'septic' (known: quintic, cubic, you5, "
+                                 "polar-express)");
+}
+
+Test(flags, configuration_differences_are_listed_by_field) {
+    char buf[512];
+    gm_run_config_diff("{\"preset\":\"softcap\",\"lr_matrix\":0.05,\"out_dir\":\"a,b\",\"world_size\":1}",
+                       "{\"preset\":\"softcap\",\"lr_matrix\":0.1,\"out_dir\":\"a,b\",\"world_size\":2,\"seed\":3}", buf, sizeof buf);
+    cr_assert_str_eq(buf, "lr_matrix (0.05 -> 0.1), world_size (1 -> 2), seed (absent -> 3)");
+    gm_run_config a = preset(), b = preset();
+    char *ja = gm_run_config_json(&a), *jb;
+    gm_run_config_diff(ja, ja, buf, sizeof buf);
+    cr_assert_str_eq(buf, "", "a configuration differs from itself: %s", buf);
+    cr_assert_eq(gm_run_config_set(&b, "out_dir", "x\",\"lr_matrix\":9"), 0);  // quotes inside a string value
+    jb = gm_run_config_json(&b);
+    gm_run_config_diff(ja, jb, buf, sizeof buf);
+    cr_assert_str_eq(buf, "out_dir (\"runs/softcap-tiny\" -> \"x\\\",\\\"lr_matrix\\\":9\")");
+    free(ja), free(jb);
 }

@@ -1,6 +1,7 @@
 // make_data end to end on a small dictionary: shards load with the tokenizer's vocab, documents
 // are EOT-separated and decode back to the corpus text; bad flags and bad corpora exit non-zero
-// with one line naming the fault, and leave no output behind.
+// with one line naming the fault, and leave no output behind; an output folder that is not a
+// dataset of make_data is never replaced, and replacing one deletes only what it wrote.
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +13,11 @@
 #include "data/tokenizer.h"
 #include "helpers.h"
 
-// 300 entries, so every val_every (default 100) split has val documents.
+// 300 entries after dictfmt's header entry, so every val_every (default 100) split has val documents.
 static void write_dict(const char *path) {
     size_t cap = 1 << 20, n = 0;
     char *buf = malloc(cap);
+    n += (size_t)snprintf(buf, cap, "00-database-short\n   A test dictionary\n\n");
     for (int i = 0; i < 300; i++)
         n += (size_t)snprintf(buf + n, cap - n, "Word%d \\Word%d\\, n.\n   The meaning number %d of a word, as used by %s.\n   [1913 Webster]\n\n",
                               i, i, i, i % 2 ? "sailors" : "farmers");
@@ -28,7 +30,7 @@ Test(make_data_cli, builds_a_consistent_dataset) {
     snprintf(dict, sizeof dict, "%s/d.dict", dir);
     snprintf(out, sizeof out, "%s/ds", dir);
     write_dict(dict);
-    snprintf(cmd, sizeof cmd, "'%s' --corpus='%s' --out='%s' --vocab=300 --shard-tokens=4096", th_bin_path("make_data"), dict, out);
+    snprintf(cmd, sizeof cmd, "'%s' --corpus='%s' --out='%s' --vocab=300 --shard_tokens=4096", th_bin_path("make_data"), dict, out);
     char *so, *se;
     cr_assert_eq(th_run(cmd, &so, &se), 0, "make_data failed: %s", se);
     cr_assert(strstr(so, "300 documents"), "%s", so);
@@ -102,4 +104,81 @@ Test(make_data_cli, missing_value) { expect_refusal("--corpus=d.dict --vocab", "
 Test(make_data_cli, positional_argument) { expect_refusal("d.dict", "d.dict: unexpected argument"); }
 Test(make_data_cli, missing_corpus) { expect_refusal("--corpus=nope.dict", "nope.dict: cannot open: No such file or directory"); }
 Test(make_data_cli, empty_corpus) { expect_refusal("--corpus=/dev/null", "/dev/null: empty corpus"); }
-Test(make_data_cli, too_few_documents_for_val) { expect_refusal("--corpus=d.dict --val-every=1000", "too few for one val document"); }
+Test(make_data_cli, too_few_documents_for_val) { expect_refusal("--corpus=d.dict --val_every=1000", "too few for one val document"); }
+Test(make_data_cli, hyphens_spell_the_same_flags) { expect_refusal("--corpus=d.dict --val-every=1000", "too few for one val document"); }
+Test(make_data_cli, corpus_that_is_not_a_dictd_file) {
+    expect_refusal("--corpus=/etc/os-release", "/etc/os-release: not a dictd database (no 00-database-* entry");
+}
+Test(make_data_cli, corpus_that_is_a_folder) { expect_refusal("--corpus=/etc", "/etc: is a folder, not a file"); }
+
+static int run_make_data(const char *dir, const char *out, char **se) {
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --corpus=d.dict --out='%s' --vocab=300 --shard_tokens=4096", dir,
+             th_bin_path("make_data"), out);
+    return th_run(cmd, NULL, se);
+}
+
+static void put_file(const char *dir, const char *name, const char *text) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(gm_write_file_atomic(path, text, strlen(text)), 0, "%s", gm_error());
+}
+
+static void expect_file(const char *dir, const char *name, const char *text) {
+    char path[4400], *data;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(gm_read_all(path, &data, &len), 0, "%s was lost: %s", path, gm_error());
+    cr_assert_str_eq(data, text, "%s was changed", path);
+    free(data);
+}
+
+// `--out=data` once replaced the whole folder, other datasets included, and exited 0.
+Test(make_data_cli, a_folder_it_did_not_write_is_refused_and_kept) {
+    char *dir = th_tmpdir(), out[4200], sub[4300], dict[4300], *se;
+    snprintf(out, sizeof out, "%s/data", dir);
+    snprintf(sub, sizeof sub, "%s/fineweb10B", out);
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    write_dict(dict);
+    cr_assert_eq(gm_mkdir_p(sub), 0, "%s", gm_error());
+    put_file(sub, "fineweb_val_000000.bin", "someone else's shard");
+    put_file(out, "notes.txt", "mine");
+    cr_assert_eq(run_make_data(dir, "data", &se), 1, "make_data replaced a folder it did not write: %s", se);
+    cr_assert_eq(th_count_lines(se), 1, "%s", se);
+    cr_assert(strstr(se, "make_data: error: --out: data is not empty and has no make_data.txt, so it is not a dataset of "
+                         "make_data; give a new or empty folder (nothing was changed)"), "%s", se);
+    expect_file(sub, "fineweb_val_000000.bin", "someone else's shard");
+    expect_file(out, "notes.txt", "mine");
+    cr_assert_eq(th_dir_entries(out), 2);
+    cr_assert_eq(th_dir_entries(dir), 2, "stray files beside the output (d.dict, data)");
+    free(se);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// Its own dataset is replaced (twice in a row works), deleting only the files its list names; a
+// file added to it since makes it someone's folder again, and it is refused.
+Test(make_data_cli, its_own_dataset_is_replaced_and_nothing_else) {
+    char *dir = th_tmpdir(), out[4200], dict[4300], *se;
+    snprintf(out, sizeof out, "%s/ds", dir);
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    write_dict(dict);
+    cr_assert_eq(gm_mkdir_p(out), 0);  // an empty folder is fine
+    cr_assert_eq(run_make_data(dir, "ds", &se), 0, "%s", se);
+    free(se);
+    int files = th_dir_entries(out);
+    cr_assert_geq(files, 4, "tokenizer, val, train shards and make_data.txt");
+    cr_assert_eq(run_make_data(dir, "ds", &se), 0, "its own dataset was refused: %s", se);
+    free(se);
+    cr_assert_eq(th_dir_entries(out), files);
+    cr_assert_eq(th_dir_entries(dir), 2, "the old dataset or a temporary folder was left beside it");
+    put_file(out, "my_notes.txt", "keep");
+    cr_assert_eq(run_make_data(dir, "ds", &se), 1, "a dataset with a foreign file was replaced");
+    cr_assert(strstr(se, "--out: ds holds my_notes.txt, which make_data did not write; give a new or empty folder (nothing "
+                         "was changed)"), "%s", se);
+    expect_file(out, "my_notes.txt", "keep");
+    cr_assert_eq(th_dir_entries(out), files + 1);
+    free(se);
+    th_rmtree(dir);
+    free(dir);
+}

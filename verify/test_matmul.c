@@ -6,16 +6,10 @@
 
 #include "backend/cpu/cpu.h"
 #include "base/rng.h"
+#include "helpers.h"
 
 static void randn(gm_real *x, size_t n, uint64_t stream) {
     for (size_t i = 0; i < n; i++) x[i] = gm_rng_normal(42, stream, i);
-}
-
-// ||a - b|| / ||b||
-static double rel_err(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    return sqrt(num / (den > 0 ? den : 1));
 }
 
 Test(matmul, blas_matches_naive_forward_and_backward) {
@@ -36,9 +30,9 @@ Test(matmul, blas_matches_naive_forward_and_backward) {
         be->matmul_bwd(be, di1, dw1, dout, inp, W, N, C, OC);
         gm_cpu_matmul_bwd_naive(di2, dw2, dout, inp, W, N, C, OC);
         double tol = GM_REAL_EPS * 64;
-        cr_expect(rel_err(o1, o2, (size_t)N * OC) < tol, "fwd %dx%dx%d", N, C, OC);
-        cr_expect(rel_err(di1, di2, (size_t)N * C) < tol, "dinp %dx%dx%d", N, C, OC);
-        cr_expect(rel_err(dw1, dw2, (size_t)OC * C) < tol, "dW %dx%dx%d", N, C, OC);
+        cr_expect(th_rel_err(o1, o2, (size_t)N * OC) < tol, "fwd %dx%dx%d", N, C, OC);
+        cr_expect(th_rel_err(di1, di2, (size_t)N * C) < tol, "dinp %dx%dx%d", N, C, OC);
+        cr_expect(th_rel_err(dw1, dw2, (size_t)OC * C) < tol, "dW %dx%dx%d", N, C, OC);
         free(inp), free(W), free(o1), free(o2), free(dout), free(di1), free(di2), free(dw1), free(dw2);
     }
 }

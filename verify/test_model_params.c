@@ -87,7 +87,7 @@ Test(model_params, record_initialisation) {
 
 // A tiny-scale step: the loss at record init is ln(vocab) where the head is zero (uniform
 // logits), a plausible value otherwise; a forward alone allocates no gradient memory and gives
-// the same loss twice; forward + backward run without error.
+// the same loss twice; a training step runs without error and computes the same loss.
 Test(model_params, tiny_forward_backward_runs) {
     for (const char *const *p = gm_preset_names; *p; p++) {
         gm_config cfg;
@@ -106,7 +106,8 @@ Test(model_params, tiny_forward_backward_runs) {
             cr_expect(isfinite(loss) && loss > 0 && loss < 3 * log(cfg.vocab_padded), "%s: loss %g", *p, loss);
         cr_expect(m.g == NULL && m.da == NULL, "%s: a forward alone allocated gradient buffers", *p);
         cr_expect_eq(gm_model_forward(&m, ids, ids + 1, cfg.batch, cfg.seq_len), loss, "%s: not deterministic", *p);
-        cr_expect_eq(gm_model_backward(&m, 1.0), 0, "%s", gm_error());
+        double train_loss = gm_model_forward_backward(&m, ids, ids + 1, cfg.batch, cfg.seq_len, 1.0);
+        cr_expect_eq(train_loss, loss, "%s: training loss %g (%s)", *p, train_loss, gm_error());
         free(ids);
         gm_model_free(&m);
     }

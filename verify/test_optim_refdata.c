@@ -57,13 +57,8 @@ static void compare(const problem *pb, const char *name) {
     cr_assert_eq(len, pb->total * sizeof(float), "%s: %zu bytes, expected %zu", path, len, pb->total * sizeof(float));
     const float *ref = (const float *)data;
     for (int i = 0; i < pb->n; i++) {
-        double num = 0, den = 0;
-        for (size_t j = 0; j < gm_view_numel(&pb->views[i]); j++) {
-            double d = (double)pb->p[pb->views[i].offset + j] - ref[pb->views[i].offset + j];
-            num += d * d;
-            den += (double)ref[pb->views[i].offset + j] * ref[pb->views[i].offset + j];
-        }
-        double rel = sqrt(num / den);
+        size_t at = pb->views[i].offset;
+        double rel = th_rel_err(pb->p + at, ref + at, gm_view_numel(&pb->views[i]));
         cr_assert_lt(rel, 1e-5, "%s: tensor %d relative error %.3g", name, i, rel);
     }
     free(data);

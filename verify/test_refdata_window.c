@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "helpers.h"
 #include "refdata_fixture.h"
 
 #define BAR 1e-4
@@ -37,12 +38,6 @@ static void check_documents(const th_refcase *rc, const char *preset) {
                 preset, w + 1, long_docs, short_at_edge);
 }
 
-static double rel_diff(const float *a, const float *r, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)a[i] - r[i]) * ((double)a[i] - r[i]), den += (double)r[i] * r[i];
-    return sqrt(num / den);
-}
-
 static void check_windows(const char *preset) {
     th_refcase rc;
     th_ref_open(&rc, preset, NULL, NULL);
@@ -53,7 +48,7 @@ static void check_windows(const char *preset) {
         char file[64];
         snprintf(file, sizeof file, "window_%d.bin", v);
         float *ref_v = th_ref_floats(preset, file, n);
-        double torch_apart = rel_diff(ref_v + 1, rc.ref + 1, n - 1);
+        double torch_apart = th_rel_err(ref_v + 1, rc.ref + 1, n - 1);
         th_referr same = th_ref_compare(&rc, v, ref_v, 0), other = th_ref_compare(&rc, v, rc.ref, 0);
         cr_expect(torch_apart > APART, "%s: PyTorch's logits at windows %d and %d differ by only %.3g", preset, v,
                   rc.window, torch_apart);

@@ -2,7 +2,10 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "base/error.h"
+#include "model/config.h"
 #include "optim/schedule.h"
+#include "train/run_config.h"
 
 Test(schedules, warmup_warmdown_break_points) {
     // adamw record: 9536 steps, warmup 256, warmdown 2048.
@@ -40,12 +43,28 @@ Test(schedules, momentum_warmup) {
 
 Test(schedules, window_blocks_match_the_closed_form) {
     // Both records: W_s = 1 + floor(13.5 s / N), first increase at s = 110 (N = 1480), 103 (N = 1390).
+    const gm_config c = {.attn_block = 128, .window_start_tokens = 128, .window_end_tokens = 1856};
     const int N[2] = {1480, 1390}, first[2] = {110, 103};
     for (int r = 0; r < 2; r++) {
         for (int s = 0; s <= N[r]; s++)
-            cr_assert_eq(gm_window_blocks(s, N[r], 128, 1856, 128), 1 + (int)floor(13.5 * s / N[r]), "N=%d s=%d", N[r], s);
-        cr_assert_eq(gm_window_blocks(first[r] - 1, N[r], 128, 1856, 128), 1);
-        cr_assert_eq(gm_window_blocks(first[r], N[r], 128, 1856, 128), 2);
-        cr_assert_eq(gm_window_blocks(N[r], N[r], 128, 1856, 128), 14);
+            cr_assert_eq(gm_config_window_blocks(&c, s, N[r]), 1 + (int)floor(13.5 * s / N[r]), "N=%d s=%d", N[r], s);
+        cr_assert_eq(gm_config_window_blocks(&c, first[r] - 1, N[r]), 1);
+        cr_assert_eq(gm_config_window_blocks(&c, first[r], N[r]), 2);
+        cr_assert_eq(gm_config_window_blocks(&c, N[r], N[r]), 14);
     }
+}
+
+// A window below one block would be 0 blocks, which the attention reads as "no window": refused.
+Test(schedules, window_below_one_block_is_refused) {
+    gm_config c;
+    cr_assert_eq(gm_preset_model(&c, "softcap", "tiny"), 0, "%s", gm_error());  // attn_block 128
+    cr_assert_eq(gm_config_check(&c), 0, "%s", gm_error());
+    c.window_start_tokens = 100;
+    cr_assert_eq(gm_config_check(&c), -1, "a 100-token window start in 128-token blocks was accepted");
+    cr_assert_str_eq(gm_error(), "config: sliding window of 100 to 1856 tokens: at least one attn_block (128 tokens) at every "
+                                 "step, or 0 for no window");
+    c.window_start_tokens = 1856, c.window_end_tokens = 64;
+    cr_assert_eq(gm_config_check(&c), -1, "a window shrinking to 64 tokens in 128-token blocks was accepted");
+    c.window_end_tokens = 128;
+    cr_assert_eq(gm_config_check(&c), 0, "%s", gm_error());
 }

@@ -20,7 +20,9 @@ enum { STEPS = 3 };
 
 static gm_real *train(const gm_backend *be, const char *dir, double *loss, size_t *n, gm_run_config *rc) {
     char flags[4096], extra[512];
-    snprintf(extra, sizeof extra, "--steps=%d --val_every=0 --comm=single --n_value_embeds=2 --skip_attn_mask=4", STEPS);
+    // One out_dir per backend: a folder that holds a run is not written again.
+    snprintf(extra, sizeof extra, "--steps=%d --val_every=0 --comm=single --n_value_embeds=2 --skip_attn_mask=4 --out_dir=%s/%s",
+             STEPS, dir, be->name);
     cr_assert_eq(gm_run_config_preset(rc, "softcap", "tiny"), 0, "%s", gm_error());
     th_apply_flags(rc, th_test_flags(flags, sizeof flags, dir, extra));
     cr_assert_eq(gm_run_config_finish(rc), 0, "%s", gm_error());

@@ -116,7 +116,8 @@ Test(tokenizer, bad_input_is_refused_with_a_reason) {
         {"hello\n", "not a tokenizer file"},
         {"gptmuon-tokenizer 2\nvocab 257\neot 256\nmerges 0\n", "unsupported tokenizer version 2"},
         {"gptmuon-tokenizer 1\nvocab 300\neot 256\nmerges 0\n", "inconsistent header"},
-        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n", "merge line 2 is missing"},
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 zz\n", "merge line 2 is missing or malformed"},
+        {"gptmuon-tokenizer 1\nvocab 65536\neot 256\nmerges 65279\n97 98\n", "header says 65279 merges, but the 7 bytes after it hold at most 1 merge lines"},
         {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 400\n", "do not exist before it"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -128,4 +129,56 @@ Test(tokenizer, bad_input_is_refused_with_a_reason) {
     cr_assert(strstr(gm_error(), "cannot open"), "%s", gm_error());
     th_rmtree(dir);
     free(dir);
+}
+
+// The message of a merge refused while loading names the file once, then the fault (gm_fail adds
+// the path to a message it formats from gm_error(): the two once overlapped and garbled it).
+Test(tokenizer, load_errors_name_the_file_once) {
+    char *dir = th_tmpdir(), path[4200], want[4600];
+    snprintf(path, sizeof path, "%s/tok.txt", dir);
+    const char *text = "gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 400\n";
+    cr_assert_eq(gm_write_file_atomic(path, text, strlen(text)), 0);
+    gm_tokenizer t;
+    cr_assert_neq(gm_tok_load(&t, path), 0);
+    snprintf(want, sizeof want, "%s: tokenizer: merge 0 joins ids (97, 400) that do not exist before it", path);
+    cr_assert_str_eq(gm_error(), want);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A file of about 300 bytes whose merges each join the previous token with itself: lengths double
+// (2, 4, ..., 2^31 bytes), which once made gm_tok_load allocate gigabytes and overflow an int.
+// Refused at the first token longer than GM_TOK_MAX_BYTES, having allocated little.
+Test(tokenizer, crafted_doubling_merges_are_refused) {
+    char *dir = th_tmpdir(), path[4200], want[4600], text[512];
+    const int nmerges = 31;
+    int n = snprintf(text, sizeof text, "gptmuon-tokenizer 1\nvocab %d\neot 256\nmerges %d\n97 97\n", GM_TOK_FIRST_MERGE + nmerges, nmerges);
+    for (int m = 1; m < nmerges; m++) n += snprintf(text + n, sizeof text - (size_t)n, "%d %d\n", 256 + m, 256 + m);
+    cr_assert_leq(n, 302, "the crafted file is %d bytes", n);
+    snprintf(path, sizeof path, "%s/tok.txt", dir);
+    cr_assert_eq(gm_write_file_atomic(path, text, (size_t)n), 0);
+    gm_tokenizer t;
+    cr_assert_neq(gm_tok_load(&t, path), 0, "a tokenizer with a 2 GB token was accepted");
+    // merge 7 makes 2^8 = 256 bytes (allowed), merge 8 would make 512.
+    snprintf(want, sizeof want, "%s: tokenizer: merge 8 joins ids (264, 264) into a token of 512 bytes, longer than %d", path,
+             GM_TOK_MAX_BYTES);
+    cr_assert_str_eq(gm_error(), want);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// Training respects the same bound: a corpus of one long run of a single letter would otherwise
+// merge it into ever longer tokens.
+Test(tokenizer, training_never_makes_a_token_longer_than_the_bound) {
+    size_t len = 4096;
+    char *text = malloc(len);
+    memset(text, 'a', len);
+    gm_tokenizer t;
+    cr_assert_eq(gm_tok_train(&t, text, len, 300), 0, "%s", gm_error());
+    int longest = 0;
+    for (int id = 0; id < t.vocab; id++) longest = t.nbytes[id] > longest ? t.nbytes[id] : longest;
+    cr_assert_eq(longest, GM_TOK_MAX_BYTES, "longest token %d bytes", longest);
+    round_trip(&t, text, len);
+    gm_tok_free(&t);
+    free(text);
 }

@@ -11,13 +11,6 @@
 #include "train/checkpoint.h"
 #include "helpers.h"
 
-static int train(const char *dir, const char *preset, const char *extra, char **out, char **err) {
-    char flags[4096], cmd[8600];
-    th_test_flags(flags, sizeof flags, dir, extra);
-    snprintf(cmd, sizeof cmd, "'%s' --preset=%s --scale=tiny %s", th_bin_path("train"), preset, flags);
-    return th_run(cmd, out, err);
-}
-
 Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
     const char *presets[][2] = {{"adamw", ""},
                                 {"muon-v1", ""},
@@ -28,7 +21,7 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
     for (int i = 0; i < 6; i++) {
         char *dir = th_tmpdir(), *out, *err, log[4200];
         th_make_train_data(dir);
-        cr_assert_eq(train(dir, presets[i][0], presets[i][1], &out, &err), 0, "%s: %s", presets[i][0], err);
+        cr_assert_eq(th_train(dir, presets[i][0], presets[i][1], &out, &err), 0, "%s: %s", presets[i][0], err);
         cr_assert(strstr(out, "train: done after 6 steps"), "%s: %s", presets[i][0], out);
         snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
         // Every line is JSON; the first carries the resolved config, commit, hardware and source.
@@ -36,7 +29,9 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
         snprintf(cmd, sizeof cmd,
                  "python3 -c \"import json,sys; rs=[json.loads(l) for l in open(sys.argv[1])]; s=rs[0]; "
                  "assert s['event']=='start' and s['config']['preset']==sys.argv[2] and s['git_commit'] and "
-                 "s['hardware']['cpu'] and 'impl/train/trainer.c' in s['source'], s.keys(); print(len(rs))\" '%s' %s",
+                 "s['hardware']['cpu'] and 'impl/train/trainer.c' in s['source'], s.keys(); "
+                 "mp=s['memory_plan']; assert mp['params']>0 and mp['acts']>0 and "
+                 "mp['total']==sum(v for k,v in mp.items() if k not in ('total','budget')), mp; print(len(rs))\" '%s' %s",
                  log, presets[i][0]);
         cr_assert_eq(th_run(cmd, &po, &pe), 0, "%s: log is not as expected: %s", presets[i][0], pe);
         free(po), free(pe);
@@ -57,20 +52,21 @@ Test(train_cli, same_seed_same_curve_and_exact_resume, .timeout = 300) {
     th_make_train_data(dir);
     const char *pf = "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64";
     snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
-    cr_assert_eq(train(dir, "softcap", pf, &out, &err), 0, "%s", err);
+    cr_assert_eq(th_train(dir, "softcap", pf, &out, &err), 0, "%s", err);
     char *first = th_log_curve(log, 0);
     free(out), free(err);
-    cr_assert_eq(train(dir, "softcap", pf, &out, &err), 0, "%s", err);
+    snprintf(extra, sizeof extra, "%s --overwrite=1", pf);
+    cr_assert_eq(th_train(dir, "softcap", extra, &out, &err), 0, "%s", err);
     char *second = th_log_curve(log, 0);
     cr_assert_str_eq(first, second, "two runs with the same seed differ");
     free(out), free(err), free(second);
     // Halt after 3 steps (as Ctrl-C would: exit 130 and a checkpoint), then resume elsewhere.
-    snprintf(extra, sizeof extra, "%s --halt_at=3", pf);
-    cr_assert_eq(train(dir, "softcap", extra, &out, &err), 130, "%s %s", out, err);
+    snprintf(extra, sizeof extra, "%s --halt_at=3 --overwrite=1", pf);
+    cr_assert_eq(th_train(dir, "softcap", extra, &out, &err), 130, "%s %s", out, err);
     cr_assert(strstr(out, "interrupted after 3 steps"), "%s", out);
     free(out), free(err);
     snprintf(extra, sizeof extra, "%s --resume=%s/run/ckpt.bin --out_dir=%s/resumed", pf, dir, dir);
-    cr_assert_eq(train(dir, "softcap", extra, &out, &err), 0, "%s", err);
+    cr_assert_eq(th_train(dir, "softcap", extra, &out, &err), 0, "%s", err);
     snprintf(log, sizeof log, "%s/resumed/log.jsonl", dir);
     char *resumed = th_log_curve(log, 3);
     // The full run's records from step 3 on (its val at 3 too).
@@ -82,11 +78,40 @@ Test(train_cli, same_seed_same_curve_and_exact_resume, .timeout = 300) {
     free(dir);
 }
 
+// --plan_memory prints the plan of the resolved configuration and exits 0 without reading data:
+// every category, a total that is their sum, and the budget line; the record's softcap fits.
+Test(train_cli, plan_memory_prints_the_plan_and_reads_nothing, .timeout = 60) {
+    char cmd[4200], *out, *err;
+    snprintf(cmd, sizeof cmd, "'%s' --preset=softcap --scale=full --plan_memory=1 --train_data=/nonexistent/x_*.bin",
+             th_bin_path("train"));
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    const char *rows[] = {"parameters", "parameter gradients", "Adam moments", "Muon momentum",
+                          "activations kept for the backward", "per-layer scratch", "reused layer after layer",
+                          "across layers", "head chunk", "rotary tables"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) cr_expect(strstr(out, rows[i]), "no '%s' row: %s", rows[i], out);
+    cr_expect(strstr(out, "B = 1, T = 65536"), "%s", out);
+    cr_expect(strstr(out, "budget 60 GB per GPU") && strstr(out, ": fits by"), "%s", out);
+    // The total is the sum of the rows: each row ends "<bytes> <GB> <share>%".
+    unsigned long long sum = 0, total = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *tok[32], *ts = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " ", &ts); t && n < 32; t = strtok_r(NULL, " ", &ts)) tok[n++] = t;
+        if (n < 4 || tok[n - 1][strlen(tok[n - 1]) - 1] != '%') continue;
+        unsigned long long bytes = strtoull(tok[n - 3], NULL, 10);
+        if (n == 4 && !strcmp(tok[0], "total")) total = bytes;
+        else sum += bytes;
+    }
+    cr_expect(total > 0 && total == sum, "total %llu, rows sum to %llu", total, sum);
+    free(out), free(err);
+}
+
 // Run train with `extra`; it must exit 1 with one stderr line containing `fault`.
 static void refused(const char *preset, const char *extra, const char *fault) {
     char *dir = th_tmpdir(), *out, *err;
     th_make_train_data(dir);
-    int rc = train(dir, preset, extra, &out, &err);
+    int rc = th_train(dir, preset, extra, &out, &err);
     cr_assert_eq(rc, 1, "'%s' exited %d: %s", extra, rc, err);
     cr_assert_eq(th_count_lines(err), 1, "not one line: %s", err);
     cr_assert(strstr(err, fault), "expected '%s' in: %s", fault, err);
@@ -101,7 +126,12 @@ Test(train_cli, bad_flags_are_refused, .timeout = 120) {
     refused("muon-v2", "--steps=0", "--steps: 0 is out of range");
     refused("muon-v2", "--seed=-3", "--seed: '-3' is not an unsigned integer");
     refused("muon-v2", "--muon_scale=huge", "--muon_scale: 'huge' is not one of: none, sqrt-max, aspect");
-    refused("muon-v2", "--ns_coeffs=septic", "--ns_coeffs:");
+    refused("muon-v2", "--ns_coeffs=septic",
+            "train: error: --ns_coeffs: newton-schulz: unknown coefficient set 'septic' (known: quintic, cubic, you5, polar-express)\n");
+    refused("muon-v2", "--cooldown_frac=0.3", "train: error: --cooldown_frac: has no effect on this run");
+    // The val shard holds 2000 tokens: 7 batches of 4 x 64 before the loader wraps around.
+    refused("muon-v2", "--val_tokens=2048",
+            "val_*.bin hold 1792 distinct tokens in batches of W*B*T = 256; at most --val_tokens=1792 (more would count tokens twice)\n");
     refused("gpt5", "", "--preset: unknown preset 'gpt5'");
     refused("muon-v2", "--val_tokens=1000", "val_tokens 1000 is not a positive multiple of world*B*T");
     refused("muon-v2", "--train_data=/nonexistent/x_*.bin", "/nonexistent/x_*.bin: no shard matches");
@@ -111,12 +141,22 @@ Test(train_cli, bad_flags_are_refused, .timeout = 120) {
 Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
     char *dir = th_tmpdir(), *out, *err, extra[1024], path[4200];
     th_make_train_data(dir);
-    cr_assert_eq(train(dir, "muon-v2", "", &out, &err), 0, "%s", err);
+    cr_assert_eq(th_train(dir, "muon-v2", "", &out, &err), 0, "%s", err);
     free(out), free(err);
-    // A checkpoint of another configuration.
-    snprintf(extra, sizeof extra, "--lr_matrix=0.1 --resume=%s/run/ckpt.bin --out_dir=%s/r2", dir, dir);
-    cr_assert_eq(train(dir, "muon-v2", extra, &out, &err), 1);
-    cr_assert(strstr(err, "written by a different configuration"), "%s", err);
+    // A checkpoint of another configuration: each differing field is named with both values.
+    snprintf(extra, sizeof extra, "--lr_matrix=0.1 --seed=7 --resume=%s/run/ckpt.bin --out_dir=%s/r2", dir, dir);
+    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);
+    snprintf(path, sizeof path, "train: error: rank 0: %s/run/ckpt.bin: written by a different configuration: lr_matrix "
+             "(0.00036000000000000002 -> 0.10000000000000001), seed (1337 -> 7) (checkpoint -> this run); resume needs the "
+             "same flags and world size\n", dir);
+    cr_assert_str_eq(err, path);
+    free(out), free(err);
+    // A folder instead of the checkpoint file once said "read error".
+    snprintf(extra, sizeof extra, "--resume=%s/run --out_dir=%s/r4", dir, dir);
+    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);
+    snprintf(path, sizeof path, "train: error: rank 0: --resume: %s/run is a folder; give its checkpoint file (%s/run/ckpt.bin)\n",
+             dir, dir);
+    cr_assert_str_eq(err, path);
     free(out), free(err);
     // A truncated checkpoint.
     snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
@@ -126,7 +166,7 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
     cr_assert_eq(gm_write_file_atomic(path, data, len - 100), 0);
     free(data);
     snprintf(extra, sizeof extra, "--resume=%s/run/ckpt.bin --out_dir=%s/r3", dir, dir);
-    cr_assert_eq(train(dir, "muon-v2", extra, &out, &err), 1);
+    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);
     cr_assert(strstr(err, "truncated") && strstr(err, "ckpt.bin"), "%s", err);
     free(out), free(err);
     th_rmtree(dir);
@@ -153,6 +193,42 @@ Test(train_cli, ctrl_c_stops_cleanly_with_a_checkpoint, .timeout = 120) {
     cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
     gm_ckpt_close(&c);
     free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// What the person at the terminal reads: progress lines with the elapsed time and an estimate of
+// the rest; a summary that says which step its val loss is from ("final" only at the last step;
+// an interrupted run once called step 0's loss final), that a run of <= 10 steps measured no
+// speed (it said "0 tokens/s"), and where the log and the checkpoint are; an error as the last
+// line even with stdout redirected (stdout is flushed before it).
+Test(train_cli, terminal_lines_say_what_happened, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, want[9000], flags[4096], cmd[8800];
+    th_make_train_data(dir);
+    cr_assert_eq(th_train(dir, "muon-v2", "", &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "step 1/6 [###.................] | loss "), "%s", out);
+    cr_assert(strstr(out, " tok/s | ") && strstr(out, " s elapsed, ETA "), "%s", out);
+    cr_assert(strstr(out, "train: done after 6 steps: final val loss "), "%s", out);
+    cr_assert(strstr(out, " (step 6), speed not measured (the first 10 steps are warm-up), peak RSS "), "%s", out);
+    snprintf(want, sizeof want, " MiB, log %s/run/log.jsonl, checkpoint %s/run/ckpt.bin\n", dir, dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(err);
+    cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=5 --overwrite=1", &out, &err), 130, "%s", err);
+    cr_assert(strstr(out, "train: interrupted after 5 steps: last val loss "), "%s", out);
+    cr_assert(strstr(out, " (step 3), speed not measured"), "%s", out);
+    free(out), free(err);
+    // Both streams into one file: the error must come after everything printed before it.
+    th_test_flags(flags, sizeof flags, dir, "--val_tokens=2048");
+    snprintf(cmd, sizeof cmd, "'%s' --preset=muon-v2 --scale=tiny %s > '%s/both.txt' 2>&1", th_bin_path("train"), flags, dir);
+    cr_assert_eq(th_run(cmd, NULL, NULL), 1);
+    snprintf(cmd, sizeof cmd, "%s/both.txt", dir);
+    char *both;
+    size_t len;
+    cr_assert_eq(gm_read_all(cmd, &both, &len), 0);
+    cr_assert_eq(th_count_lines(both), 2, "%s", both);
+    cr_assert(!strncmp(both, "train: muon-v2/tiny on 1 rank(s)", 32) && strstr(both, "\ntrain: error: rank 0: --val_tokens=2048: "),
+              "the error is not the last line:\n%s", both);
+    free(both);
     th_rmtree(dir);
     free(dir);
 }

@@ -1,7 +1,9 @@
 // Training under a real mpirun: W = 2 ranks with B = 2 each train the same model as one process
 // with B = 4 on the same tokens (fp32 bar 1e-5 per tensor, and the same validation loss); ranks
-// started with different configurations are refused at start; a rank killed mid-run ends the job
-// with a non-zero status in bounded time and a message naming the rank.
+// started with different configurations are refused at start, and so are single-process ranks
+// (--comm=single) that would each write the same out_dir, and a checkpoint of another world size;
+// a rank killed mid-run ends the job with a non-zero status in bounded time and a message naming
+// the rank.
 // As in both/test_train_accum.c, Newton-Schulz runs unrounded and Adam's eps is 1e-4: with the
 // records' bf16 NS and eps 1e-8 the optimizer amplifies last-bit gradient differences that any
 // change of summation order makes (see that file for the measurements).
@@ -72,13 +74,7 @@ Test(train_mpi, two_ranks_train_the_single_process_model, .timeout = 300) {
     cr_assert(p1 && p2, "%s", gm_error());
     for (int t = 0; t < m.params.n; t++) {
         const gm_view *v = &m.params.v[t];
-        double num = 0, den = 0;
-        for (size_t i = v->offset; i < v->offset + v->numel; i++) {
-            double d = (double)p1[i] - p2[i];
-            num += d * d;
-            den += (double)p1[i] * p1[i];
-        }
-        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        double rel = th_rel_err(p2 + v->offset, p1 + v->offset, v->numel);
         cr_assert_leq(rel, 1e-5, "%s differs by %.3g relative between W=1 and W=2", v->name, rel);
     }
     gm_model_free(&m);
@@ -129,6 +125,36 @@ Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
     cr_assert_not_null(took, "%s", out);
     cr_assert_leq(atoi(took + 6), 30, "the job took %s to end", took);
     cr_assert(strstr(err, "rank 1"), "the message names the rank: %s", err);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(train_mpi, single_process_ranks_under_mpirun_are_refused, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, run[4300];
+    th_make_train_data(dir);
+    cr_assert_neq(run_train(dir, 2, "--comm=single", &out, &err), 0, "two single-process ranks trained: %s", out);
+    cr_assert(strstr(err, "train: error: --comm=single: this process is one of 2 ranks started by mpirun, and each would "
+                          "train alone into the same out_dir; use --comm=mpi (or auto), or run without mpirun\n"), "%s", err);
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_not(th_file_exists(run), "an out_dir was written");
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// The world size is part of the checked configuration: W ranks of B sequences are a global batch
+// of W*B, so a 1-rank checkpoint is not the same run on 2 ranks.
+Test(train_mpi, a_checkpoint_of_another_world_size_is_refused, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, extra[4400], want[4800];
+    th_make_train_data(dir);
+    cr_assert_eq(run_train(dir, 1, "--halt_at=2", &out, &err), 130, "%s", err);
+    free(out), free(err);
+    snprintf(extra, sizeof extra, "--resume=%s/run/ckpt.bin --out_dir=%s/w2", dir, dir);
+    cr_assert_neq(run_train(dir, 2, extra, &out, &err), 0, "a 1-rank checkpoint was resumed on 2 ranks: %s", out);
+    snprintf(want, sizeof want, "%s/run/ckpt.bin: written by a different configuration: world_size (1 -> 2) (checkpoint -> this "
+             "run); resume needs the same flags and world size\n", dir);
+    cr_assert(strstr(err, want), "%s", err);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);

@@ -7,6 +7,13 @@
 
 #include "base/error.h"
 
+// Flag names are spelled with underscores; hyphens are accepted for them (--val-every = --val_every).
+static char *underscores(char *key) {
+    for (char *p = key; *p; p++)
+        if (*p == '-') *p = '_';
+    return key;
+}
+
 void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **value) {
     static char keybuf[256];
     const char *a = argv[*i];
@@ -17,14 +24,14 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
         if (n >= sizeof keybuf) gm_die("%s: flag name too long", a);
         memcpy(keybuf, a + 2, n);
         keybuf[n] = '\0';
-        *key = keybuf;
+        *key = underscores(keybuf);
         *value = eq + 1;
         *i += 1;
         return;
     }
     if (strlen(a + 2) >= sizeof keybuf) gm_die("%s: flag name too long", a);
     strcpy(keybuf, a + 2);
-    *key = keybuf;
+    *key = underscores(keybuf);
     if (*i + 1 >= argc) gm_die("--%s: missing value", keybuf);
     *value = argv[*i + 1];
     *i += 2;

@@ -21,6 +21,8 @@ int gm_fail(const char *fmt, ...) {
 
 const char *gm_error(void) { return last_error; }
 
+void gm_error_clear(void) { last_error[0] = '\0'; }
+
 void gm_set_program(const char *argv0) {
     const char *slash = strrchr(argv0, '/');
     program_name = slash ? slash + 1 : argv0;

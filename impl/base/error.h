@@ -21,6 +21,8 @@ extern "C" {
 int gm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // The last message recorded by gm_fail in this thread ("" when none).
 const char *gm_error(void);
+// Forget it, so that a message seen after some calls was recorded by them.
+void gm_error_clear(void);
 // Print "<prog>: error: <message>" on one line to stderr and exit(1).
 GM_NORETURN void gm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Same, with the message recorded by the last gm_fail().

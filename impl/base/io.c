@@ -16,6 +16,11 @@ int gm_read_all(const char *path, char **data, size_t *len) {
     *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return gm_fail("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {  // fopen opens a folder; reading it fails
+        fclose(f);
+        return gm_fail("%s: is a folder, not a file", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -37,11 +42,11 @@ int gm_read_all(const char *path, char **data, size_t *len) {
         n += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f) ? errno : 0;
     fclose(f);
     if (bad) {
         free(buf);
-        return gm_fail("%s: read error", path);
+        return gm_fail("%s: read error: %s", path, strerror(bad));
     }
     buf[n] = '\0';
     *data = buf;

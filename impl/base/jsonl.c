@@ -1,22 +1,28 @@
 #include "base/jsonl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 
 int gm_jsonl_open(gm_jsonl *l, const char *path, const char *mode) {
     memset(l, 0, sizeof *l);
     if (!path) return 0;
-    l->f = fopen(path, mode);
-    if (!l->f) return gm_fail("%s: cannot open log: %s", path, strerror(errno));
+    if (strlen(path) >= sizeof l->path) return gm_fail("%s: path too long", path);
+    strcpy(l->path, path);
+    l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | (mode[0] == 'w' ? O_TRUNC : 0), 0644);
+    if (l->fd < 0) return gm_fail("%s: cannot open log: %s", path, strerror(errno));
+    l->opened = 1;
     return 0;
 }
 
 void gm_jsonl_close(gm_jsonl *l) {
-    if (l->f) fclose(l->f);
+    if (l->opened) close(l->fd);
     free(l->buf);
     memset(l, 0, sizeof *l);
 }
@@ -106,9 +112,21 @@ const char *gm_jsonl_text(const gm_jsonl *l) { return l->buf ? l->buf : ""; }
 
 int gm_jsonl_end(gm_jsonl *l) {
     put(l, "}\n", 2);
-    if (l->failed) return gm_fail("jsonl: out of memory building a record");
-    if (!l->f) return 0;
-    if (fwrite(l->buf, 1, l->len, l->f) != l->len || fflush(l->f) != 0)
-        return gm_fail("jsonl: write failed: %s", strerror(errno));
+    if (l->failed) return gm_fail("%s: out of memory building a log record", l->opened ? l->path : "log");
+    if (!l->opened) return 0;
+    off_t end = lseek(l->fd, 0, SEEK_END);
+    for (size_t done = 0; done < l->len;) {
+        ssize_t n = write(l->fd, l->buf + done, l->len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : ENOSPC;
+            // No half record in the log: cut it back to where this record began (a device such
+            // as /dev/full cannot be cut; the error stands either way).
+            int cut = end >= 0 && ftruncate(l->fd, end) == 0;
+            (void)cut;
+            return gm_fail("%s: cannot write the log: %s", l->path, strerror(e));
+        }
+        done += (size_t)n;
+    }
     return 0;
 }

@@ -15,9 +15,9 @@
 #include "backend/cpu/cpu.h"
 #include "base/args.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/io.h"
 #include "base/rng.h"
-#include "dist/comm.h"
 #include "model/model.h"
 #include "train/run_config.h"
 

@@ -2,7 +2,10 @@
 //   corpus (dict-gcide) -> documents -> tokenizer (BPE trained on a prefix of the train
 //   documents, or plain bytes with --vocab=257) -> train and val shards in the llm.c format,
 //   documents separated by the end-of-text token as in FineWeb shards.
-// Everything is written into a temporary folder that replaces --out only once complete.
+// Everything is written into a temporary folder that replaces --out only once complete. --out may
+// be new, empty, or a dataset this program wrote (its make_data.txt lists its files); any other
+// folder is refused, and replacing a dataset deletes only the files its list names.
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,19 +15,22 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/io.h"
 #include "data/corpus.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 
 static void usage(void) {
-    printf("usage: make_data [--corpus=PATH] [--out=DIR] [--vocab=N] [--bpe-train-bytes=N]\n"
-           "                 [--val-every=N] [--shard-tokens=N]\n"
+    printf("usage: make_data [--corpus=PATH] [--out=DIR] [--vocab=N] [--bpe_train_bytes=N]\n"
+           "                 [--val_every=N] [--shard_tokens=N]\n"
            "  --corpus           dictd corpus file (default %s)\n"
-           "  --out              output folder (default data/gcide)\n"
+           "  --out              output folder (default data/gcide): new, empty, or a dataset of make_data\n"
+           "                     (its make_data.txt lists its files, which are replaced; other folders are refused)\n"
            "  --vocab            tokenizer size: 257 = bytes only, more = BPE (default 4096)\n"
-           "  --bpe-train-bytes  train the BPE on this many bytes of train text (default 8000000)\n"
-           "  --val-every        every N-th document goes to the val shard (default 100)\n"
-           "  --shard-tokens     tokens per train shard (default 4000000)\n",
+           "  --bpe_train_bytes  train the BPE on this many bytes of train text (default 8000000)\n"
+           "  --val_every        every N-th document goes to the val shard (default 100)\n"
+           "  --shard_tokens     tokens per train shard (default 4000000)\n"
+           "  (as in every program here, --a_flag and --a-flag are the same flag)\n",
            GM_GCIDE_DEFAULT_PATH);
 }
 
@@ -56,6 +62,71 @@ static void remove_tmp(const char *dir) {
     rmdir(dir);
 }
 
+static const char MANIFEST[] = "make_data.txt";
+
+// The names listed ("file <name>" lines) in dir's make_data.txt, as one "\n<name>\n..." string
+// for strstr; NULL when there is none.
+static char *listed_files(const char *dir) {
+    char path[4200], *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+    if (gm_read_all(path, &text, &len)) return NULL;
+    char *names = calloc(len + 2, 1), *save = NULL;
+    if (!names) gm_die("out of memory");
+    strcpy(names, "\n");
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (!strncmp(line, "file ", 5) && !strchr(line + 5, '/')) strcat(strcat(names, line + 5), "\n");
+    free(text);
+    return names;
+}
+
+static int is_listed(const char *names, const char *name) {
+    char key[300];
+    if (strlen(name) + 3 > sizeof key) return 0;
+    snprintf(key, sizeof key, "\n%s\n", name);
+    return strstr(names, key) != NULL;
+}
+
+// --out must be absent, an empty folder, or a dataset of make_data holding nothing it did not
+// write; returns 1 when it exists (to be replaced), 0 when absent. Dies, changing nothing, otherwise.
+static int check_out(const char *out) {
+    struct stat st;
+    if (stat(out, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        gm_die("--out: %s: %s", out, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) gm_die("--out: %s exists and is not a folder; nothing was changed", out);
+    DIR *d = opendir(out);
+    if (!d) gm_die("--out: %s: cannot list: %s", out, strerror(errno));
+    char *names = listed_files(out);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!names)
+            gm_die("--out: %s is not empty and has no %s, so it is not a dataset of make_data; give a new or empty folder "
+                   "(nothing was changed)", out, MANIFEST);
+        if (strcmp(e->d_name, MANIFEST) && !is_listed(names, e->d_name))
+            gm_die("--out: %s holds %s, which make_data did not write; give a new or empty folder (nothing was changed)", out,
+                   e->d_name);
+    }
+    closedir(d);
+    free(names);
+    return 1;
+}
+
+// Delete the dataset folder `dir` (checked by check_out): the files its list names, the list, the folder.
+static void remove_dataset(const char *dir) {
+    char *names = listed_files(dir), path[4400];
+    for (char *p = names ? names + 1 : NULL, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = '\0';
+        snprintf(path, sizeof path, "%s/%s", dir, p);
+        unlink(path);
+    }
+    free(names);
+    snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
+    unlink(path);
+    if (rmdir(dir) != 0) fprintf(stderr, "make_data: warning: could not remove the old dataset %s: %s\n", dir, strerror(errno));
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     const char *corpus_path = GM_GCIDE_DEFAULT_PATH, *out = "data/gcide";
@@ -71,12 +142,13 @@ int main(int argc, char **argv) {
         if (!strcmp(k, "corpus")) corpus_path = v;
         else if (!strcmp(k, "out")) out = v;
         else if (!strcmp(k, "vocab")) vocab = (int)gm_arg_int(k, v, GM_TOK_FIRST_MERGE, 65536);
-        else if (!strcmp(k, "bpe-train-bytes")) bpe_bytes = gm_arg_int(k, v, 1, 1LL << 40);
-        else if (!strcmp(k, "val-every")) val_every = (int)gm_arg_int(k, v, 2, 1000000);
-        else if (!strcmp(k, "shard-tokens")) shard_tokens = gm_arg_int(k, v, 1024, 1LL << 30);
+        else if (!strcmp(k, "bpe_train_bytes")) bpe_bytes = gm_arg_int(k, v, 1, 1LL << 40);
+        else if (!strcmp(k, "val_every")) val_every = (int)gm_arg_int(k, v, 2, 1000000);
+        else if (!strcmp(k, "shard_tokens")) shard_tokens = gm_arg_int(k, v, 1024, 1LL << 30);
         else gm_die("--%s: unknown flag (see --help)", k);
     }
     if (!*out) gm_die("--out: empty path");
+    int replaces = check_out(out);
 
     gm_corpus corpus;
     if (gm_corpus_load_dictd(&corpus, corpus_path)) gm_die_last();
@@ -137,25 +209,35 @@ int main(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/train_%06d.bin", tmpdir, ++nshards);
         if ((rc = gm_shard_write(path, train.tok + start, n)) == 0) remember(path);
     }
+    // The list of what this program wrote, so that a later run may replace exactly that.
+    gm_atomic_file list;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, MANIFEST);
+    if (rc == 0 && (rc = gm_atomic_open(&list, path)) == 0) {
+        rc = gm_atomic_printf(&list, "make_data dataset: corpus %s, vocab %d; make_data replaces this folder only while it "
+                                     "holds nothing but these files\n", corpus_path, tok.vocab);
+        for (int i = 0; rc == 0 && i < nwritten; i++) rc = gm_atomic_printf(&list, "file %s\n", strrchr(written[i], '/') + 1);
+        if (rc) gm_atomic_abort(&list);
+        else if ((rc = gm_atomic_commit(&list)) == 0) remember(path);
+    }
     if (rc) {
         remove_tmp(tmpdir);
         gm_die_last();
     }
-    // Swap the finished folder into place; an older dataset is removed only after that.
+    // Swap the finished folder into place; the older dataset is removed only after that.
     char old[4200];
     snprintf(old, sizeof old, "%s.old.%ld", out, (long)getpid());
-    int had_old = rename(out, old) == 0;
+    if (replaces && rename(out, old) != 0) {
+        int e = errno;
+        remove_tmp(tmpdir);
+        gm_die("--out: %s: cannot move the old dataset aside: %s", out, strerror(e));
+    }
     if (rename(tmpdir, out) != 0) {
         int e = errno;
-        if (had_old) rename(old, out);
+        if (replaces) rename(old, out);
         remove_tmp(tmpdir);
-        gm_die("%s: cannot move the new dataset into place: %s", out, strerror(e));
+        gm_die("--out: %s: cannot move the new dataset into place: %s", out, strerror(e));
     }
-    if (had_old) {
-        char cmd[8600];
-        snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", old);
-        if (system(cmd) != 0) fprintf(stderr, "make_data: warning: could not remove %s\n", old);
-    }
+    if (replaces) remove_dataset(old);
     printf("make_data: %s: %zu documents -> %zu train tokens in %d shards, %zu val tokens, vocab %d\n", corpus_path,
            corpus.ndocs, train.n, nshards, val.n, tok.vocab);
     gm_tok_free(&tok);

@@ -56,28 +56,43 @@ int main(int argc, char **argv) {
     if (gm_comm_open(&comm, rc.comm, &argc, &argv, rc.comm_timeout)) gm_die_last();
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    // Past the file size limit (ulimit -f) a write then fails with EFBIG, reported with the file,
+    // instead of the process being killed mid-write.
+    signal(SIGXFSZ, SIG_IGN);
     if (comm.rank == 0) {
         char *json = gm_run_config_json(&rc);
         printf("train: %s/%s on %d rank(s) (%s, data channel %s), config %s\n", preset, scale, comm.world,
                comm.ops->name, comm.data->name, json);
         free(json);
     }
+    if (rc.plan_memory) {  // nothing allocated, no data read
+        gm_mem_plan plan;
+        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die_last();
+        if (comm.rank == 0) {
+            char title[256];
+            snprintf(title, sizeof title, "%s/%s, B = %d, T = %d per rank, rank 0 of %d, %s", preset, scale,
+                     rc.model.batch, rc.model.seq_len, comm.world, GM_REAL_NAME);
+            gm_mem_plan_print(&plan, title, stdout);
+        }
+        gm_comm_close(&comm);
+        return 0;
+    }
     const gm_backend *be = gm_backend_open(rc.backend, rc.device);
-    if (!be) {
-        fprintf(stderr, "train: error: rank %d: %s\n", comm.rank, gm_error());
-        fflush(stderr);
-        exit(1);
-    }
+    // gm_die flushes stdout first, so the error is the last line; exit without MPI_Finalize makes
+    // mpirun stop the other ranks.
+    if (!be) gm_die("rank %d: %s", comm.rank, gm_error());
     gm_train_result res = {0};
-    if (gm_train(&rc, &comm, be, 1, &res)) {
-        fprintf(stderr, "train: error: rank %d: %s\n", comm.rank, gm_error());
-        fflush(stderr);
-        exit(1);  // without MPI_Finalize: mpirun then stops the other ranks
+    if (gm_train(&rc, &comm, be, 1, &res)) gm_die("rank %d: %s", comm.rank, gm_error());
+    if (comm.rank == 0) {
+        char val[96], speed[96];
+        if (res.val_step < 0) snprintf(val, sizeof val, "no validation yet");
+        else snprintf(val, sizeof val, "%s val loss %.4f (step %d)", res.val_step == rc.steps ? "final" : "last", res.final_val_loss, res.val_step);
+        if (res.tokens_per_s > 0) snprintf(speed, sizeof speed, "%.0f tokens/s (steps after the first 10)", res.tokens_per_s);
+        else snprintf(speed, sizeof speed, "speed not measured (the first 10 steps are warm-up)");
+        printf("train: %s after %d steps: %s, %s, peak RSS %.1f MiB, log %s/log.jsonl, checkpoint %s/ckpt.bin\n",
+               res.interrupted ? "interrupted" : "done", res.steps_done, val, speed, res.peak_rss_kb / 1024.0, rc.out_dir,
+               rc.out_dir);
     }
-    if (comm.rank == 0)
-        printf("train: %s after %d steps: final val loss %.4f, %.0f tokens/s (timed steps), peak RSS %.1f MiB, log %s/log.jsonl\n",
-               res.interrupted ? "interrupted" : "done", res.steps_done, res.final_val_loss, res.tokens_per_s,
-               res.peak_rss_kb / 1024.0, rc.out_dir);
     gm_comm_close(&comm);
     return res.interrupted ? 130 : 0;
 }

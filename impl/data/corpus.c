@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "base/error.h"
@@ -12,7 +13,10 @@
 static int read_gz(const char *path, char **out, size_t *len) {
     FILE *probe = fopen(path, "rb");
     if (!probe) return gm_fail("%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int folder = fstat(fileno(probe), &st) == 0 && S_ISDIR(st.st_mode);
     fclose(probe);
+    if (folder) return gm_fail("%s: is a folder, not a file", path);
     gzFile gz = gzopen(path, "rb");
     if (!gz) return gm_fail("%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 20, n = 0;
@@ -68,6 +72,14 @@ int gm_corpus_load_dictd(gm_corpus *c, const char *path) {
     char *raw = NULL;
     size_t rawlen = 0;
     if (read_gz(path, &raw, &rawlen)) return -1;
+    // dictfmt writes its own "00-database-..." entries first; a file without one, or with binary
+    // bytes, is not a dictd database, whatever entries a text parser could find in it.
+    const char *nul = memchr(raw, '\0', rawlen);
+    if (nul) {
+        size_t at = (size_t)(nul - raw);
+        free(raw);
+        return gm_fail("%s: not a dictd database (binary data: a NUL byte at offset %zu)", path, at);
+    }
     // Output is never longer than input plus one NUL per document.
     c->text = malloc(rawlen + rawlen / 2 + 2);
     size_t cap_docs = 1024;
@@ -78,7 +90,7 @@ int gm_corpus_load_dictd(gm_corpus *c, const char *path) {
         return gm_fail("%s: out of memory", path);
     }
     size_t out = 0;
-    int in_doc = 0, skip_doc = 0, prev_blank = 1, para_break = 0;
+    int in_doc = 0, skip_doc = 0, prev_blank = 1, para_break = 0, has_header = 0;
     for (size_t i = 0; i < rawlen;) {
         const char *line = raw + i;
         const char *nl = memchr(line, '\n', rawlen - i);
@@ -94,6 +106,7 @@ int gm_corpus_load_dictd(gm_corpus *c, const char *path) {
         if (starts_entry) {
             if (in_doc && !skip_doc) c->text[out++] = '\0';
             skip_doc = strncmp(line, "00-database", 11) == 0 || strncmp(line, "00database", 10) == 0;
+            has_header |= skip_doc;
             in_doc = 1;
             para_break = 0;
             if (!skip_doc) {
@@ -124,6 +137,11 @@ int gm_corpus_load_dictd(gm_corpus *c, const char *path) {
     if (in_doc && !skip_doc) c->text[out++] = '\0';
     free(raw);
     c->len = out;
+    if (rawlen > 0 && !has_header) {
+        gm_corpus_free(c);
+        return gm_fail("%s: not a dictd database (no 00-database-* entry, which dictfmt writes first); "
+                       "--corpus takes a dictd .dict or .dict.dz file", path);
+    }
     if (c->ndocs == 0) {
         gm_corpus_free(c);
         return gm_fail("%s: empty corpus: no dictionary entry found", path);

@@ -19,7 +19,8 @@ typedef struct {
 // starts at a non-indented line after a blank line; the database's own "00-database-*" entries
 // are skipped; provenance lines such as "[1913 Webster]" and the {cross-reference} braces are
 // dropped; wrapped lines are joined with single spaces, paragraphs with a newline.
-// Fails with the path when the file cannot be read or holds no document.
+// Fails with the path when the file cannot be read, is not a dictd database (binary data, or no
+// "00-database-*" entry, which dictfmt writes into every database) or holds no document.
 int gm_corpus_load_dictd(gm_corpus *c, const char *path);
 void gm_corpus_free(gm_corpus *c);
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "dist/comm.h"
+#include "base/hash.h"
 
 static size_t step_tokens(const gm_loader *ld) { return (size_t)ld->world * ld->B * ld->T; }
 
@@ -62,6 +62,13 @@ void gm_loader_next(gm_loader *ld, int32_t *x, int32_t *y) {
         ld->shard = (ld->shard + 1) % ld->nshards;
         ld->pos = 0;
     }
+}
+
+long long gm_loader_pass_steps(const gm_loader *ld) {
+    // A window starting at pos is read while pos + W*B*T + 1 fits in the shard (gm_loader_next).
+    long long steps = 0;
+    for (int i = 0; i < ld->nshards; i++) steps += (long long)((ld->shards[i].count - 1) / step_tokens(ld));
+    return steps;
 }
 
 gm_loader_state gm_loader_get_state(const gm_loader *ld) {

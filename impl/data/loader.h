@@ -36,6 +36,9 @@ void gm_loader_reset(gm_loader *ld);
 gm_loader_state gm_loader_get_state(const gm_loader *ld);
 int gm_loader_set_state(gm_loader *ld, gm_loader_state st);
 
+// Steps of W*B*T tokens the shards give before the stream wraps around to the first shard.
+long long gm_loader_pass_steps(const gm_loader *ld);
+
 // A fingerprint of the shards (names, sizes, headers and every 4096th token), compared across
 // ranks at start-up so that every rank trains on the same data.
 uint64_t gm_loader_hash(const gm_loader *ld);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/io.h"
 
 static const char EOT_TEXT[] = "<|endoftext|>";
@@ -71,6 +72,9 @@ static int build_derived(gm_tokenizer *t) {
         int a = t->merges[m][0], b = t->merges[m][1], id = GM_TOK_FIRST_MERGE + m;
         if (a < 0 || b < 0 || a >= id || b >= id || a == GM_TOK_EOT || b == GM_TOK_EOT)
             return gm_fail("tokenizer: merge %d joins ids (%d, %d) that do not exist before it", m, a, b);
+        if (t->nbytes[a] + t->nbytes[b] > GM_TOK_MAX_BYTES)
+            return gm_fail("tokenizer: merge %d joins ids (%d, %d) into a token of %d bytes, longer than %d", m, a, b,
+                           t->nbytes[a] + t->nbytes[b], GM_TOK_MAX_BYTES);
         t->nbytes[id] = t->nbytes[a] + t->nbytes[b];
         t->bytes[id] = malloc((size_t)t->nbytes[id]);
         if (!t->bytes[id]) return gm_fail("tokenizer: out of memory");
@@ -179,9 +183,7 @@ static int pairs_add(table *tb, int32_t a, int32_t b, long long delta) {
 }
 
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return mix64(h + n);
+    return mix64(gm_hash_bytes(GM_HASH_INIT, s, n) + n);
 }
 
 // Collect the distinct pieces of `text` with their counts. Pieces are compared byte by byte,
@@ -268,19 +270,23 @@ int gm_tok_train(gm_tokenizer *t, const char *text, size_t len, int vocab) {
             rc = pairs_add(&pairs, words[w].ids[k], words[w].ids[k + 1], words[w].count);
     int want = vocab - GM_TOK_FIRST_MERGE;
     t->merges = malloc((size_t)(want > 0 ? want : 1) * sizeof *t->merges);
-    if (!t->merges && rc == 0) rc = gm_fail("tokenizer: out of memory");
+    int *bytes = malloc((size_t)vocab * sizeof *bytes);  // token lengths, to respect GM_TOK_MAX_BYTES
+    if ((!t->merges || !bytes) && rc == 0) rc = gm_fail("tokenizer: out of memory");
+    for (int i = 0; rc == 0 && i < GM_TOK_FIRST_MERGE; i++) bytes[i] = 1;  // EOT is never merged
     while (rc == 0 && t->nmerges < want) {
-        // Most frequent pair; ties to the smallest key for determinism.
+        // Most frequent pair whose token would not be too long; ties to the smallest key for determinism.
         long long best = 0;
         uint64_t best_key = 0;
         for (size_t i = 0; i < pairs.cap; i++)
-            if (pairs.keys[i] && (pairs.vals[i] > best || (pairs.vals[i] == best && best > 0 && pairs.keys[i] < best_key))) {
+            if (pairs.keys[i] && (pairs.vals[i] > best || (pairs.vals[i] == best && best > 0 && pairs.keys[i] < best_key)) &&
+                bytes[(pairs.keys[i] - 1) >> 32] + bytes[(pairs.keys[i] - 1) & 0xffffffffu] <= GM_TOK_MAX_BYTES) {
                 best = pairs.vals[i];
                 best_key = pairs.keys[i];
             }
         if (best < 2) break;  // nothing left worth merging: the vocab ends smaller
         int32_t a = (int32_t)((best_key - 1) >> 32), b = (int32_t)((best_key - 1) & 0xffffffffu);
         int32_t id = GM_TOK_FIRST_MERGE + t->nmerges;
+        bytes[id] = bytes[a] + bytes[b];
         t->merges[t->nmerges][0] = a;
         t->merges[t->nmerges][1] = b;
         t->nmerges++;
@@ -304,6 +310,7 @@ int gm_tok_train(gm_tokenizer *t, const char *text, size_t len, int vocab) {
         }
     }
     table_free(&pairs);
+    free(bytes);
     for (int w = 0; w < nwords; w++) free(words[w].ids);
     free(words);
     t->vocab = GM_TOK_FIRST_MERGE + t->nmerges;
@@ -339,6 +346,9 @@ int gm_tok_load(gm_tokenizer *t, const char *path) {
         rc = gm_fail("%s: unsupported tokenizer version %d", path, version);
     else if (eot != GM_TOK_EOT || nmerges < 0 || nmerges > 65536 - GM_TOK_FIRST_MERGE || vocab != GM_TOK_FIRST_MERGE + nmerges)
         rc = gm_fail("%s: inconsistent header (vocab %d, eot %d, merges %d)", path, vocab, eot, nmerges);
+    else if ((size_t)nmerges > (len - (size_t)used) / 4)  // a merge line is at least "a b\n"
+        rc = gm_fail("%s: header says %d merges, but the %zu bytes after it hold at most %zu merge lines", path, nmerges,
+                     len - (size_t)used, (len - (size_t)used) / 4);
     if (rc == 0) {
         t->merges = malloc((size_t)(nmerges ? nmerges : 1) * sizeof *t->merges);
         if (!t->merges) rc = gm_fail("%s: out of memory", path);

@@ -14,6 +14,10 @@
 
 #define GM_TOK_EOT 256
 #define GM_TOK_FIRST_MERGE 257
+// Longest token, in bytes. Training never makes a longer one (the corpus's longest is 32 bytes) and
+// loading refuses one, so a file of a few hundred bytes cannot ask for gigabytes: each merge may
+// double a length, and 30 chained merges would make a 2 GB token.
+#define GM_TOK_MAX_BYTES 256
 
 typedef struct {
     int vocab;           // 257 + nmerges

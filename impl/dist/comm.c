@@ -14,7 +14,12 @@ int gm_comm_open(gm_comm *c, const char *kind, int *argc, char ***argv, double t
     memset(c, 0, sizeof *c);
     c->timeout_s = timeout_s > 0 ? timeout_s : 300.0;
     c->data = &gm_comm_staged_data;
-    if (!strcmp(kind, "auto")) kind = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ? "mpi" : "single";
+    const char *launched = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
+    if (!strcmp(kind, "auto")) kind = launched ? "mpi" : "single";
+    // Under mpirun, W single-process ranks would each train the whole model alone, into one out_dir.
+    if (!strcmp(kind, "single") && launched && atoi(launched) > 1)
+        return gm_fail("--comm=single: this process is one of %s ranks started by mpirun, and each would train alone "
+                       "into the same out_dir; use --comm=mpi (or auto), or run without mpirun", launched);
     if (!strcmp(kind, "single")) return gm_comm_open_single(c);
     if (!strcmp(kind, "mpi")) return gm_comm_open_mpi(c, argc, argv);
     if (!strcmp(kind, "nccl")) return gm_comm_open_nccl(c, argc, argv);
@@ -70,12 +75,6 @@ static int staged_allgatherv(gm_comm *c, const gm_backend *be, const void *send,
 }
 
 const gm_comm_data_ops gm_comm_staged_data = {"staged", staged_allreduce, staged_allgatherv, NULL};
-
-uint64_t gm_hash_bytes(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 int gm_comm_check_same(gm_comm *c, const char *what, uint64_t hash) {
     if (c->world == 1) return 0;

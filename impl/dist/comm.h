@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "base/hash.h"  // gm_comm_check_same takes a gm_hash_bytes hash
 
 typedef enum { GM_DT_F32, GM_DT_F64 } gm_dtype;
 
@@ -79,9 +80,5 @@ static inline int gm_barrier(gm_comm *c) { return c->ops->barrier(c); }
 // Start-up check: every rank passes its hash of `what` (e.g. "config", "data files"); fails on
 // every rank, naming the first rank that differs from rank 0, when they are not all equal.
 int gm_comm_check_same(gm_comm *c, const char *what, uint64_t hash);
-
-// FNV-1a, for the start-up hashes.
-uint64_t gm_hash_bytes(uint64_t h, const void *data, size_t n);
-#define GM_HASH_INIT 1469598103934665603ull
 
 #endif

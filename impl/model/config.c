@@ -51,6 +51,7 @@ const gm_field gm_config_fields[] = {
     C_INT("window_end_tokens", window_end_tokens, 0, 1 << 24, "sliding window at the last step"),
 };
 const size_t gm_config_nfields = sizeof gm_config_fields / sizeof gm_config_fields[0];
+_Static_assert(sizeof gm_config_fields / sizeof gm_config_fields[0] <= GM_CONFIG_MAX_FIELDS, "run_config.c counts on it");
 
 int gm_config_window_blocks(const gm_config *cfg, long step, long steps) {
     if (!cfg->window_start_tokens) return 0;
@@ -85,6 +86,12 @@ int gm_config_check(const gm_config *c) {
     if (c->unet_skips && c->n_layer % 2) return gm_fail("config: U-net skips need an even n_layer (%d)", c->n_layer);
     if ((c->doc_mask || c->window_start_tokens) && c->attn_block < 1)
         return gm_fail("config: attn_block %d", c->attn_block);
+    // The window moves linearly from start to end; below one block it would round to 0 blocks,
+    // which the attention reads as no window at all.
+    if (c->window_start_tokens &&
+        (c->window_start_tokens < c->attn_block || c->window_end_tokens < c->attn_block))
+        return gm_fail("config: sliding window of %d to %d tokens: at least one attn_block (%d tokens) at every step, or 0 for no window",
+                       c->window_start_tokens, c->window_end_tokens, c->attn_block);
     if (c->seq_len < 1 || c->batch < 1) return gm_fail("config: seq_len %d, batch %d", c->seq_len, c->batch);
     if (c->n_layer < 32 && (c->skip_attn_mask >> c->n_layer))
         return gm_fail("config: skip_attn_mask names a layer >= n_layer");

@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "base/fields.h"
 
-enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8, GM_MAX_HEAD_DIM = 1024 };
+enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8, GM_MAX_HEAD_DIM = 1024, GM_CONFIG_MAX_FIELDS = 64 };
 
 // Which layer reads which value-embedding table (records #16 and #18), for n tables and L layers:
 // UNET: tables 0..n-1 on the first n layers and mirrored on the last n (012345 543210);

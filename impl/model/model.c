@@ -15,6 +15,7 @@ int gm_model_create(gm_model *m, const gm_config *cfg, const gm_backend *be) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->be = be;
+    m->head_rows = GM_HEAD_ROWS;
     if (gm_config_check(cfg) || gm_params_build(cfg, &m->params, &m->pix)) return -1;
     m->p = be->alloc(be, sizeof(gm_real) * m->params.total);
     if (!m->p) return -1;
@@ -31,13 +32,18 @@ int gm_model_init(gm_model *m, uint64_t seed, gm_init_mode mode) {
     return 0;
 }
 
+static void free_tables(gm_model *m) {
+    gm_table_free(&m->acts), gm_table_free(&m->scratch), gm_table_free(&m->head), gm_table_free(&m->dacts);
+}
+
 static void free_acts(gm_model *m) {
     const gm_backend *be = m->be;
-    be->free(be, m->a), be->free(be, m->da), be->free(be, m->ids), be->free(be, m->targets);
-    be->free(be, m->doc), be->free(be, m->cos_t), be->free(be, m->sin_t);
-    m->a = m->da = m->cos_t = m->sin_t = NULL;
+    be->free(be, m->a), be->free(be, m->s), be->free(be, m->h), be->free(be, m->da);
+    be->free(be, m->ids), be->free(be, m->targets), be->free(be, m->doc);
+    be->free(be, m->cos_t), be->free(be, m->sin_t);
+    m->a = m->s = m->h = m->da = m->cos_t = m->sin_t = NULL;
     m->ids = m->targets = m->doc = NULL;
-    gm_table_free(&m->acts);
+    free_tables(m);
     m->B = m->T = 0;
 }
 
@@ -50,74 +56,196 @@ void gm_model_free(gm_model *m) {
 
 void gm_model_set_window(gm_model *m, int window_blocks) { m->window_blocks = window_blocks; }
 
+void gm_model_set_head_rows(gm_model *m, int rows) {
+    if (rows == m->head_rows) return;
+    free_acts(m);
+    m->head_rows = rows;
+}
+
 void gm_model_zero_grad(gm_model *m) {
     if (m->g) m->be->fill(m->be, m->g, 0, m->params.total);
 }
 
-// ---- activation layout for (B, T) ----
+// ---- memory layout for (B, T) ----
 
-static int act(gm_table *t, const char *fmt, int l, size_t n) {
-    char name[48];
-    snprintf(name, sizeof name, fmt, l);
-    return gm_table_add(t, name, (int64_t)n, 1, GM_GROUP_NONE, GM_INIT_NONE, 0, 0);
+static int has_skip(const gm_config *c, int l) { return c->unet_skips && l >= c->n_layer / 2; }
+static int is_skip_source(const gm_config *c, int l) { return c->unet_skips && l < c->n_layer / 2; }
+
+// Whether the backward reads block l's output (else it lives in scratch): the final norm reads
+// the last one, a U-net decoder layer reads its skip source's (for the skip weight's gradient),
+// and a block without a skip reads its input (its x0 mix for l0's gradient, or its first norm).
+// A decoder block's input feeds only its skip add, whose backward does not read it.
+static int output_read(const gm_config *c, int l) {
+    return l == c->n_layer - 1 || is_skip_source(c, l) || !has_skip(c, l + 1);
 }
 
-static int build_acts(gm_model *m, int B, int T) {
+static gm_slot put(gm_table *t, gm_act_home home, const char *fmt, int l, size_t n) {
+    char name[48];
+    snprintf(name, sizeof name, fmt, l);
+    int v = gm_table_add(t, name, (int64_t)n, 1, GM_GROUP_NONE, GM_INIT_NONE, 0, 0);
+    return (gm_slot){v < 0 ? GM_AT_NONE : home, v};
+}
+static int dput(gm_table *t, const char *fmt, int l, size_t n) { return put(t, GM_AT_KEPT, fmt, l, n).view; }
+
+// Lay out the four activation tables of a (B, T) step and their indices; allocates nothing (the
+// plan and the allocation both come from here).
+static int layout(gm_model *m, int B, int T) {
     const gm_config *c = &m->cfg;
-    size_t N = (size_t)B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head;
-    gm_table *t = &m->acts;
+    if (B < 1 || T < 1 || (double)B * T > 2147483647.0 || m->head_rows < 1)
+        return gm_fail("model: batch %d x %d tokens (head chunk %d rows) is not a valid shape", B, T, m->head_rows);
+    const size_t N = (size_t)B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, NC = N * C;
+    const int L = c->n_layer;
+    gm_table *ka = &m->acts, *sc = &m->scratch, *hd = &m->head, *dt = &m->dacts;
+    gm_table_init(ka), gm_table_init(sc), gm_table_init(hd), gm_table_init(dt);
     gm_act_index *x = &m->aix;
-    gm_table_init(t);
-    memset(x, -1, sizeof *x);
-    x->emb = act(t, "emb", 0, N * C);
-    if (c->embed_norm) x->x0 = act(t, "x0", 0, N * C), x->x0_rstd = act(t, "x0.rstd", 0, N);
-    for (int j = 0; j < c->n_value_embeds; j++) x->ve[j] = act(t, "ve.%d", j, N * C);
-    for (int l = 0; l < c->n_layer; l++) {
-        gm_layer_acts *a = &x->layer[l];
-        if (c->unet_skips && l >= c->n_layer / 2) a->skip_out = act(t, "h.%d.skip_out", l, N * C);
-        if (c->x0_lambdas) a->mix = act(t, "h.%d.mix", l, N * C);
-        if (gm_config_has_attn(c, l)) {
-            a->ln1 = act(t, "h.%d.ln1", l, N * C), a->ln1_rstd = act(t, "h.%d.ln1.rstd", l, N);
-            a->q = act(t, "h.%d.q", l, N * C), a->k = act(t, "h.%d.k", l, N * C), a->v = act(t, "h.%d.v", l, N * C);
-            if (c->qk_norm) {
-                a->qn = act(t, "h.%d.qn", l, N * C), a->kn = act(t, "h.%d.kn", l, N * C);
-                a->qn_rstd = act(t, "h.%d.qn.rstd", l, N * NH), a->kn_rstd = act(t, "h.%d.kn.rstd", l, N * NH);
-            }
-            if (c->n_value_embeds) a->vmix = act(t, "h.%d.vmix", l, N * C);
-            a->qr = act(t, "h.%d.qr", l, N * C), a->kr = act(t, "h.%d.kr", l, N * C);
-            a->att = act(t, "h.%d.att", l, N * C), a->lse = act(t, "h.%d.lse", l, N * NH);
-            a->ao = act(t, "h.%d.ao", l, N * C), a->res_attn = act(t, "h.%d.res_attn", l, N * C);
-        }
-        a->ln2 = act(t, "h.%d.ln2", l, N * C), a->ln2_rstd = act(t, "h.%d.ln2.rstd", l, N);
-        a->fc = act(t, "h.%d.fc", l, N * H), a->actv = act(t, "h.%d.act", l, N * H);
-        a->mo = act(t, "h.%d.mo", l, N * C), a->res_mlp = act(t, "h.%d.res_mlp", l, N * C);
+    memset(x, 0, sizeof *x);  // every slot GM_AT_NONE
+    int any_attn = 0, stream_used[2] = {0, 0};
+    for (int l = 0; l < L; l++) {
+        any_attn |= gm_config_has_attn(c, l);
+        if (!output_read(c, l)) stream_used[l % 2] = 1;
     }
-    x->lnf = act(t, "lnf", 0, N * C), x->lnf_rstd = act(t, "lnf.rstd", 0, N);
-    x->logits = act(t, "logits", 0, N * (size_t)c->vocab_padded);
-    x->losses = act(t, "losses", 0, N);
-    if (t->failed) return -1;
-    const gm_backend *be = m->be;
-    m->a = be->alloc(be, sizeof(gm_real) * t->total);
-    m->ids = be->alloc(be, sizeof(int32_t) * N), m->targets = be->alloc(be, sizeof(int32_t) * N);
-    m->doc = be->alloc(be, sizeof(int32_t) * N);
-    size_t half = (size_t)c->head_dim / 2;
-    m->cos_t = be->alloc(be, sizeof(gm_real) * T * half), m->sin_t = be->alloc(be, sizeof(gm_real) * T * half);
-    if (!m->a || !m->ids || !m->targets || !m->doc || !m->cos_t || !m->sin_t) return -1;
-    gm_real *ct = malloc(sizeof(gm_real) * T * half), *st = malloc(sizeof(gm_real) * T * half);
-    if (!ct || !st) return free(ct), free(st), gm_fail("model: out of host memory");
-    gm_rotary_tables(c, T, ct, st);
-    be->upload(be, m->cos_t, ct, sizeof(gm_real) * T * half);
-    be->upload(be, m->sin_t, st, sizeof(gm_real) * T * half);
-    free(ct), free(st);
+    const int vmix = c->n_value_embeds > 0;
+
+    // scratch: one of each, whichever layer runs
+    gm_slot s_ln1 = {0}, s_qn = {0}, s_kn = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_ao = {0}, s_stream[2] = {{0}};
+    if (any_attn) {
+        s_ln1 = put(sc, GM_AT_SCRATCH, "ln1", 0, NC);
+        if (c->qk_norm) s_qn = put(sc, GM_AT_SCRATCH, "qn", 0, NC), s_kn = put(sc, GM_AT_SCRATCH, "kn", 0, NC);
+        if (vmix) s_vmix = put(sc, GM_AT_SCRATCH, "vmix", 0, NC);
+        s_qr = put(sc, GM_AT_SCRATCH, "qr", 0, NC), s_kr = put(sc, GM_AT_SCRATCH, "kr", 0, NC);
+        s_ao = put(sc, GM_AT_SCRATCH, "ao", 0, NC);
+    }
+    gm_slot s_ln2 = put(sc, GM_AT_SCRATCH, "ln2", 0, NC), s_act = put(sc, GM_AT_SCRATCH, "act", 0, N * H);
+    gm_slot s_mo = put(sc, GM_AT_SCRATCH, "mo", 0, NC);
+    for (int i = 0; i < 2; i++)
+        if (stream_used[i]) s_stream[i] = put(sc, GM_AT_SCRATCH, "stream.%d", i, NC);
+    x->lnf = put(sc, GM_AT_SCRATCH, "lnf", 0, NC);
+
+    // kept for the backward
+    x->emb = put(ka, GM_AT_KEPT, "emb", 0, NC);
+    if (c->embed_norm) x->x0 = put(ka, GM_AT_KEPT, "x0", 0, NC), x->x0_rstd = put(ka, GM_AT_KEPT, "x0.rstd", 0, N);
+    for (int j = 0; j < c->n_value_embeds; j++) x->ve[j] = put(ka, GM_AT_KEPT, "ve.%d", j, NC);
+    for (int l = 0; l < L; l++) {
+        gm_layer_acts *a = &x->layer[l];
+        if (has_skip(c, l)) a->skip_out = put(ka, GM_AT_KEPT, "h.%d.skip_out", l, NC);
+        if (c->x0_lambdas) a->mix = put(ka, GM_AT_KEPT, "h.%d.mix", l, NC);
+        if (gm_config_has_attn(c, l)) {
+            a->ln1 = s_ln1, a->ln1_rstd = put(ka, GM_AT_KEPT, "h.%d.ln1.rstd", l, N);
+            a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
+            a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
+            if (c->qk_norm) {
+                a->qn = s_qn, a->kn = s_kn;
+                a->qn_rstd = put(ka, GM_AT_KEPT, "h.%d.qn.rstd", l, N * NH);
+                a->kn_rstd = put(ka, GM_AT_KEPT, "h.%d.kn.rstd", l, N * NH);
+            }
+            a->vmix = s_vmix;
+            a->qr = s_qr, a->kr = s_kr;
+            a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(ka, GM_AT_KEPT, "h.%d.lse", l, N * NH);
+            a->ao = s_ao, a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
+        }
+        a->ln2 = s_ln2, a->ln2_rstd = put(ka, GM_AT_KEPT, "h.%d.ln2.rstd", l, N);
+        a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->act = s_act, a->mo = s_mo;
+        a->res_mlp = output_read(c, l) ? put(ka, GM_AT_KEPT, "h.%d.res_mlp", l, NC) : s_stream[l % 2];
+    }
+    x->lnf_rstd = put(ka, GM_AT_KEPT, "lnf.rstd", 0, N);
+
+    // head chunk (no larger than the batch)
+    const size_t rows = N < (size_t)m->head_rows ? N : (size_t)m->head_rows;
+    x->logits = put(hd, GM_AT_HEAD, "logits", 0, rows * c->vocab_padded);
+    x->losses = put(hd, GM_AT_HEAD, "losses", 0, N);
+
+    // activation gradients: the per-layer ones first (one fill zeroes them), then those across layers
+    gm_grad_index *g = &m->gix;
+    memset(g, -1, sizeof *g);
+    g->mo = dput(dt, "d.mo", 0, NC), g->act = dput(dt, "d.act", 0, N * H), g->fc = dput(dt, "d.fc", 0, N * H);
+    g->ln2 = dput(dt, "d.ln2", 0, NC);
+    if (any_attn) {
+        g->xa = dput(dt, "d.xa", 0, NC), g->ao = dput(dt, "d.ao", 0, NC), g->att = dput(dt, "d.att", 0, NC);
+        g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
+        if (vmix) g->vs = dput(dt, "d.vmix", 0, NC);
+        if (c->qk_norm) g->qn = dput(dt, "d.qn", 0, NC), g->kn = dput(dt, "d.kn", 0, NC);
+        g->q = dput(dt, "d.q", 0, NC), g->k = dput(dt, "d.k", 0, NC), g->v = dput(dt, "d.v", 0, NC);
+        g->ln1 = dput(dt, "d.ln1", 0, NC);
+    }
+    if (c->x0_lambdas) g->xm = dput(dt, "d.xm", 0, NC);
+    if (c->unet_skips) g->xs = dput(dt, "d.xs", 0, NC);
+    g->layer_numel = dt->total;
+    for (int l = 0; l < L; l++)
+        if (is_skip_source(c, l)) g->out[l] = dput(dt, "d.h.%d.res_mlp", l, NC);
+        else if (g->stream[l % 2] < 0) g->stream[l % 2] = dput(dt, "d.stream.%d", l % 2, NC);
+    g->x0 = dput(dt, "d.x0", 0, NC);
+    if (c->embed_norm) g->emb = dput(dt, "d.emb", 0, NC);
+    for (int j = 0; j < c->n_value_embeds; j++) g->ve[j] = dput(dt, "d.ve.%d", j, NC);
+    g->lnf = dput(dt, "d.lnf", 0, NC);
+    if (ka->failed || sc->failed || hd->failed || dt->failed) return free_tables(m), -1;
     m->B = B, m->T = T;
     return 0;
 }
 
-// ---- forward ----
+static size_t input_bytes(const gm_config *c, int B, int T) {
+    size_t N = (size_t)B * T;
+    return sizeof(int32_t) * N * (c->doc_mask ? 3 : 2) + 2 * sizeof(gm_real) * T * (size_t)(c->head_dim / 2);
+}
 
-static inline gm_real *A(const gm_model *m, int i) { return i < 0 ? NULL : m->a + m->acts.v[i].offset; }
-// The gradient of an activation, found from its pointer (same offset in the gradient buffer).
-static inline gm_real *D(const gm_model *m, const gm_real *x) { return x ? m->da + (x - m->a) : NULL; }
+static void mem_of(const gm_model *m, gm_model_mem *out) {
+    const size_t R = sizeof(gm_real);
+    out->params = out->grads = R * m->params.total;
+    out->acts = R * m->acts.total;
+    out->scratch = R * m->scratch.total;
+    out->head = R * m->head.total;
+    out->inputs = input_bytes(&m->cfg, m->B, m->T);
+    out->act_grads_layer = R * m->gix.layer_numel;
+    out->act_grads_across = R * (m->dacts.total - m->gix.layer_numel);
+}
+
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, gm_model_mem *out) {
+    gm_model m;
+    memset(&m, 0, sizeof m);
+    m.cfg = *cfg;
+    m.head_rows = head_rows;
+    int rc = gm_config_check(cfg) || gm_params_build(cfg, &m.params, &m.pix) || layout(&m, B, T) ? -1 : 0;
+    if (rc == 0) mem_of(&m, out);
+    free_tables(&m);
+    gm_table_free(&m.params);
+    return rc;
+}
+
+// Lay out and allocate the activations of (B, T) and upload the rotary tables. The activation
+// gradients wait for the first training step.
+static int alloc_acts(gm_model *m, int B, int T) {
+    const gm_config *c = &m->cfg;
+    if (layout(m, B, T)) return -1;
+    const gm_backend *be = m->be;
+    size_t N = (size_t)B * T, half = (size_t)c->head_dim / 2;
+    m->a = be->alloc(be, sizeof(gm_real) * m->acts.total);
+    m->s = be->alloc(be, sizeof(gm_real) * m->scratch.total);
+    m->h = be->alloc(be, sizeof(gm_real) * m->head.total);
+    m->ids = be->alloc(be, sizeof(int32_t) * N), m->targets = be->alloc(be, sizeof(int32_t) * N);
+    if (c->doc_mask) m->doc = be->alloc(be, sizeof(int32_t) * N);
+    m->cos_t = be->alloc(be, sizeof(gm_real) * T * half), m->sin_t = be->alloc(be, sizeof(gm_real) * T * half);
+    if (!m->a || !m->s || !m->h || !m->ids || !m->targets || (c->doc_mask && !m->doc) || !m->cos_t || !m->sin_t)
+        return free_acts(m), -1;
+    gm_real *ct = malloc(sizeof(gm_real) * T * half), *st = malloc(sizeof(gm_real) * T * half);
+    if (!ct || !st) return free(ct), free(st), free_acts(m), gm_fail("model: out of host memory");
+    gm_rotary_tables(c, T, ct, st);
+    be->upload(be, m->cos_t, ct, sizeof(gm_real) * T * half);
+    be->upload(be, m->sin_t, st, sizeof(gm_real) * T * half);
+    free(ct), free(st);
+    return 0;
+}
+
+// ---- views ----
+
+gm_real *gm_model_act(const gm_model *m, gm_slot s) {
+    switch (s.home) {
+    case GM_AT_KEPT: return m->a + m->acts.v[s.view].offset;
+    case GM_AT_SCRATCH: return m->s + m->scratch.v[s.view].offset;
+    case GM_AT_HEAD: return m->h + m->head.v[s.view].offset;
+    default: return NULL;
+    }
+}
+static inline gm_real *A(const gm_model *m, gm_slot s) { return gm_model_act(m, s); }
+static inline gm_real *D(const gm_model *m, int i) { return i < 0 ? NULL : m->da + m->dacts.v[i].offset; }
 static inline gm_real *P(const gm_model *m, int i) { return gm_param(m, i); }
 static inline gm_real *G(const gm_model *m, int i) { return gm_grad(m, i); }
 
@@ -139,6 +267,7 @@ typedef struct {
     gm_real *skip;  // encoder output added by the U-net (NULL if none)
     gm_real *xs;    // after the skip add (== in without one)
     gm_real *xm;    // after the x0 mix (== xs without one): the block's working input
+    gm_real *xa;    // entering the MLP: after the attention residual (== xm without attention)
 } layer_io;
 
 static gm_real *x0_of(const gm_model *m) { return A(m, m->cfg.embed_norm ? m->aix.x0 : m->aix.emb); }
@@ -148,10 +277,26 @@ static layer_io io_of(const gm_model *m, int l) {
     const gm_layer_acts *a = &m->aix.layer[l];
     layer_io io;
     io.in = l == 0 ? x0_of(m) : A(m, m->aix.layer[l - 1].res_mlp);
-    io.skip = a->skip_out >= 0 ? A(m, m->aix.layer[c->n_layer - 1 - l].res_mlp) : NULL;
-    io.xs = a->skip_out >= 0 ? A(m, a->skip_out) : io.in;
-    io.xm = a->mix >= 0 ? A(m, a->mix) : io.xs;
+    io.skip = has_skip(c, l) ? A(m, m->aix.layer[c->n_layer - 1 - l].res_mlp) : NULL;
+    io.xs = has_skip(c, l) ? A(m, a->skip_out) : io.in;
+    io.xm = c->x0_lambdas ? A(m, a->mix) : io.xs;
+    io.xa = gm_config_has_attn(c, l) ? A(m, a->res_attn) : io.xm;
     return io;
+}
+
+// The gradients of the same tensors (aliased exactly as the tensors are), and of the block output.
+static gm_real *d_res_mlp(const gm_model *m, int l) {
+    return is_skip_source(&m->cfg, l) ? D(m, m->gix.out[l]) : D(m, m->gix.stream[l % 2]);
+}
+static layer_io grad_io_of(const gm_model *m, int l) {
+    const gm_config *c = &m->cfg;
+    layer_io d;
+    d.in = l == 0 ? D(m, m->gix.x0) : d_res_mlp(m, l - 1);
+    d.skip = has_skip(c, l) ? d_res_mlp(m, c->n_layer - 1 - l) : NULL;
+    d.xs = has_skip(c, l) ? D(m, m->gix.xs) : d.in;
+    d.xm = c->x0_lambdas ? D(m, m->gix.xm) : d.xs;
+    d.xa = gm_config_has_attn(c, l) ? D(m, m->gix.xa) : d.xm;
+    return d;
 }
 
 static int skip_index(const gm_model *m, int l) { return l - m->cfg.n_layer / 2; }
@@ -161,17 +306,199 @@ static gm_attn_mask mask_of(const gm_model *m) {
                           m->window_blocks};
 }
 
-// Value-embedding input of layer l's value mix (NULL: the layer has none).
+// Value-embedding input of layer l's value mix (NULL: the layer has none), and its gradient.
 static gm_real *ve_of(const gm_model *m, int l) {
     int j = gm_config_ve_of_layer(&m->cfg, l);
     return j < 0 ? NULL : A(m, m->aix.ve[j]);
+}
+static gm_real *dve_of(const gm_model *m, int l) {
+    int j = gm_config_ve_of_layer(&m->cfg, l);
+    return j < 0 ? NULL : D(m, m->gix.ve[j]);
+}
+
+// The values attention reads: the value mix when value embeddings exist, else v.
+static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
+    return a->vmix.home ? A(m, a->vmix) : A(m, a->v);
 }
 
 static double attn_branch_scale(const gm_config *c) {
     return c->branch_scale_depth ? 1.0 / sqrt(2.0 * c->n_layer) : 1.0;
 }
 
-double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T) {
+// ---- forward ----
+
+// Layer l's attention inputs: ln1 = norm(xm), then (first pass only) q, k, v = ln1 W^T, then the
+// QK-norm, the value mix and rotary. The backward calls this again with recompute = 1: ln1, qn,
+// kn, vmix, qr and kr cost one elementwise pass each, against 6 (N, C) tensors per layer kept.
+// Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
+// deterministic), so the backward sees bitwise what the forward computed.
+static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const gm_layer_acts *a = &m->aix.layer[l];
+    const int B = m->B, T = m->T, N = B * T, C = c->d_model, NH = c->n_head, HD = c->head_dim;
+    be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
+    if (!recompute) {
+        be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C);
+        be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
+        be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
+    }
+    gm_real *qs = A(m, a->q), *ks = A(m, a->k);
+    if (c->qk_norm) {
+        be->rmsnorm_fwd(be, A(m, a->qn), A(m, a->qn_rstd), qs, N * NH, HD, c->norm_eps);
+        be->rmsnorm_fwd(be, A(m, a->kn), A(m, a->kn_rstd), ks, N * NH, HD, c->norm_eps);
+        qs = A(m, a->qn), ks = A(m, a->kn);
+    }
+    if (a->vmix.home) {
+        gm_real *al = P(m, m->pix.layer[l].attn_lambdas);
+        be->lincomb_fwd(be, A(m, a->vmix), 1, al, A(m, a->v), 1, al + 1, ve_of(m, l), (size_t)N * C);
+    }
+    be->rotary_fwd(be, A(m, a->qr), qs, m->cos_t, m->sin_t, B, T, NH, HD);
+    be->rotary_fwd(be, A(m, a->kr), ks, m->cos_t, m->sin_t, B, T, NH, HD);
+}
+
+// Layer l's MLP input: ln2 = norm(xa), then (first pass only) fc = ln2 W^T, then act(fc). The
+// backward recomputes ln2 and act (one pass over (N, C) and one over (N, H)) instead of keeping
+// 5 (N, C) per layer.
+static void mlp_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const gm_layer_acts *a = &m->aix.layer[l];
+    const int N = m->B * m->T, C = c->d_model, H = c->d_mlp;
+    be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
+    if (!recompute) be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H);
+    be->act_fwd(be, c->mlp_act, A(m, a->act), A(m, a->fc), (size_t)N * H);
+}
+
+static void forward_layers(const gm_model *m) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const int B = m->B, T = m->T, N = B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, HD = c->head_dim;
+    const gm_act_index *x = &m->aix;
+    be->embed_fwd(be, A(m, x->emb), m->ids, P(m, m->pix.embed), N, C);
+    if (c->embed_norm) be->rmsnorm_fwd(be, A(m, x->x0), A(m, x->x0_rstd), A(m, x->emb), N, C, c->norm_eps);
+    for (int j = 0; j < c->n_value_embeds; j++) be->embed_fwd(be, A(m, x->ve[j]), m->ids, P(m, m->pix.ve[j]), N, C);
+    gm_attn_mask mask = mask_of(m);
+    for (int l = 0; l < c->n_layer; l++) {
+        const gm_layer_acts *a = &x->layer[l];
+        const gm_layer_params *p = &m->pix.layer[l];
+        layer_io io = io_of(m, l);
+        if (io.skip)
+            be->lincomb_fwd(be, io.xs, 1, NULL, io.in, 1, P(m, m->pix.skip_weights) + skip_index(m, l), io.skip,
+                            (size_t)N * C);
+        if (a->mix.home)
+            be->lincomb_fwd(be, io.xm, 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m), (size_t)N * C);
+        if (gm_config_has_attn(c, l)) {
+            attn_inputs(m, l, &io, 0);
+            be->attn_fwd(be, A(m, a->att), A(m, a->lse), A(m, a->qr), A(m, a->kr), vs_of(m, a), B, T, NH, HD,
+                         1.0 / sqrt(HD), mask);
+            be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
+            be->lincomb_fwd(be, io.xa, 1, NULL, io.xm, attn_branch_scale(c), NULL, A(m, a->ao), (size_t)N * C);
+        }
+        mlp_inputs(m, l, &io, 0);
+        be->matmul_fwd(be, A(m, a->mo), A(m, a->act), P(m, p->mlp_proj), N, H, C);
+        be->lincomb_fwd(be, A(m, a->res_mlp), 1, NULL, io.xa, 1, NULL, A(m, a->mo), (size_t)N * C);
+    }
+    const gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp);
+    be->rmsnorm_fwd(be, A(m, x->lnf), A(m, x->lnf_rstd), last, N, C, c->norm_eps);
+}
+
+// Head and loss, head_rows rows at a time: the chunk's logits (rows, Vp), then softcap and
+// cross-entropy into the per-row losses. Training: the same pass turns the logits into
+// d(dloss * mean loss)/d(logits) in place and the head's backward follows at once, so the
+// loss is computed once per step and the logits of all N rows never exist together.
+static void head_loss(const gm_model *m, int train, double dloss) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const int N = m->B * m->T, C = c->d_model, Vp = c->vocab_padded, R = m->head_rows;
+    const gm_real *lnf = A(m, m->aix.lnf), *head = P(m, m->pix.head);
+    gm_real *logits = A(m, m->aix.logits), *losses = A(m, m->aix.losses);
+    for (int r0 = 0; r0 < N; r0 += R) {
+        const int n = N - r0 < R ? N - r0 : R;
+        const gm_real *in = lnf + (size_t)r0 * C;  // (n, C)
+        be->matmul_fwd(be, logits, in, head, n, C, Vp);
+        be->xent_fwd_bwd(be, losses + r0, train ? logits : NULL, logits, m->targets + r0, n, Vp, c->softcap,
+                         train ? dloss / N : 0);
+        if (train)
+            be->matmul_bwd(be, D(m, m->gix.lnf) + (size_t)r0 * C, G(m, m->pix.head), logits, in, head, n, C, Vp);
+    }
+}
+
+// ---- backward: the forward's steps in reverse, each kernel adding into its inputs' gradients ----
+
+static void backward(const gm_model *m) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const int B = m->B, T = m->T, N = B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, HD = c->head_dim;
+    const size_t NC = (size_t)N * C;
+    const gm_act_index *x = &m->aix;
+    const gm_grad_index *g = &m->gix;
+    gm_attn_mask mask = mask_of(m);
+
+    gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp);
+    be->rmsnorm_bwd(be, d_res_mlp(m, c->n_layer - 1), D(m, g->lnf), last, A(m, x->lnf_rstd), N, C);
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        const gm_layer_acts *a = &x->layer[l];
+        const gm_layer_params *p = &m->pix.layer[l];
+        layer_io io = io_of(m, l), d = grad_io_of(m, l);
+        // This block's gradient buffers start at zero; so does its input's unless it already
+        // holds a U-net skip's contribution (or is x0's, which collects every layer's).
+        be->fill(be, m->da, 0, g->layer_numel);
+        if (l > 0 && !is_skip_source(c, l - 1)) be->fill(be, d.in, 0, NC);
+        if (gm_config_has_attn(c, l)) attn_inputs(m, l, &io, 1);
+        mlp_inputs(m, l, &io, 1);
+        // MLP (lincomb_bwd reads x and y only for the scalar gradients: mo is not read here)
+        be->lincomb_bwd(be, d.xa, D(m, g->mo), NULL, NULL, d_res_mlp(m, l), 1, NULL, io.xa, 1, NULL, A(m, a->mo), NC);
+        be->matmul_bwd(be, D(m, g->act), G(m, p->mlp_proj), D(m, g->mo), A(m, a->act), P(m, p->mlp_proj), N, H, C);
+        be->act_bwd(be, c->mlp_act, D(m, g->fc), D(m, g->act), A(m, a->fc), (size_t)N * H);
+        be->matmul_bwd(be, D(m, g->ln2), G(m, p->fc), D(m, g->fc), A(m, a->ln2), P(m, p->fc), N, C, H);
+        be->rmsnorm_bwd(be, d.xa, D(m, g->ln2), io.xa, A(m, a->ln2_rstd), N, C);
+        // attention
+        if (gm_config_has_attn(c, l)) {
+            be->lincomb_bwd(be, d.xm, D(m, g->ao), NULL, NULL, d.xa, 1, NULL, io.xm, attn_branch_scale(c), NULL,
+                            A(m, a->ao), NC);
+            be->matmul_bwd(be, D(m, g->att), G(m, p->c_proj), D(m, g->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
+            gm_real *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
+            gm_real *dqs = c->qk_norm ? D(m, g->qn) : D(m, g->q), *dks = c->qk_norm ? D(m, g->kn) : D(m, g->k);
+            be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, D(m, g->att), A(m, a->qr), A(m, a->kr), vs, A(m, a->att),
+                         A(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
+            be->rotary_bwd(be, dqs, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
+            be->rotary_bwd(be, dks, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
+            if (a->vmix.home) {
+                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l);
+                be->lincomb_bwd(be, D(m, g->v), dve_of(m, l), dal, ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1,
+                                al + 1, ve, NC);
+            }
+            if (c->qk_norm) {
+                be->rmsnorm_bwd(be, D(m, g->q), dqs, A(m, a->q), A(m, a->qn_rstd), N * NH, HD);
+                be->rmsnorm_bwd(be, D(m, g->k), dks, A(m, a->k), A(m, a->kn_rstd), N * NH, HD);
+            }
+            for (int w = 0; w < 3; w++) {
+                gm_real *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);
+                be->matmul_bwd(be, D(m, g->ln1), g_qkv(m, l, w), dout, A(m, a->ln1), w_qkv(m, l, w), N, C, C);
+            }
+            be->rmsnorm_bwd(be, d.xm, D(m, g->ln1), io.xm, A(m, a->ln1_rstd), N, C);
+        }
+        if (a->mix.home) {
+            gm_real *lam = P(m, p->lambdas), *dlam = G(m, p->lambdas);
+            be->lincomb_bwd(be, d.xs, D(m, g->x0), dlam, dlam + 1, d.xm, 1, lam, io.xs, 1, lam + 1, x0_of(m), NC);
+        }
+        if (io.skip) {  // x (the block input) is not read: its coefficient is no parameter
+            gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l),
+                    *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
+            be->lincomb_bwd(be, d.in, d.skip, NULL, dw, d.xs, 1, NULL, NULL, 1, w, io.skip, NC);
+        }
+    }
+    gm_real *demb = c->embed_norm ? D(m, g->emb) : D(m, g->x0);
+    if (c->embed_norm) be->rmsnorm_bwd(be, demb, D(m, g->x0), A(m, x->emb), A(m, x->x0_rstd), N, C);
+    be->embed_bwd(be, G(m, m->pix.embed), m->ids, demb, N, c->vocab_padded, C);
+    for (int j = 0; j < c->n_value_embeds; j++)
+        be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, g->ve[j]), N, c->vocab_padded, C);
+}
+
+// ---- the step ----
+
+static double step(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T, int train, double dloss) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     for (size_t i = 0; i < (size_t)B * T; i++)
@@ -181,9 +508,13 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
                    NAN;
     if (m->B != B || m->T != T) {
         free_acts(m);
-        if (build_acts(m, B, T)) return NAN;
+        if (alloc_acts(m, B, T)) return NAN;
     }
-    int N = B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, HD = c->head_dim, Vp = c->vocab_padded;
+    if (train) {
+        if (!m->g && !(m->g = be->alloc(be, sizeof(gm_real) * m->params.total))) return NAN;
+        if (!m->da && !(m->da = be->alloc(be, sizeof(gm_real) * m->dacts.total))) return NAN;
+    }
+    const int N = B * T;
     be->upload(be, m->ids, ids, sizeof(int32_t) * N);
     be->upload(be, m->targets, targets, sizeof(int32_t) * N);
     if (c->doc_mask) {
@@ -193,59 +524,15 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
         be->upload(be, m->doc, doc, sizeof(int32_t) * N);
         free(doc);
     }
-    const gm_act_index *x = &m->aix;
-    be->embed_fwd(be, A(m, x->emb), m->ids, P(m, m->pix.embed), N, C);
-    if (c->embed_norm) be->rmsnorm_fwd(be, A(m, x->x0), A(m, x->x0_rstd), A(m, x->emb), N, C, c->norm_eps);
-    for (int j = 0; j < c->n_value_embeds; j++) be->embed_fwd(be, A(m, x->ve[j]), m->ids, P(m, m->pix.ve[j]), N, C);
-    gm_attn_mask mask = mask_of(m);
-    double scale = 1.0 / sqrt(HD);
-    for (int l = 0; l < c->n_layer; l++) {
-        const gm_layer_acts *a = &x->layer[l];
-        const gm_layer_params *p = &m->pix.layer[l];
-        layer_io io = io_of(m, l);
-        if (io.skip)
-            be->lincomb_fwd(be, io.xs, 1, NULL, io.in, 1, P(m, m->pix.skip_weights) + skip_index(m, l), io.skip,
-                            (size_t)N * C);
-        if (a->mix >= 0)
-            be->lincomb_fwd(be, io.xm, 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m), (size_t)N * C);
-        gm_real *xa = io.xm;  // stream entering the MLP
-        if (gm_config_has_attn(c, l)) {
-            be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io.xm, N, C, c->norm_eps);
-            be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C);
-            be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
-            be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
-            gm_real *qs = A(m, a->q), *ks = A(m, a->k), *vs = A(m, a->v);
-            if (c->qk_norm) {
-                be->rmsnorm_fwd(be, A(m, a->qn), A(m, a->qn_rstd), qs, N * NH, HD, c->norm_eps);
-                be->rmsnorm_fwd(be, A(m, a->kn), A(m, a->kn_rstd), ks, N * NH, HD, c->norm_eps);
-                qs = A(m, a->qn), ks = A(m, a->kn);
-            }
-            if (a->vmix >= 0) {
-                gm_real *al = P(m, p->attn_lambdas);
-                be->lincomb_fwd(be, A(m, a->vmix), 1, al, vs, 1, al + 1, ve_of(m, l), (size_t)N * C);
-                vs = A(m, a->vmix);
-            }
-            be->rotary_fwd(be, A(m, a->qr), qs, m->cos_t, m->sin_t, B, T, NH, HD);
-            be->rotary_fwd(be, A(m, a->kr), ks, m->cos_t, m->sin_t, B, T, NH, HD);
-            be->attn_fwd(be, A(m, a->att), A(m, a->lse), A(m, a->qr), A(m, a->kr), vs, B, T, NH, HD, scale, mask);
-            be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
-            be->lincomb_fwd(be, A(m, a->res_attn), 1, NULL, io.xm, attn_branch_scale(c), NULL, A(m, a->ao),
-                            (size_t)N * C);
-            xa = A(m, a->res_attn);
-        }
-        be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), xa, N, C, c->norm_eps);
-        be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, p->fc), N, C, H);
-        be->act_fwd(be, c->mlp_act, A(m, a->actv), A(m, a->fc), (size_t)N * H);
-        be->matmul_fwd(be, A(m, a->mo), A(m, a->actv), P(m, p->mlp_proj), N, H, C);
-        be->lincomb_fwd(be, A(m, a->res_mlp), 1, NULL, xa, 1, NULL, A(m, a->mo), (size_t)N * C);
-    }
-    be->rmsnorm_fwd(be, A(m, x->lnf), A(m, x->lnf_rstd), A(m, x->layer[c->n_layer - 1].res_mlp), N, C, c->norm_eps);
-    be->matmul_fwd(be, A(m, x->logits), A(m, x->lnf), P(m, m->pix.head), N, C, Vp);
-    be->xent_fwd_bwd(be, A(m, x->losses), NULL, A(m, x->logits), m->targets, N, Vp, c->softcap, 0);
+    forward_layers(m);
+    if (train) be->fill(be, m->da, 0, m->dacts.total);
+    head_loss(m, train, dloss);
+    if (train) backward(m);
     gm_real *losses = malloc(sizeof(gm_real) * N);
     if (!losses) return gm_fail("model: out of host memory"), NAN;
-    be->download(be, losses, A(m, x->losses), sizeof(gm_real) * N);
-    if (be->sync(be)) return free(losses), gm_fail("model: forward: %s", gm_error()), NAN;
+    be->download(be, losses, A(m, m->aix.losses), sizeof(gm_real) * N);
+    if (be->sync(be))
+        return free(losses), gm_fail("model: %s: %s", train ? "forward/backward" : "forward", gm_error()), NAN;
     double sum = 0;
     for (int i = 0; i < N; i++) sum += losses[i];
     free(losses);
@@ -253,83 +540,10 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
     return m->loss;
 }
 
-// ---- backward: the forward's steps in reverse, each kernel adding into its inputs' gradients ----
+double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T) {
+    return step(m, ids, targets, B, T, 0, 0);
+}
 
-int gm_model_backward(gm_model *m, double dloss) {
-    const gm_config *c = &m->cfg;
-    const gm_backend *be = m->be;
-    if (!m->a) return gm_fail("model: backward without a forward");
-    if (!m->g && !(m->g = be->alloc(be, sizeof(gm_real) * m->params.total))) return -1;
-    if (!m->da && !(m->da = be->alloc(be, sizeof(gm_real) * m->acts.total))) return -1;
-    be->fill(be, m->da, 0, m->acts.total);
-    int B = m->B, T = m->T, N = B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, HD = c->head_dim;
-    int Vp = c->vocab_padded;
-    const gm_act_index *x = &m->aix;
-    gm_attn_mask mask = mask_of(m);
-    double scale = 1.0 / sqrt(HD);
-
-    gm_real *dlogits = D(m, A(m, x->logits));
-    be->xent_fwd_bwd(be, A(m, x->losses), dlogits, A(m, x->logits), m->targets, N, Vp, c->softcap, dloss / N);
-    be->matmul_bwd(be, D(m, A(m, x->lnf)), G(m, m->pix.head), dlogits, A(m, x->lnf), P(m, m->pix.head), N, C, Vp);
-    gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp);
-    be->rmsnorm_bwd(be, D(m, last), D(m, A(m, x->lnf)), last, A(m, x->lnf_rstd), N, C);
-
-    for (int l = c->n_layer - 1; l >= 0; l--) {
-        const gm_layer_acts *a = &x->layer[l];
-        const gm_layer_params *p = &m->pix.layer[l];
-        layer_io io = io_of(m, l);
-        gm_real *xa = gm_config_has_attn(c, l) ? A(m, a->res_attn) : io.xm;
-        // MLP
-        be->lincomb_bwd(be, D(m, xa), D(m, A(m, a->mo)), NULL, NULL, D(m, A(m, a->res_mlp)), 1, NULL, xa, 1, NULL,
-                        A(m, a->mo), (size_t)N * C);
-        be->matmul_bwd(be, D(m, A(m, a->actv)), G(m, p->mlp_proj), D(m, A(m, a->mo)), A(m, a->actv), P(m, p->mlp_proj),
-                       N, H, C);
-        be->act_bwd(be, c->mlp_act, D(m, A(m, a->fc)), D(m, A(m, a->actv)), A(m, a->fc), (size_t)N * H);
-        be->matmul_bwd(be, D(m, A(m, a->ln2)), G(m, p->fc), D(m, A(m, a->fc)), A(m, a->ln2), P(m, p->fc), N, C, H);
-        be->rmsnorm_bwd(be, D(m, xa), D(m, A(m, a->ln2)), xa, A(m, a->ln2_rstd), N, C);
-        // attention
-        if (gm_config_has_attn(c, l)) {
-            be->lincomb_bwd(be, D(m, io.xm), D(m, A(m, a->ao)), NULL, NULL, D(m, xa), 1, NULL, io.xm,
-                            attn_branch_scale(c), NULL, A(m, a->ao), (size_t)N * C);
-            be->matmul_bwd(be, D(m, A(m, a->att)), G(m, p->c_proj), D(m, A(m, a->ao)), A(m, a->att), P(m, p->c_proj), N,
-                           C, C);
-            gm_real *qs = c->qk_norm ? A(m, a->qn) : A(m, a->q), *ks = c->qk_norm ? A(m, a->kn) : A(m, a->k);
-            gm_real *vs = a->vmix >= 0 ? A(m, a->vmix) : A(m, a->v);
-            be->attn_bwd(be, D(m, A(m, a->qr)), D(m, A(m, a->kr)), D(m, vs), D(m, A(m, a->att)), A(m, a->qr),
-                         A(m, a->kr), vs, A(m, a->att), A(m, a->lse), B, T, NH, HD, scale, mask);
-            be->rotary_bwd(be, D(m, qs), D(m, A(m, a->qr)), m->cos_t, m->sin_t, B, T, NH, HD);
-            be->rotary_bwd(be, D(m, ks), D(m, A(m, a->kr)), m->cos_t, m->sin_t, B, T, NH, HD);
-            if (a->vmix >= 0) {
-                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l);
-                be->lincomb_bwd(be, D(m, A(m, a->v)), D(m, ve), dal, ve ? dal + 1 : NULL, D(m, vs), 1, al, A(m, a->v),
-                                1, al + 1, ve, (size_t)N * C);
-            }
-            if (c->qk_norm) {
-                be->rmsnorm_bwd(be, D(m, A(m, a->q)), D(m, qs), A(m, a->q), A(m, a->qn_rstd), N * NH, HD);
-                be->rmsnorm_bwd(be, D(m, A(m, a->k)), D(m, ks), A(m, a->k), A(m, a->kn_rstd), N * NH, HD);
-            }
-            for (int w = 0; w < 3; w++) {
-                gm_real *out = A(m, w == 0 ? a->q : w == 1 ? a->k : a->v);
-                be->matmul_bwd(be, D(m, A(m, a->ln1)), g_qkv(m, l, w), D(m, out), A(m, a->ln1), w_qkv(m, l, w), N, C,
-                               C);
-            }
-            be->rmsnorm_bwd(be, D(m, io.xm), D(m, A(m, a->ln1)), io.xm, A(m, a->ln1_rstd), N, C);
-        }
-        if (a->mix >= 0) {
-            gm_real *lam = P(m, p->lambdas), *dlam = G(m, p->lambdas);
-            be->lincomb_bwd(be, D(m, io.xs), D(m, x0_of(m)), dlam, dlam + 1, D(m, io.xm), 1, lam, io.xs, 1, lam + 1,
-                            x0_of(m), (size_t)N * C);
-        }
-        if (io.skip) {
-            gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l),
-                    *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
-            be->lincomb_bwd(be, D(m, io.in), D(m, io.skip), NULL, dw, D(m, io.xs), 1, NULL, io.in, 1, w, io.skip,
-                            (size_t)N * C);
-        }
-    }
-    if (c->embed_norm) be->rmsnorm_bwd(be, D(m, A(m, x->emb)), D(m, A(m, x->x0)), A(m, x->emb), A(m, x->x0_rstd), N, C);
-    be->embed_bwd(be, G(m, m->pix.embed), m->ids, D(m, A(m, x->emb)), N, Vp, C);
-    for (int j = 0; j < c->n_value_embeds; j++)
-        be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, A(m, x->ve[j])), N, Vp, C);
-    return be->sync(be) ? gm_fail("model: backward: %s", gm_error()) : 0;
+double gm_model_forward_backward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T, double dloss) {
+    return step(m, ids, targets, B, T, 1, dloss);
 }

@@ -1,7 +1,19 @@
-// The GPT of every preset, forward and backward written once over backend.h.
-// Parameters: one backend buffer described by a gm_table. Activations of a (B, T) batch: a second
-// buffer described by another table; their gradients (and the parameter gradients) are allocated
-// only when a backward pass is first asked for, so validation allocates no gradient memory.
+// The GPT of every preset, forward and backward written once over backend.h, in planned memory.
+// Parameters: one backend buffer described by a gm_table. The memory of a (B, T) step, as llm.c
+// plans it:
+//   acts     the activations the backward reads, per layer (named h.<l>.<tensor>);
+//   scratch  forward intermediates the backward does not read (or recomputes), one set reused by
+//            every layer;
+//   head     the logits of one chunk of rows (head_rows x Vp), overwritten by their gradient,
+//            and the per-row losses: logits are never stored whole;
+//   dacts    activation gradients: one set of per-layer buffers zeroed and reused layer after layer,
+//            then those that live across layers (the residual stream's, x0's, the value
+//            embeddings', the U-net skip sources').
+// Training runs forward and backward as one call that knows dloss up front, so each chunk's
+// logits go to loss and dlogits in one pass and the head's backward at once. Parameter and
+// activation gradients are allocated only when a training step is first asked for, so
+// validation allocates no gradient memory. gm_model_plan gives every category's bytes without
+// allocating: the same layout code sizes both.
 #ifndef GM_MODEL_MODEL_H
 #define GM_MODEL_MODEL_H
 
@@ -12,33 +24,73 @@
 #include "model/params.h"
 #include "model/table.h"
 
-// Activation-table indices of one block; -1 where the configuration skips the step.
+// Rows of the logits chunk unless gm_model_set_head_rows says otherwise: at full scale
+// 8192 x 50304 fp32 logits are 1.65 GB instead of 13.2 GB for the 65,536 rows of a record step.
+enum { GM_HEAD_ROWS = 8192 };
+
+// Where an activation lives: the kept table (acts), the shared scratch table, the head table,
+// or nowhere (the configuration skips the step).
+typedef enum { GM_AT_NONE = 0, GM_AT_KEPT, GM_AT_SCRATCH, GM_AT_HEAD } gm_act_home;
 typedef struct {
-    int skip_out;                  // (N, C) x + w * encoder output (U-net decoder layers)
-    int mix;                       // (N, C) l0 * x + l1 * x0
-    int ln1, ln1_rstd;             // (N, C), (N)
-    int q, k, v;                   // (N, C) = (B, T, NH, HD)
-    int qn, kn, qn_rstd, kn_rstd;  // QK-norm: (N, C), (N * NH)
-    int vmix;                      // (N, C) a0 * v + a1 * ve
-    int qr, kr;                    // rotated (N, C)
-    int att, lse;                  // (N, C), (B, NH, T)
-    int ao;                        // (N, C) attention output projection
-    int res_attn;                  // (N, C) x + s * ao
-    int ln2, ln2_rstd;             // (N, C), (N)
-    int fc, actv;                  // (N, H) pre- and post-activation
-    int mo;                        // (N, C) MLP output projection
-    int res_mlp;                   // (N, C) the block's output
+    gm_act_home home;
+    int view;  // index in that table
+} gm_slot;
+
+// The activations of one block. Kept: what the backward reads (stream tensors normed or mixed,
+// q, k, v, attention output and lse, the MLP pre-activation). Scratch: ln1, ln2, qn, kn, vmix,
+// qr, kr, act (recomputed by the backward from kept tensors), ao, mo (never read by it), and the
+// block output when the backward does not read it either.
+typedef struct {
+    gm_slot skip_out;                  // (N, C) x + w * encoder output (U-net decoder layers)
+    gm_slot mix;                       // (N, C) l0 * x + l1 * x0
+    gm_slot ln1, ln1_rstd;             // (N, C), (N)
+    gm_slot q, k, v;                   // (N, C) = (B, T, NH, HD)
+    gm_slot qn, kn, qn_rstd, kn_rstd;  // QK-norm: (N, C), (N * NH)
+    gm_slot vmix;                      // (N, C) a0 * v + a1 * ve
+    gm_slot qr, kr;                    // rotated (N, C)
+    gm_slot att, lse;                  // (N, C), (B, NH, T)
+    gm_slot ao;                        // (N, C) attention output projection
+    gm_slot res_attn;                  // (N, C) x + s * ao
+    gm_slot ln2, ln2_rstd;             // (N, C), (N)
+    gm_slot fc, act;                   // (N, H) pre- and post-activation
+    gm_slot mo;                        // (N, C) MLP output projection
+    gm_slot res_mlp;                   // (N, C) the block's output
 } gm_layer_acts;
 
 typedef struct {
-    int emb;                      // (N, C) embedding rows
-    int x0, x0_rstd;              // (N, C), (N) after the embedding norm (x0 == emb without it)
-    int ve[GM_MAX_VALUE_EMBEDS];  // (N, C) value-embedding rows
-    int lnf, lnf_rstd;            // (N, C), (N)
-    int logits;                   // (N, Vp)
-    int losses;                   // (N)
+    gm_slot emb;                      // (N, C) embedding rows
+    gm_slot x0, x0_rstd;              // (N, C), (N) after the embedding norm (x0 == emb without it)
+    gm_slot ve[GM_MAX_VALUE_EMBEDS];  // (N, C) value-embedding rows
+    gm_slot lnf, lnf_rstd;            // (N, C), (N)
+    gm_slot logits;                   // (head_rows, Vp) one chunk; its gradient in place
+    gm_slot losses;                   // (N)
     gm_layer_acts layer[GM_MAX_LAYERS];
 } gm_act_index;
+
+// Views of the activation-gradient table; -1 where the configuration has none. The per-layer
+// ones are the front of the buffer (layer_numel elements), zeroed before each block's backward.
+typedef struct {
+    // per layer: the gradients of a block's internal tensors (names "d.<tensor>")
+    int mo, act, fc, ln2, xa, ao, att, qr, kr, vs, qn, kn, q, k, v, ln1, xm, xs;
+    size_t layer_numel;
+    // across layers
+    int stream[2];                // (N, C) a block output's gradient, alternating with the next
+    int out[GM_MAX_LAYERS];       // (N, C) gradient of a U-net skip source's output
+    int x0, emb;                  // (N, C) (emb: with the embedding norm)
+    int ve[GM_MAX_VALUE_EMBEDS];  // (N, C)
+    int lnf;                      // (N, C) the final norm's output
+} gm_grad_index;
+
+// Bytes of each category of a (B, T) training step (gm_model_plan), as allocated.
+typedef struct {
+    size_t params, grads;        // parameters; their gradients
+    size_t acts;                 // activations kept for the backward
+    size_t scratch;              // per-layer forward intermediates (recomputed where the backward needs them)
+    size_t head;                 // logits chunk (head_rows x Vp) and per-row losses
+    size_t inputs;               // ids, targets, document ids, rotary tables
+    size_t act_grads_layer;      // activation gradients reused layer after layer
+    size_t act_grads_across;     // activation gradients that live across layers
+} gm_model_mem;
 
 typedef struct {
     gm_config cfg;
@@ -46,13 +98,16 @@ typedef struct {
     gm_table params;
     gm_param_index pix;
     gm_real *p;  // (params.total) backend memory
-    gm_real *g;  // (params.total) gradients; NULL until the first backward
+    gm_real *g;  // (params.total) gradients; NULL until the first training step
 
-    int B, T;  // shape the activations are laid out for
-    gm_table acts;
+    int B, T;       // shape the activations are laid out for
+    int head_rows;  // rows of the logits chunk
+    gm_table acts, scratch, head, dacts;
     gm_act_index aix;
-    gm_real *a, *da;               // activations, their gradients (NULL until the first backward)
-    int32_t *ids, *targets, *doc;  // (B, T) backend memory
+    gm_grad_index gix;
+    gm_real *a, *s, *h;            // kept activations, scratch, head chunk (backend memory)
+    gm_real *da;                   // activation gradients (NULL until the first training step)
+    int32_t *ids, *targets, *doc;  // (B, T) backend memory; doc only with the document mask
     gm_real *cos_t, *sin_t;        // (T, HD/2) rotary tables
     int window_blocks;             // sliding window now (blocks); 0: none
     double loss;                   // mean loss of the last forward
@@ -64,17 +119,27 @@ void gm_model_free(gm_model *m);
 int gm_model_init(gm_model *m, uint64_t seed, gm_init_mode mode);
 // Window size (blocks) the next forward uses; a schedule calls it every step.
 void gm_model_set_window(gm_model *m, int window_blocks);
-// Forward of ids/targets (B, T) host arrays; returns the mean cross-entropy (also in m->loss),
-// or NAN with gm_fail on error (bad token id, allocation).
+// Rows per logits chunk (>= 1; GM_HEAD_ROWS by default). The next step lays memory out anew.
+void gm_model_set_head_rows(gm_model *m, int rows);
+// Evaluation: forward of ids/targets (B, T) host arrays; returns the mean cross-entropy (also in
+// m->loss), or NAN with gm_fail on error (bad token id, allocation, a backend error). Allocates
+// no gradient memory.
 double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T);
-// Backward of the last forward: ADDS dloss * d(mean loss)/d(params) into m->g (allocated zeroed on
-// first use), so micro-batches accumulate (dloss = 1/k for k micro-batches). -1 on failure.
-int gm_model_backward(gm_model *m, double dloss);
+// Training: the forward, the loss and its gradient chunk by chunk, then the backward, ADDING
+// dloss * d(mean loss)/d(params) into m->g (allocated zeroed on first use), so micro-batches
+// accumulate (dloss = 1/k for k micro-batches). Returns the mean loss as gm_model_forward does
+// (NAN with gm_fail on error).
+double gm_model_forward_backward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T, double dloss);
 void gm_model_zero_grad(gm_model *m);
+// Bytes of every category a training step of cfg at (B, T) with head_rows-row logits chunks
+// allocates, without allocating. -1 (gm_fail) on a bad configuration.
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, gm_model_mem *out);
 // Pointer to tensor `i` of the parameter (or gradient) buffer.
 static inline gm_real *gm_param(const gm_model *m, int i) { return i < 0 ? NULL : m->p + m->params.v[i].offset; }
 static inline gm_real *gm_grad(const gm_model *m, int i) {
     return i < 0 || !m->g ? NULL : m->g + m->params.v[i].offset;
 }
+// Pointer to an activation (NULL where the configuration has none).
+gm_real *gm_model_act(const gm_model *m, gm_slot s);
 
 #endif

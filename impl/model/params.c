@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/rng.h"
 
 // Add one tensor, its name formatted from `fmt` and the layer/table number `i`.
@@ -54,11 +55,7 @@ int gm_params_build(const gm_config *c, gm_table *t, gm_param_index *ix) {
     return -1;
 }
 
-static uint64_t name_stream(const char *s) {  // FNV-1a
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t name_stream(const char *s) { return gm_hash_bytes(GM_HASH_INIT, s, strlen(s)); }
 
 void gm_params_init(const gm_table *t, gm_real *host, uint64_t seed, gm_init_mode mode) {
     memset(host, 0, sizeof(gm_real) * t->total);

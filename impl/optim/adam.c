@@ -6,6 +6,15 @@
 
 #include "base/error.h"
 
+// Bytes of one moment buffer of numel elements (at least one element: allocators may refuse 0).
+static size_t moment_bytes(size_t numel) { return (numel ? numel : 1) * sizeof(gm_real); }
+
+size_t gm_adam_state_bytes(const gm_opt_view *views, int n) {
+    size_t numel = 0;
+    for (int i = 0; i < n; i++) numel += gm_view_numel(&views[i]);
+    return 2 * moment_bytes(numel);
+}
+
 int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, const gm_opt_view *views, int n) {
     memset(a, 0, sizeof *a);
     a->hp = *hp;
@@ -17,7 +26,7 @@ int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, co
         a->state_offset[i] = a->state_numel;
         a->state_numel += gm_view_numel(&views[i]);
     }
-    size_t bytes = (a->state_numel ? a->state_numel : 1) * sizeof(gm_real);
+    size_t bytes = moment_bytes(a->state_numel);
     if (a->state_offset) a->m = be->alloc(be, bytes);
     if (a->m) a->v = be->alloc(be, bytes);
     if (!a->state_offset || !a->m || !a->v) {

@@ -30,6 +30,8 @@ typedef struct {
 
 int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, const gm_opt_view *views, int n);
 void gm_adam_free(gm_adam *a);
+// Backend bytes gm_adam_init allocates for these views (the two moments), without allocating.
+size_t gm_adam_state_bytes(const gm_opt_view *views, int n);
 // One step on params (flat backend buffer) with grads (same layout); the learning rate is
 // hp.lr * lr_mult. Queues kernels; errors show at the backend's sync.
 void gm_adam_step(gm_adam *a, gm_real *params, const gm_real *grads, double lr_mult);

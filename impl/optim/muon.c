@@ -12,6 +12,25 @@ static int blocks_of(const gm_muon_hparams *hp, const gm_opt_view *v) {
     return hp->split_qkv && v->rows == 3 * v->cols ? 3 : 1;
 }
 
+// Bytes of the buffers for `total` elements of momentum and `mine` of this rank's updates (at
+// least one element each: allocators may refuse 0).
+static gm_muon_mem buffer_bytes(size_t total, size_t mine, int world) {
+    gm_muon_mem b;
+    b.momentum = (total ? total : 1) * sizeof(gm_real);
+    b.update = 2 * (mine ? mine : 1) * sizeof(gm_real);
+    b.gather = world > 1 ? b.momentum : 0;
+    return b;
+}
+
+void gm_muon_state_bytes(const gm_opt_view *views, int n, int rank, int world, gm_muon_mem *out) {
+    size_t total = 0, mine = 0;
+    for (int i = 0; i < n; i++) {
+        total += gm_view_numel(&views[i]);
+        if (i % world == rank) mine += gm_view_numel(&views[i]);
+    }
+    *out = buffer_bytes(total, mine, world);
+}
+
 int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, const gm_opt_view *views, int n,
                  gm_comm *comm) {
     memset(m, 0, sizeof *m);
@@ -37,9 +56,9 @@ int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, co
         if (i % m->world == m->rank) mine += numel, nitems += blocks_of(hp, &views[i]);
     }
     m->items = calloc((size_t)(nitems > 0 ? nitems : 1), sizeof *m->items);
-    const size_t total = (m->state_numel ? m->state_numel : 1) * sizeof(gm_real), own = (mine ? mine : 1) * sizeof(gm_real);
-    int ok = m->items && (m->buf = be->alloc(be, total)) && (m->u = be->alloc(be, own)) &&
-             (m->send = be->alloc(be, own)) && (m->world == 1 || (m->recv = be->alloc(be, total)));
+    const gm_muon_mem bytes = buffer_bytes(m->state_numel, mine, m->world);
+    int ok = m->items && (m->buf = be->alloc(be, bytes.momentum)) && (m->u = be->alloc(be, bytes.update / 2)) &&
+             (m->send = be->alloc(be, bytes.update / 2)) && (m->world == 1 || (m->recv = be->alloc(be, bytes.gather)));
     if (!ok) {
         gm_muon_free(m);
         return gm_fail("muon: cannot allocate the optimizer state (%zu elements): %s", m->state_numel, gm_error());

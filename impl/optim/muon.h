@@ -59,6 +59,13 @@ typedef struct {
 int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, const gm_opt_view *views, int n,
                  gm_comm *comm);
 void gm_muon_free(gm_muon *m);
+// Backend bytes gm_muon_init allocates on `rank` of `world` for these views, without allocating.
+typedef struct {
+    size_t momentum;  // buf: every matrix's momentum
+    size_t update;    // u and send: this rank's matrices, before and after orthogonalization
+    size_t gather;    // recv: every rank's orthogonalized updates (world > 1)
+} gm_muon_mem;
+void gm_muon_state_bytes(const gm_opt_view *views, int n, int rank, int world, gm_muon_mem *out);
 // One step at training step s (for the momentum warmup) on params/grads (flat backend buffers).
 // comm: the one given to init. Returns -1 when the all-gather fails; kernel errors show at the
 // backend's sync.

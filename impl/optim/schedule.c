@@ -18,9 +18,3 @@ double gm_momentum_at(double from, double to, int warmup_steps, int s) {
     double f = fmin((double)s / warmup_steps, 1.0);
     return (1.0 - f) * from + f * to;
 }
-
-int gm_window_blocks(int s, int steps, double start_tokens, double end_tokens, int block) {
-    double f = (double)s / steps;
-    int w = (int)floor(((1.0 - f) * start_tokens + f * end_tokens) / block);
-    return w < 1 ? 1 : w;
-}

@@ -22,8 +22,6 @@ double gm_lr_mult(const gm_lr_schedule *sc, int s);
 // steps = 0: constant `to`.
 double gm_momentum_at(double from, double to, int warmup_steps, int s);
 
-// Sliding-window size in blocks (records #16, #18):
-//   W_s = floor(((1 - s/N) start_tokens + (s/N) end_tokens) / block), evaluated in double, at least 1.
-int gm_window_blocks(int s, int steps, double start_tokens, double end_tokens, int block);
+// The sliding-window schedule is the model's (gm_config_window_blocks in model/config.h).
 
 #endif

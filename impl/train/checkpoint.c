@@ -6,19 +6,23 @@
 
 #include "base/error.h"
 #include "base/io.h"
-#include "dist/comm.h"
+#include "base/hash.h"
 
 static const char MAGIC[8] = {'G', 'M', 'C', 'K', 'P', 'T', 0, 1};
 enum { VERSION = 1, HEADER = 8 + 4 + 4 + 8, SECTION_HEADER = GM_CKPT_NAME_LEN + 8 + 8 };
 
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+size_t gm_ckpt_file_bytes(const gm_ckpt_section *s, int n) {
+    size_t total = HEADER;
+    for (int i = 0; i < n; i++) total += SECTION_HEADER + pad8(s[i].bytes);
+    return total;
+}
+
 int gm_ckpt_write(const char *path, const gm_ckpt_section *s, int n) {
-    uint64_t total = HEADER;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (strlen(s[i].name) >= GM_CKPT_NAME_LEN) return gm_fail("%s: section name '%s' too long", path, s[i].name);
-        total += SECTION_HEADER + pad8(s[i].bytes);
-    }
+    uint64_t total = gm_ckpt_file_bytes(s, n);
     gm_atomic_file af;
     if (gm_atomic_open(&af, path)) return -1;
     uint32_t version = VERSION, count = (uint32_t)n;

@@ -18,6 +18,9 @@ typedef struct {
 } gm_ckpt_section;
 
 int gm_ckpt_write(const char *path, const gm_ckpt_section *sections, int n);
+// The size of the file gm_ckpt_write writes for these sections (their data is not read), so a run
+// can check at start that its checkpoints will fit.
+size_t gm_ckpt_file_bytes(const gm_ckpt_section *sections, int n);
 
 typedef struct {
     char path[4096];

@@ -66,28 +66,42 @@ static const gm_field FIELDS[] = {
     R_INT("ckpt_every", ckpt_every, 0, 1 << 30, "checkpoint every N steps (0: only at the end)"),
     R_INT("halt_at", halt_at, 0, 1 << 30, "stop after N steps with a checkpoint, as Ctrl-C does (0: never)"),
     R_STR("resume", resume, "checkpoint to resume from"),
+    R_INT("overwrite", overwrite, 0, 1, "replace the run already in out_dir (its log.jsonl and ckpt.bin)"),
     R_INT("dump_at", dump_at, -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),
     R_STR("comm", comm, "communicator: single, mpi, nccl, auto"),
     R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests)"),
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
     R_INT("log_every", log_every, 0, 3600, "seconds between progress lines"),
+    R_INT("plan_memory", plan_memory, 0, 1, "print the backend memory plan (bytes per category) and exit"),
 };
 enum { NFIELDS = sizeof FIELDS / sizeof FIELDS[0] };
+_Static_assert(GM_CONFIG_MAX_FIELDS + NFIELDS <= GM_RUN_MAX_FIELDS, "rc->given has a slot per field");
 
-// A key is a model field (stored in rc->model) or a run field.
-static const gm_field *find(const gm_run_config *rc, const char *key, const void **base) {
+// A key is a model field (stored in rc->model) or a run field; *slot is its index in rc->given.
+static const gm_field *find(const gm_run_config *rc, const char *key, const void **base, size_t *slot) {
     const gm_field *f = gm_field_find(gm_config_fields, gm_config_nfields, key);
-    if (f) return *base = &rc->model, f;
+    if (f) return *base = &rc->model, *slot = (size_t)(f - gm_config_fields), f;
     *base = rc;
-    return gm_field_find(FIELDS, NFIELDS, key);
+    f = gm_field_find(FIELDS, NFIELDS, key);
+    if (f) *slot = GM_CONFIG_MAX_FIELDS + (size_t)(f - FIELDS);
+    return f;
 }
 
 int gm_run_config_set(gm_run_config *rc, const char *key, const char *value) {
     const void *base;
-    const gm_field *f = find(rc, key, &base);
+    size_t slot;
+    const gm_field *f = find(rc, key, &base, &slot);
     if (!f) return gm_fail("--%s: unknown flag (see --help)", key);
-    return gm_field_set(f, (void *)base, value);
+    if (gm_field_set(f, (void *)base, value)) return -1;
+    rc->given[slot] = 1;
+    return 0;
+}
+
+static int given(const gm_run_config *rc, const char *key) {
+    const void *base;
+    size_t slot;
+    return find(rc, key, &base, &slot) && rc->given[slot];
 }
 
 // Append text to a growing buffer.
@@ -124,9 +138,87 @@ char *gm_run_config_json(const gm_run_config *rc) {
     return buf;
 }
 
+// ---- differences between two configurations ----
+
+// One "key":value pair of a flat JSON object at *p (after '{' or ','); 0 at the end.
+static int next_pair(const char **p, const char **key, size_t *klen, const char **val, size_t *vlen) {
+    const char *s = *p;
+    if (*s != '{' && *s != ',') return 0;
+    if (*++s != '"') return 0;
+    *key = ++s;
+    while (*s && *s != '"') s += s[0] == '\\' && s[1] ? 2 : 1;
+    *klen = (size_t)(s - *key);
+    if (*s++ != '"' || *s++ != ':') return 0;
+    *val = s;
+    int depth = 0, in_str = 0;
+    for (; *s && (in_str || depth > 0 || (*s != ',' && *s != '}')); s++) {
+        if (in_str && *s == '\\' && s[1]) s++;
+        else if (*s == '"') in_str = !in_str;
+        else if (!in_str) depth += (*s == '{' || *s == '[') - (*s == '}' || *s == ']');
+    }
+    *vlen = (size_t)(s - *val);
+    *p = s;
+    return 1;
+}
+
+// The value of key in the flat JSON object json, or NULL.
+static const char *lookup(const char *json, const char *key, size_t klen, size_t *vlen) {
+    const char *p = json, *k, *v;
+    size_t kn;
+    while (next_pair(&p, &k, &kn, &v, vlen))
+        if (kn == klen && !memcmp(k, key, klen)) return v;
+    return NULL;
+}
+
+// Append "key (a -> b)" (a or b NULL: "absent") to buf.
+static void add_difference(char *buf, size_t len, const char *key, size_t klen, const char *a, size_t an, const char *b, size_t bn) {
+    size_t used = strlen(buf);
+    if (used + 1 >= len) return;
+    snprintf(buf + used, len - used, "%s%.*s (%.*s -> %.*s)", used ? ", " : "", (int)klen, key, a ? (int)an : 6,
+             a ? a : "absent", b ? (int)bn : 6, b ? b : "absent");
+}
+
+void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len) {
+    if (len) buf[0] = '\0';
+    const char *p = a, *k, *v, *w;
+    size_t kn, vn, wn;
+    while (next_pair(&p, &k, &kn, &v, &vn))
+        if (!(w = lookup(b, k, kn, &wn)) || wn != vn || memcmp(v, w, vn)) add_difference(buf, len, k, kn, v, vn, w, wn);
+    for (p = b; next_pair(&p, &k, &kn, &w, &wn);)
+        if (!lookup(a, k, kn, &vn)) add_difference(buf, len, k, kn, NULL, 0, w, wn);
+}
+
 void gm_run_config_help(void) {
     gm_field_help(gm_config_fields, gm_config_nfields);
     gm_field_help(FIELDS, NFIELDS);
+}
+
+// ---- flags the chosen recipe never reads ----
+
+static int lr_warmup_warmdown(const gm_run_config *rc) { return rc->lr.kind == GM_LR_WARMUP_WARMDOWN; }
+static int lr_cooldown_frac(const gm_run_config *rc) { return rc->lr.kind == GM_LR_COOLDOWN_FRAC; }
+static int matrices_by_muon(const gm_run_config *rc) { return rc->matrix_opt == GM_MATRIX_MUON; }
+static int has_window(const gm_run_config *rc) { return rc->model.window_start_tokens > 0; }
+
+static const struct {
+    const char *key;
+    int (*read)(const gm_run_config *rc);  // 1 when the configuration uses the flag
+    const char *why;                       // what makes it unused
+} DEPENDENT[] = {
+    {"warmup_frac", lr_warmup_warmdown, "--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone"},
+    {"warmdown_frac", lr_warmup_warmdown, "--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone"},
+    {"cooldown_frac", lr_cooldown_frac, "--lr_schedule=warmup-warmdown sets the lr from --warmup_frac and --warmdown_frac"},
+    {"muon_momentum_from", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
+    {"muon_momentum_warmup_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
+    {"window_end_tokens", has_window, "--window_start_tokens=0: no sliding window"},
+};
+
+static int refuse_unused_flags(const gm_run_config *rc) {
+    for (size_t i = 0; i < sizeof DEPENDENT / sizeof DEPENDENT[0]; i++)
+        if (given(rc, DEPENDENT[i].key) && !DEPENDENT[i].read(rc))
+            return gm_fail("--%s: has no effect on this run (%s, preset %s); leave it out", DEPENDENT[i].key,
+                           DEPENDENT[i].why, rc->model.name);
+    return 0;
 }
 
 int gm_run_config_finish(gm_run_config *rc) {
@@ -141,5 +233,5 @@ int gm_run_config_finish(gm_run_config *rc) {
     if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->lr.warmup + rc->lr.warmdown > rc->steps)
         return gm_fail("--warmup_frac/--warmdown_frac: %g + %g exceed 1", rc->warmup_frac, rc->warmdown_frac);
     if (gm_config_check(&rc->model)) return -1;
-    return 0;
+    return refuse_unused_flags(rc);
 }

@@ -15,6 +15,10 @@
 
 typedef enum { GM_MATRIX_ADAM = 0, GM_MATRIX_MUON = 1 } gm_matrix_opt;
 
+// Flags given on the command line are remembered by field (model fields first, then the run's),
+// so that a flag the chosen recipe ignores can be refused instead of silently dropped.
+enum { GM_RUN_MAX_FIELDS = 128 };
+
 typedef struct {
     gm_config model;
 
@@ -44,11 +48,15 @@ typedef struct {
     int dump_at;         // at this step, write every block matrix's gradient and Muon momentum to
                          // out_dir/matrices/ (base/matfile.h format) for the NS harness (-1: never)
     char resume[512];    // checkpoint to resume from ("" : fresh start)
+    int overwrite;       // 1: replace the run already in out_dir (its log and checkpoint)
     char comm[16];       // single | mpi | nccl | auto
     char backend[16];    // cpu | cuda | guarded (backend/select.h)
     int device;          // CUDA device of --backend=cuda
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
+    int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit
+
+    unsigned char given[GM_RUN_MAX_FIELDS];  // set by gm_run_config_set (not part of the JSON)
 } gm_run_config;
 
 // The preset `name` (adamw, muon-v1, muon-v2, untied, value-embed, softcap) at `scale` (full: the
@@ -63,10 +71,15 @@ extern const char *const gm_preset_names[];
 extern const char *const gm_scale_names[];
 // Apply one override; fails naming the flag (unknown key, malformed or out-of-range value).
 int gm_run_config_set(gm_run_config *rc, const char *key, const char *value);
-// Derived fields (schedule steps, coefficient pointer) and consistency; fails naming the field.
+// Derived fields (schedule steps, coefficient pointer) and consistency; fails naming the field,
+// also for a flag given with gm_run_config_set that the chosen schedule or optimizer never reads
+// (e.g. --warmup_frac with --lr_schedule=cooldown-frac).
 int gm_run_config_finish(gm_run_config *rc);
 // The whole configuration as one JSON object (malloc'd).
 char *gm_run_config_json(const gm_run_config *rc);
+// The fields that differ between two configuration JSON objects of gm_run_config_json (or any
+// flat JSON objects), as "key (a_value -> b_value), ..." into buf; "" when they agree.
+void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len);
 // Print the accepted keys with their help to stdout.
 void gm_run_config_help(void);
 

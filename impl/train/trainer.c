@@ -1,13 +1,18 @@
 #include "train/trainer.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "base/build_info.h"
 #include "base/error.h"
@@ -17,108 +22,68 @@
 #include "base/timer.h"
 #include "data/loader.h"
 #include "model/model.h"
-#include "optim/adam.h"
-#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
+#include "train/mem_plan.h"
+#include "train/optimizers.h"
 
 static volatile sig_atomic_t stop_requested;
 void gm_train_request_stop(void) { stop_requested = 1; }
 
-enum { NGROUPS = 4 };  // embed, head, scalar, matrix (gm_group - 1)
-static const char *const GROUP_NAMES[NGROUPS] = {"embed", "head", "matrix", "scalar"};
 enum { UNTIMED_STEPS = 10 };  // compilation/warm-up steps the records leave out of the timing
 
-typedef struct {
+struct gm_trainer {
     const gm_run_config *rc;
     const gm_backend *be;
     gm_comm *comm, single;
     gm_model model;
     gm_loader train, val;
     int val_steps;
-    gm_opt_view *views[NGROUPS];
-    int nviews[NGROUPS];
-    gm_adam adam[NGROUPS];
-    int has_adam[NGROUPS];
-    gm_muon muon;
-    int has_muon;
+    gm_optimizers opt;
     int32_t *x, *y;
     gm_jsonl log;
     char ckpt_path[600];
-    char *config_core;  // config JSON without the run-control fields (resume must match it)
-} trainer;
+    char *config_core;  // config JSON without the run-control fields, with the world size (resume must match it)
+    int verbose;
+    int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run where the file system can; -1 elsewhere
+    int continues;      // rank 0: --resume names out_dir's own checkpoint (the log is appended to)
+    int step;           // the step being run, for the error record
+};
+typedef struct gm_trainer trainer;
 
 static gm_dtype real_dtype(void) { return sizeof(gm_real) == sizeof(double) ? GM_DT_F64 : GM_DT_F32; }
 
-static double lr_of_group(const gm_run_config *rc, int g) {
-    const double lrs[NGROUPS] = {rc->lr_embed, rc->lr_head, rc->lr_matrix, rc->lr_scalar};
-    return lrs[g];
-}
-
-// Split the parameter table into the optimizer groups of the preset.
-static int build_optimizers(trainer *t) {
-    const gm_table *tab = &t->model.params;
-    for (int g = 0; g < NGROUPS; g++) {
-        t->views[g] = calloc((size_t)tab->n + 1, sizeof(gm_opt_view));
-        if (!t->views[g]) return gm_fail("trainer: out of memory");
-    }
-    for (int i = 0; i < tab->n; i++) {
-        const gm_view *v = &tab->v[i];
-        int g = (int)v->group - 1;
-        if (g < 0 || g >= NGROUPS) return gm_fail("trainer: parameter %s has no optimizer group", v->name);
-        gm_opt_view ov = {v->name, v->offset, (int)v->shape[0], (int)(v->ndim > 1 ? v->shape[1] : 1)};
-        t->views[g][t->nviews[g]++] = ov;
-    }
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->nviews[g]) continue;
-        if (g == GM_GROUP_MATRIX - 1 && t->rc->matrix_opt == GM_MATRIX_MUON) {
-            if (gm_muon_init(&t->muon, t->be, &t->rc->muon, t->views[g], t->nviews[g], t->comm)) return -1;
-            t->has_muon = 1;
-        } else {
-            gm_adam_hparams hp = t->rc->adam;
-            hp.lr = lr_of_group(t->rc, g);
-            if (gm_adam_init(&t->adam[g], t->be, &hp, t->views[g], t->nviews[g])) return -1;
-            t->has_adam[g] = 1;
-        }
-    }
-    return 0;
-}
-
-static char *config_core_json(const gm_run_config *rc) {
+// The configuration a checkpoint must match to be resumed: every field but the run-control ones,
+// plus the world size, since W ranks of B sequences train on a global batch of W*B.
+static char *config_core_json(const gm_run_config *rc, int world) {
     gm_run_config core = *rc;
     core.resume[0] = core.out_dir[0] = '\0';
-    core.ckpt_every = core.log_every = core.halt_at = core.dump_at = 0;
+    core.ckpt_every = core.log_every = core.halt_at = core.dump_at = core.overwrite = 0;
     core.comm_timeout = 0;
-    core.backend[0] = '\0';
+    core.plan_memory = 0;
+    core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
     core.device = 0;
-    return gm_run_config_json(&core);
+    char *json = gm_run_config_json(&core), tail[48];
+    int n = snprintf(tail, sizeof tail, ",\"world_size\":%d}", world);
+    size_t len = strlen(json);
+    char *grown = realloc(json, len + (size_t)n + 1);
+    if (!grown) abort();
+    memcpy(grown + len - 1, tail, (size_t)n + 1);  // over the closing brace
+    return grown;
 }
 
 // ---- checkpoints ---------------------------------------------------------------------------
 
-enum { MAX_SECTIONS = 3 * NGROUPS + 8 };
+enum { MAX_SECTIONS = GM_NGROUPS + GM_MAX_STATE_BUFS + 8 };
+typedef gm_state_buf state_buf;
+_Static_assert(sizeof(((state_buf *)0)->name) == GM_CKPT_NAME_LEN, "state buffer names are checkpoint section names");
 
-// The backend buffers a checkpoint holds besides the host scalars: parameters, then each Adam
-// group's moments, then Muon's momenta.
-typedef struct {
-    char name[GM_CKPT_NAME_LEN];
-    gm_real *buf;  // backend memory
-    size_t numel;
-} state_buf;
-
+// The backend buffers a checkpoint holds besides the host scalars: the parameters, then the
+// optimizers' states.
 static int state_bufs(const trainer *t, state_buf *out) {
-    int n = 0;
-    out[n++] = (state_buf){"params", t->model.p, t->model.params.total};
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
-        out[n] = (state_buf){"", t->adam[g].m, t->adam[g].state_numel};
-        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.m", GROUP_NAMES[g]);
-        out[n] = (state_buf){"", t->adam[g].v, t->adam[g].state_numel};
-        snprintf(out[n++].name, GM_CKPT_NAME_LEN, "adam.%s.v", GROUP_NAMES[g]);
-    }
-    if (t->has_muon) out[n++] = (state_buf){"muon.buf", t->muon.buf, t->muon.state_numel};
-    return n;
+    out[0] = (state_buf){"params", t->model.p, t->model.params.total};
+    return 1 + gm_optimizers_states(&t->opt, out + 1);
 }
 
 // A backend buffer copied into fresh host memory (NULL + gm_fail when out of memory).
@@ -129,31 +94,55 @@ static gm_real *download_new(const gm_backend *be, const gm_real *src, size_t nu
     return h;
 }
 
+// The host scalars a checkpoint holds; the sections point into it.
+typedef struct {
+    long long step;
+    gm_loader_state loader;
+    char tnames[GM_NGROUPS][GM_CKPT_NAME_LEN];
+} ckpt_scalars;
+
+// Every section of the checkpoint at `step`, in file order: the scalars, then the state buffers
+// `bufs`, downloaded into host[i] (host NULL: no data, for the size alone).
+static int ckpt_sections(const trainer *t, int step, ckpt_scalars *sc, const state_buf *bufs, int nb,
+                         gm_real *const *host, gm_ckpt_section *s) {
+    int n = 0;
+    sc->step = step;
+    sc->loader = gm_loader_get_state(&t->train);
+    s[n++] = (gm_ckpt_section){"config", t->config_core, strlen(t->config_core)};
+    s[n++] = (gm_ckpt_section){"step", &sc->step, sizeof sc->step};
+    s[n++] = (gm_ckpt_section){"loader", &sc->loader, sizeof sc->loader};
+    for (int g = 0; g < GM_NGROUPS; g++) {
+        if (!t->opt.has_adam[g]) continue;
+        snprintf(sc->tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", gm_group_names[g]);
+        s[n++] = (gm_ckpt_section){sc->tnames[g], &t->opt.adam[g].t, sizeof t->opt.adam[g].t};
+    }
+    for (int i = 0; i < nb; i++)
+        s[n++] = (gm_ckpt_section){bufs[i].name, host ? host[i] : NULL, bufs[i].numel * sizeof(gm_real)};
+    return n;
+}
+
+static size_t checkpoint_bytes(const trainer *t) {
+    gm_ckpt_section s[MAX_SECTIONS];
+    state_buf bufs[MAX_SECTIONS];
+    ckpt_scalars sc;
+    int nb = state_bufs(t, bufs);
+    return gm_ckpt_file_bytes(s, ckpt_sections(t, 0, &sc, bufs, nb, NULL, s));
+}
+
+// Written atomically: on any failure the previous ckpt.bin (if any) is left as it was.
 static int save_checkpoint(trainer *t, int step) {
     if (t->comm->rank != 0) return 0;
     gm_ckpt_section s[MAX_SECTIONS];
     state_buf bufs[MAX_SECTIONS];
     gm_real *host[MAX_SECTIONS] = {0};
-    int n = 0, nb = state_bufs(t, bufs), rc = 0;
-    long long step_ll = step;
-    gm_loader_state ls = gm_loader_get_state(&t->train);
-    char tnames[NGROUPS][GM_CKPT_NAME_LEN];
-    s[n++] = (gm_ckpt_section){"config", t->config_core, strlen(t->config_core)};
-    s[n++] = (gm_ckpt_section){"step", &step_ll, sizeof step_ll};
-    s[n++] = (gm_ckpt_section){"loader", &ls, sizeof ls};
-    for (int g = 0; g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
-        snprintf(tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", GROUP_NAMES[g]);
-        s[n++] = (gm_ckpt_section){tnames[g], &t->adam[g].t, sizeof t->adam[g].t};
-    }
-    for (int i = 0; i < nb && rc == 0; i++) {
+    ckpt_scalars sc;
+    int nb = state_bufs(t, bufs), rc = 0;
+    for (int i = 0; i < nb && rc == 0; i++)
         if (!(host[i] = download_new(t->be, bufs[i].buf, bufs[i].numel))) rc = -1;
-        else s[n++] = (gm_ckpt_section){bufs[i].name, host[i], bufs[i].numel * sizeof(gm_real)};
-    }
     if (rc == 0 && t->be->sync(t->be)) rc = -1;
-    if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, n);
+    if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, ckpt_sections(t, step, &sc, bufs, nb, host, s));
     for (int i = 0; i < nb; i++) free(host[i]);
-    return rc;
+    return rc ? gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error()) : 0;
 }
 
 static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) {
@@ -165,21 +154,31 @@ static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) 
 
 static int load_checkpoint(trainer *t, const char *path, int *step) {
     gm_ckpt c;
-    if (gm_ckpt_read(&c, path)) return -1;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return gm_fail("--resume: %s is a folder; give its checkpoint file (%s/ckpt.bin)", path, path);
+    if (gm_ckpt_read(&c, path)) return gm_fail("--resume: %s", gm_error());
     size_t n;
     const char *cfg = gm_ckpt_get_any(&c, "config", &n);
     int rc = 0;
-    if (!cfg) rc = -1;
-    else if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0)
-        rc = gm_fail("%s: written by a different configuration (preset, shapes or hyperparameters differ); resume needs the same flags", path);
+    if (!cfg) {
+        rc = -1;
+    } else if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0) {
+        char *saved = strndup(cfg, n), diff[900];
+        if (!saved) abort();
+        gm_run_config_diff(saved, t->config_core, diff, sizeof diff);
+        free(saved);
+        rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
+                     path, diff);
+    }
     long long step_ll = 0;
     gm_loader_state ls;
     if (rc == 0) rc = restore(&step_ll, &c, "step", sizeof step_ll) || restore(&ls, &c, "loader", sizeof ls);
-    for (int g = 0; rc == 0 && g < NGROUPS; g++) {
-        if (!t->has_adam[g]) continue;
+    for (int g = 0; rc == 0 && g < GM_NGROUPS; g++) {
+        if (!t->opt.has_adam[g]) continue;
         char name[GM_CKPT_NAME_LEN];
-        snprintf(name, sizeof name, "adam.%s.t", GROUP_NAMES[g]);
-        rc = restore(&t->adam[g].t, &c, name, sizeof t->adam[g].t);
+        snprintf(name, sizeof name, "adam.%s.t", gm_group_names[g]);
+        rc = restore(&t->opt.adam[g].t, &c, name, sizeof t->opt.adam[g].t);
     }
     state_buf bufs[MAX_SECTIONS];
     int nb = state_bufs(t, bufs);
@@ -195,16 +194,119 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     return rc;
 }
 
+// ---- the output folder -----------------------------------------------------------------------
+
+static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+// Remove out_dir's ckpt.bin.tmp.* files: a checkpoint write cut short (kill -9, power loss) leaves
+// one behind, and the folder's lock says no other run is writing it now.
+static int remove_stale_temporaries(trainer *t) {
+    DIR *d = fdopendir(dup(t->dir_fd));
+    if (!d) return gm_fail("--out_dir: %s: cannot list: %s", t->rc->out_dir, strerror(errno));
+    int removed = 0, rc = 0;
+    const size_t stem = strlen("ckpt.bin.tmp.");  // gm_atomic_open's names: <file>.tmp.<6 mkstemp characters>
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (strncmp(e->d_name, "ckpt.bin.tmp.", stem) || strlen(e->d_name) != stem + 6) continue;
+        if (unlinkat(t->dir_fd, e->d_name, 0) != 0)
+            rc = gm_fail("--out_dir: %s: cannot remove the stale %s: %s", t->rc->out_dir, e->d_name, strerror(errno));
+        else
+            removed++;
+    }
+    closedir(d);
+    if (removed && t->verbose)
+        printf("train: removed %d stale temporary checkpoint file(s) from %s (a checkpoint write was cut short)\n", removed,
+               t->rc->out_dir);
+    return rc;
+}
+
+// Rank 0, before anything is written: a run must not replace another run's log and checkpoint by
+// accident, nor be lost at its end to a full disk or a folder it cannot write.
+static int prepare_out_dir(trainer *t) {
+    const gm_run_config *rc = t->rc;
+    const char *dir = rc->out_dir;
+    if (t->comm->rank != 0) return 0;
+    if (gm_mkdir_p(dir)) return gm_fail("--out_dir: %s", gm_error());
+    // Locked for the whole run, so two train processes (another terminal, or the ranks of a
+    // --comm=single job) never write one folder.
+    t->dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (t->dir_fd < 0) return gm_fail("--out_dir: %s: cannot open: %s", dir, strerror(errno));
+    // A file system without locks (some network mounts) runs unlocked, and its temporaries stay.
+    int locked = flock(t->dir_fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked && errno == EWOULDBLOCK)
+        return gm_fail("--out_dir: %s: in use by another train process (it holds the folder's lock)", dir);
+    char log_path[600];
+    snprintf(log_path, sizeof log_path, "%s/log.jsonl", dir);
+    struct stat ck, rs;
+    int has_log = access(log_path, F_OK) == 0, has_ckpt = stat(t->ckpt_path, &ck) == 0;
+    t->continues = rc->resume[0] && has_ckpt && stat(rc->resume, &rs) == 0 && rs.st_dev == ck.st_dev && rs.st_ino == ck.st_ino;
+    if ((has_log || has_ckpt) && !t->continues && !rc->overwrite)
+        return gm_fail("--out_dir: %s: already holds a run (%s); continue it with --resume=%s, or replace it with --overwrite=1",
+                       dir, has_log && has_ckpt ? "log.jsonl and ckpt.bin" : has_log ? "log.jsonl" : "ckpt.bin", t->ckpt_path);
+    if (locked && remove_stale_temporaries(t)) return -1;
+    // Room for the checkpoint, checked now rather than at the end of the run. A checkpoint is
+    // written beside the one it replaces, so a run that writes several needs room for two.
+    double ckpt = (double)checkpoint_bytes(t);
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && ckpt > (double)fsize.rlim_cur)
+        return gm_fail("--out_dir: %s: a checkpoint of this run is %.2f MiB, above the file size limit of %.2f MiB (ulimit -f)",
+                       dir, mib(ckpt), mib((double)fsize.rlim_cur));
+    int copies = has_ckpt || rc->ckpt_every <= 0 || rc->ckpt_every >= rc->steps ? 1 : 2;
+    double log_bytes = (double)strlen(gm_build_source) + 65536.0 + 512.0 * (rc->steps + 1);
+    struct statvfs fs;
+    if (fstatvfs(t->dir_fd, &fs) == 0 && (double)fs.f_bavail * fs.f_frsize < copies * ckpt + log_bytes)
+        return gm_fail("--out_dir: %s: %.2f MiB free, this run needs %.2f MiB (%s%.2f MiB checkpoint and its log)", dir,
+                       mib((double)fs.f_bavail * fs.f_frsize), mib(copies * ckpt + log_bytes), copies == 2 ? "two copies of its " : "its ",
+                       mib(ckpt));
+    // And the folder takes new files (a read-only mount, permissions).
+    gm_atomic_file probe;
+    if (gm_atomic_open(&probe, t->ckpt_path)) return gm_fail("--out_dir: %s", gm_error());
+    gm_atomic_abort(&probe);
+    return 0;
+}
+
+// ---- memory plan ---------------------------------------------------------------------------
+
+int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out) {
+    memset(out, 0, sizeof *out);
+    const gm_config *c = &rc->model;
+    gm_model_mem mm;
+    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, &mm)) return -1;
+    gm_table tab;
+    gm_param_index pix;
+    if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;
+    size_t adam;
+    gm_muon_mem muon;
+    int r = gm_optimizers_plan(rc, &tab, rank, world, &adam, &muon);
+    gm_table_free(&tab);
+    if (r) return -1;
+    gm_mem_plan_add(out, "params", "parameters", mm.params);
+    gm_mem_plan_add(out, "grads", "parameter gradients", mm.grads);
+    gm_mem_plan_add(out, "adam", "Adam moments m, v", adam);
+    gm_mem_plan_add(out, "muon_momentum", "Muon momentum", muon.momentum);
+    gm_mem_plan_add(out, "muon_update", "Muon updates u, send (this rank's matrices)", muon.update);
+    gm_mem_plan_add(out, "muon_gather", "Muon all-gathered updates (world > 1)", muon.gather);
+    gm_mem_plan_add(out, "acts", "activations kept for the backward", mm.acts);
+    gm_mem_plan_add(out, "scratch", "per-layer scratch (forward intermediates, recomputed ones)", mm.scratch);
+    gm_mem_plan_add(out, "act_grads_layer", "activation gradients reused layer after layer", mm.act_grads_layer);
+    gm_mem_plan_add(out, "act_grads_across", "activation gradients across layers (stream, x0, ve, skips)",
+                    mm.act_grads_across);
+    gm_mem_plan_add(out, "head", "head chunk: logits and their gradient in place, losses", mm.head);
+    gm_mem_plan_add(out, "inputs", "ids, targets, document ids, rotary tables", mm.inputs);
+    return 0;
+}
+
 // ---- logging -------------------------------------------------------------------------------
 
 static int open_log(trainer *t) {
     const gm_run_config *rc = t->rc;
     if (t->comm->rank != 0) return gm_jsonl_open(&t->log, NULL, "a");
-    if (gm_mkdir_p(rc->out_dir)) return gm_fail("--out_dir: %s", gm_error());
     char path[600];
     snprintf(path, sizeof path, "%s/log.jsonl", rc->out_dir);
-    if (gm_jsonl_open(&t->log, path, rc->resume[0] ? "a" : "w")) return -1;
-    char *cfg = gm_run_config_json(rc), *hw = gm_hardware_json();
+    if (gm_jsonl_open(&t->log, path, t->continues ? "a" : "w")) return -1;
+    char *cfg = gm_run_config_json(rc), *hw = gm_hardware_json(), *mem = NULL;
+    gm_mem_plan plan;
+    if (gm_train_memory_plan(rc, t->comm->world, t->comm->rank, &plan) == 0) mem = gm_mem_plan_json(&plan);
+    if (!mem) return free(cfg), free(hw), gm_fail("trainer: memory plan: %s", gm_error());
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", "start");
     gm_jsonl_raw(&t->log, "config", cfg);
@@ -213,14 +315,48 @@ static int open_log(trainer *t) {
     gm_jsonl_int(&t->log, "world_size", t->comm->world);
     gm_jsonl_str(&t->log, "comm", t->comm->ops->name);
     gm_jsonl_str(&t->log, "precision", GM_REAL_NAME);
+    gm_jsonl_raw(&t->log, "memory_plan", mem);
     gm_jsonl_str(&t->log, "source", gm_build_source);
     int r = gm_jsonl_end(&t->log);
     free(cfg);
     free(hw);
+    free(mem);
     return r;
 }
 
+// The last record of a failed run: the step and the message. Best effort, since the failure may
+// be the log itself; the message of the failure stays the one reported.
+static void log_error(trainer *t) {
+    if (!t->log.opened) return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gm_error());
+    gm_jsonl_begin(&t->log);
+    gm_jsonl_str(&t->log, "event", "error");
+    gm_jsonl_int(&t->log, "step", t->step);
+    gm_jsonl_str(&t->log, "message", msg);
+    if (gm_jsonl_end(&t->log)) gm_fail("%s", msg);
+}
+
+// The validation set must hold val_tokens distinct tokens: the loader wraps around, and a count
+// above one pass would average some batches twice (8192 over a 5000-token shard is the loss of 4096).
+static int check_val_tokens(const trainer *t) {
+    const gm_run_config *rc = t->rc;
+    long long per_step = (long long)t->comm->world * rc->model.batch * rc->model.seq_len;
+    long long avail = (long long)gm_loader_pass_steps(&t->val) * per_step;
+    if (rc->val_tokens > avail)
+        return gm_fail("--val_tokens=%lld: the validation shards %s hold %lld distinct tokens in batches of W*B*T = %lld; "
+                       "at most --val_tokens=%lld (more would count tokens twice)", rc->val_tokens, rc->val_data, avail, per_step, avail);
+    return 0;
+}
+
 // ---- the loop ------------------------------------------------------------------------------
+
+// The fault of step s whose loss l is not finite or whose forward/backward failed (gm_error()
+// was cleared before the step, so a message there is the kernel's).
+static int step_fault(int s, const char *what, double l) {
+    if (isfinite(l) || gm_error()[0]) return gm_fail("step %d: %s: %s", s, what, gm_error());
+    return gm_fail("step %d: %s loss is %g (not finite): training stopped, no checkpoint written for this step", s, what, l);
+}
 
 static int validate(trainer *t, double *loss) {
     const gm_config *c = &t->model.cfg;
@@ -229,7 +365,7 @@ static int validate(trainer *t, double *loss) {
     for (int i = 0; i < t->val_steps; i++) {
         gm_loader_next(&t->val, t->x, t->y);
         double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
-        if (isnan(l)) return -1;
+        if (!isfinite(l)) return step_fault(t->step, "validation", l);
         sum += l;
     }
     gm_real mean = (gm_real)(sum / t->val_steps);
@@ -246,8 +382,8 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     snprintf(dir, sizeof dir, "%s/matrices", t->rc->out_dir);
     if (gm_mkdir_p(dir)) return -1;
     const int g = GM_GROUP_MATRIX - 1;
-    for (int i = 0; i < t->nviews[g]; i++) {
-        const gm_opt_view *v = &t->views[g][i];
+    for (int i = 0; i < t->opt.nviews[g]; i++) {
+        const gm_opt_view *v = &t->opt.views[g][i];
         size_t n = gm_view_numel(v);
         float *f = malloc(n * sizeof *f);
         gm_real *src = download_new(t->be, buf + (offsets ? offsets[i] : v->offset), n);
@@ -263,37 +399,48 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     return 0;
 }
 
-static int train_step(trainer *t, int s, double *loss) {
+// One optimizer step s; `phase` (may be NULL) hears the name of each part before it starts.
+static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx) {
+#define PHASE(name) (phase ? phase(ctx, name) : (void)0)
     const gm_run_config *rc = t->rc;
     const gm_config *c = &t->model.cfg;
     gm_model_zero_grad(&t->model);
     if (rc->batch0_twice && s == 1) gm_loader_reset(&t->train);
     double sum = 0;
     for (int micro = 0; micro < rc->grad_accum; micro++) {
+        PHASE("data");
         gm_loader_next(&t->train, t->x, t->y);
-        double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
-        if (isnan(l) || gm_model_backward(&t->model, 1.0 / rc->grad_accum)) return gm_fail("step %d: %s", s, isnan(l) && !gm_error()[0] ? "loss is NaN" : gm_error());
+        PHASE("model");
+        double l = gm_model_forward_backward(&t->model, t->x, t->y, c->batch, c->seq_len, 1.0 / rc->grad_accum);
+        if (!isfinite(l)) return step_fault(s, "train", l);
         sum += l;
     }
     // The backward added the mean over the k micro-batches; average across ranks, once per step.
+    PHASE("allreduce");
     gm_real *g = t->model.g;
     size_t n = t->model.params.total;
     if (gm_data_allreduce_mean(t->comm, t->be, g, n, real_dtype())) return -1;
     const int dump = s == rc->dump_at;
     if (dump && dump_matrices(t, g, NULL, "grad")) return -1;
-    double mult = gm_lr_mult(&rc->lr, s);
-    for (int grp = 0; grp < NGROUPS; grp++)
-        if (t->has_adam[grp]) gm_adam_step(&t->adam[grp], t->model.p, g, mult);
-    if (t->has_muon && gm_muon_step(&t->muon, t->model.p, g, mult, s, t->comm)) return -1;
+    PHASE("optimizer");
+    if (gm_optimizers_step(&t->opt, rc, t->model.p, g, s, t->comm)) return -1;
     if (t->be->sync(t->be)) return gm_fail("step %d: optimizer: %s", s, gm_error());
-    if (dump && t->has_muon && dump_matrices(t, t->muon.buf, t->muon.state_offset, "momentum")) return -1;
+    if (dump && t->opt.has_muon && dump_matrices(t, t->opt.muon.buf, t->opt.muon.state_offset, "momentum")) return -1;
+    PHASE("loss");
     gm_real mean = (gm_real)(sum / rc->grad_accum);
     if (gm_allreduce_mean(t->comm, &mean, 1, real_dtype())) return -1;
     *loss = mean;
     return 0;
+#undef PHASE
 }
 
-static void log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens) {
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static int log_record(trainer *t, const char *event, int s, double loss, double lr, double train_s, long long tokens) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", event);
     gm_jsonl_int(&t->log, "step", s);
@@ -301,19 +448,41 @@ static void log_record(trainer *t, const char *event, int s, double loss, double
     gm_jsonl_num(&t->log, event[0] == 'v' ? "val_loss" : "train_loss", loss);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "lr_mult", lr);
     gm_jsonl_num(&t->log, "train_time_s", train_s);
-    gm_jsonl_end(&t->log);
+    gm_jsonl_int(&t->log, "peak_rss_kb", peak_rss_kb());  // host memory so far, to hold against the plan
+    return gm_jsonl_end(&t->log);
+}
+
+// "42 s", "3 min 05 s", "2 h 07 min": elapsed times and estimates in the progress line.
+static void format_duration(double s, char *buf, size_t len) {
+    long n = lround(s);
+    if (n < 60) snprintf(buf, len, "%ld s", n);
+    else if (n < 3600) snprintf(buf, len, "%ld min %02ld s", n / 60, n % 60);
+    else snprintf(buf, len, "%ld h %02ld min", n / 3600, n / 60 % 60);
+}
+
+// One progress line: step, bar, loss, lr multiplier, window, tokens/s (of the timed steps, or of
+// this step during the untimed warm-up), elapsed wall time and the estimate for the rest.
+static void print_progress(const trainer *t, int s, int start, double loss, double mult, int window, double tok_per_s,
+                           double elapsed) {
+    const int steps = t->rc->steps;
+    char bar[21], el[32], eta[32];
+    int filled = (int)(20.0 * (s + 1) / steps);
+    for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
+    bar[20] = '\0';
+    format_duration(elapsed, el, sizeof el);
+    format_duration(elapsed / (s + 1 - start) * (steps - s - 1), eta, sizeof eta);
+    printf("step %d/%d [%s] | loss %.4f | lr x%.3f | window %d | %.0f tok/s | %s elapsed, ETA %s\n", s + 1, steps, bar,
+           loss, mult, window, tok_per_s, el, eta);
+    fflush(stdout);
 }
 
 static void free_trainer(trainer *t) {
-    for (int g = 0; g < NGROUPS; g++) {
-        if (t->has_adam[g]) gm_adam_free(&t->adam[g]);
-        free(t->views[g]);
-    }
-    if (t->has_muon) gm_muon_free(&t->muon);
+    gm_optimizers_free(&t->opt);
     gm_loader_close(&t->train);
     gm_loader_close(&t->val);
     if (t->model.be) gm_model_free(&t->model);  // created only once the data checks passed
     gm_jsonl_close(&t->log);
+    if (t->dir_fd >= 0) close(t->dir_fd);  // releases the folder's lock
     free(t->x);
     free(t->y);
     free(t->config_core);
@@ -327,77 +496,101 @@ size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be) {
     return n;
 }
 
-int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
-    trainer t;
-    memset(&t, 0, sizeof t);
-    gm_train_result local = {0};
-    if (!res) res = &local;
-    t.rc = rc;
-    t.be = be;
+gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be) {
+    trainer *t = calloc(1, sizeof *t);
+    if (!t) return gm_fail("trainer: out of memory"), NULL;
+    t->dir_fd = -1;
+    t->rc = rc;
+    t->be = be;
     if (!comm) {
-        gm_comm_open(&t.single, "single", NULL, NULL, 0);
-        comm = &t.single;
+        if (gm_comm_open(&t->single, "single", NULL, NULL, 0)) return free(t), NULL;
+        comm = &t->single;
     }
-    t.comm = comm;
+    t->comm = comm;
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
-    int rc_ = 0;
-    stop_requested = 0;
-    t.config_core = config_core_json(rc);
-    snprintf(t.ckpt_path, sizeof t.ckpt_path, "%s/ckpt.bin", rc->out_dir);
+    t->config_core = config_core_json(rc, W);
+    snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s/ckpt.bin", rc->out_dir);
     // Every rank must run the same configuration on the same data.
-    if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t.config_core, strlen(t.config_core)))) goto fail;
-    if (gm_val_steps(rc->val_tokens, B, T, W, &t.val_steps)) goto fail;
-    if (gm_loader_open(&t.train, rc->train_data, B, T, comm->rank, W, c->vocab)) goto fail;
-    if (gm_loader_open(&t.val, rc->val_data, B, T, comm->rank, W, c->vocab)) goto fail;
-    if (gm_comm_check_same(comm, "the data files", gm_loader_hash(&t.train) ^ (gm_loader_hash(&t.val) * 31))) goto fail;
-    t.x = malloc((size_t)B * T * sizeof *t.x);
-    t.y = malloc((size_t)B * T * sizeof *t.y);
-    if (!t.x || !t.y) {
+    if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
+        gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
+        gm_loader_open(&t->train, rc->train_data, B, T, comm->rank, W, c->vocab) ||
+        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_val_tokens(t) ||
+        gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
+        goto fail;
+    t->x = malloc((size_t)B * T * sizeof *t->x);
+    t->y = malloc((size_t)B * T * sizeof *t->y);
+    if (!t->x || !t->y) {
         gm_fail("trainer: out of memory");
         goto fail;
     }
-    if (gm_model_create(&t.model, c, be) || gm_model_init(&t.model, rc->seed, GM_INIT_RECORD)) goto fail;
-    if (build_optimizers(&t)) goto fail;
-    int start = 0;
-    if (rc->resume[0] && load_checkpoint(&t, rc->resume, &start)) goto fail;
-    if (open_log(&t)) goto fail;
+    if (gm_model_create(&t->model, c, be) || gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
+        gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
+        goto fail;
+    return t;
+fail:
+    gm_trainer_close(t);
+    return NULL;
+}
+
+void gm_trainer_close(gm_trainer *t) {
+    if (!t) return;
+    free_trainer(t);
+    if (t->comm == &t->single) gm_comm_close(&t->single);
+    free(t);
+}
+
+int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx) {
+    gm_model_set_window(&t->model, gm_config_window_blocks(&t->rc->model, s, t->rc->steps));
+    return train_step(t, s, loss, phase, ctx);
+}
+
+int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
+    gm_train_result local = {0};
+    if (!res) res = &local;
+    stop_requested = 0;
+    trainer *t = gm_trainer_open(rc, comm, be);
+    if (!t) return -1;
+    t->verbose = verbose;
+    comm = t->comm;
+    const gm_config *c = &rc->model;
+    const int W = comm->world, B = c->batch, T = c->seq_len;
+    int rc_ = 0, start = 0;
+    if (prepare_out_dir(t) || (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t)) goto fail;
 
     double train_s = 0, val_loss = NAN, last_print = -1e9;
+    int val_step = -1;
     long long tokens = (long long)start * rc->grad_accum * W * B * T, timed_tokens = 0;
     uint64_t t_run = gm_now_ns();
     int s = start;
     for (;; s++) {
+        t->step = s;
+        gm_error_clear();  // a message after this step's forward or backward is from this step
         int window = gm_config_window_blocks(c, s, rc->steps);
-        gm_model_set_window(&t.model, window);
+        gm_model_set_window(&t->model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
-            if (validate(&t, &val_loss)) goto fail;
-            log_record(&t, "val", s, val_loss, 0, train_s, tokens);
+            if (validate(t, &val_loss)) goto fail;
+            val_step = s;
+            if (log_record(t, "val", s, val_loss, 0, train_s, tokens)) goto fail;
             if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
         }
         if (s == rc->steps) break;
         uint64_t t0 = gm_now_ns();
         double loss = NAN;
-        if (train_step(&t, s, &loss)) goto fail;
+        if (gm_trainer_step(t, s, &loss, NULL, NULL)) goto fail;
         double dt = gm_seconds_since(t0);
         long long step_tokens = (long long)rc->grad_accum * W * B * T;
         tokens += step_tokens;
         if (s - start >= UNTIMED_STEPS) train_s += dt, timed_tokens += step_tokens;
         if (res->train_loss) res->train_loss[s] = loss;
         double mult = gm_lr_mult(&rc->lr, s);
-        log_record(&t, "train", s, loss, mult, train_s, tokens);
+        if (log_record(t, "train", s, loss, mult, train_s, tokens)) goto fail;
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
-            char bar[21];
-            int filled = (int)(20.0 * (s + 1) / rc->steps);
-            for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
-            bar[20] = '\0';
-            printf("step %d/%d [%s] | loss %.4f | lr x%.3f | window %d | %.0f tok/s\n", s + 1, rc->steps, bar, loss, mult,
-                   window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt);
-            fflush(stdout);
+            print_progress(t, s, start, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
         }
-        if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(&t, s + 1)) goto fail;
+        if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(t, s + 1)) goto fail;
         // A stop request is honoured by every rank at the same step.
         gm_real stop = stop_requested || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
         if (W > 1 && gm_allreduce_mean(comm, &stop, 1, real_dtype())) goto fail;
@@ -406,35 +599,36 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             break;
         }
     }
-    if (save_checkpoint(&t, s)) goto fail;
+    t->step = s;
+    if (save_checkpoint(t, s)) goto fail;
     {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
         res->steps_done = s;
         res->final_val_loss = val_loss;
+        res->val_step = val_step;
         res->train_seconds = train_s;
         res->tokens = tokens;
         res->tokens_per_s = train_s > 0 ? timed_tokens / train_s : 0;
-        res->peak_rss_kb = ru.ru_maxrss;
+        res->peak_rss_kb = peak_rss_kb();
         res->interrupted = s < rc->steps;
         if (res->params) {
-            size_t n = res->params_len < t.model.params.total ? res->params_len : t.model.params.total;
-            be->download(be, res->params, t.model.p, n * sizeof(gm_real));
+            size_t n = res->params_len < t->model.params.total ? res->params_len : t->model.params.total;
+            be->download(be, res->params, t->model.p, n * sizeof(gm_real));
         }
-        gm_jsonl_begin(&t.log);
-        gm_jsonl_str(&t.log, "event", res->interrupted ? "interrupted" : "end");
-        gm_jsonl_int(&t.log, "step", s);
-        gm_jsonl_num(&t.log, "final_val_loss", val_loss);
-        gm_jsonl_num(&t.log, "train_time_s", train_s);
-        gm_jsonl_num(&t.log, "tokens_per_s", res->tokens_per_s);
-        gm_jsonl_int(&t.log, "peak_rss_kb", res->peak_rss_kb);
-        gm_jsonl_end(&t.log);
+        gm_jsonl_begin(&t->log);
+        gm_jsonl_str(&t->log, "event", res->interrupted ? "interrupted" : "end");
+        gm_jsonl_int(&t->log, "step", s);
+        gm_jsonl_num(&t->log, "final_val_loss", val_loss);
+        gm_jsonl_int(&t->log, "val_step", val_step);
+        gm_jsonl_num(&t->log, "train_time_s", train_s);
+        gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
+        gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
+        if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
 fail:
     rc_ = -1;
+    log_error(t);
 done:
-    free_trainer(&t);
-    if (comm == &t.single) gm_comm_close(&t.single);
+    gm_trainer_close(t);
     return rc_;
 }

@@ -5,16 +5,23 @@
 //   -> each group's optimizer at lr_base * schedule(s) (Muon sharded over ranks)
 //   -> a JSON-lines record; checkpoints atomically every ckpt_every steps, at the end, and when a
 //      stop is requested (Ctrl-C).
+// Before the first step, rank 0 makes and locks out_dir, refuses a folder that holds another run
+// (unless --resume continues it or --overwrite=1 replaces it), removes temporaries of a cut-short
+// checkpoint write and checks there is room for the checkpoints. Any failure after the log is open
+// ends it with an "error" record (step, message); a failed log write is a failure, and a failed
+// checkpoint write leaves the previous checkpoint as it was.
 #ifndef GM_TRAIN_TRAINER_H
 #define GM_TRAIN_TRAINER_H
 
 #include "backend/backend.h"
 #include "dist/comm.h"
+#include "train/mem_plan.h"
 #include "train/run_config.h"
 
 typedef struct {
     int steps_done;
-    double final_val_loss;  // NAN when no validation ran
+    double final_val_loss;  // the last validation's loss (NAN when none ran)
+    int val_step;           // the step of that validation (-1: none)
     double train_seconds;   // timed steps only (first 10 steps and validation excluded)
     long long tokens;       // training tokens consumed (all ranks)
     double tokens_per_s;    // over the timed steps
@@ -30,8 +37,24 @@ typedef struct {
 // Run rc on this rank of comm (comm NULL: single process). Logs to rc->out_dir/log.jsonl on rank 0
 // (and progress lines to stdout when verbose). Returns -1 with gm_fail on any error.
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res);
+// The parts of gm_train for programs that drive steps themselves (the benchmarks): the data,
+// model and optimizers of rc on this rank (comm NULL: one process) on backend be, with the
+// start-up checks of gm_train, but no output folder, log, checkpoint or validation.
+typedef struct gm_trainer gm_trainer;
+gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be);  // NULL + gm_fail
+void gm_trainer_close(gm_trainer *t);
+// Told the name of each part of a step before it starts: "model" (gradients zeroed), then per
+// micro-batch "data" and "model" (forward and backward), "allreduce", "optimizer", "loss".
+typedef void (*gm_phase_fn)(void *ctx, const char *phase);
+// Training step s (its sliding window, micro-batches, gradient all-reduce, optimizers), the very
+// step gm_train runs; *loss gets the mean train loss over ranks. phase may be NULL.
+int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx);
+
 // Ask a running gm_train to stop at the end of the current step (async-signal-safe).
 void gm_train_request_stop(void);
+// The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
+// allocating (the model's plan plus the optimizers' states). -1 (gm_fail) on a bad configuration.
+int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out);
 // Length of the parameter buffer gm_train will use for rc (for sizing res->params).
 size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be);
 

@@ -46,16 +46,6 @@ static gm_real *run(const char *preset, const char *dir, const char *extra, size
     return res.params;
 }
 
-static double rel_diff(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        num += d * d;
-        den += (double)a[i] * a[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 // Gradients of one batch of 4 sequences vs two micro-batches of 2, from the same initial model.
 static void check_gradients(const char *preset, const char *dir, const char *preset_flags) {
     gm_run_config rc;
@@ -73,15 +63,12 @@ static void check_gradients(const char *preset, const char *dir, const char *pre
     cr_assert_eq(gm_model_create(&two, &rc.model, gm_backend_cpu()), 0, "%s", gm_error());
     cr_assert_eq(gm_model_init(&one, rc.seed, GM_INIT_RECORD), 0);
     cr_assert_eq(gm_model_init(&two, rc.seed, GM_INIT_RECORD), 0);
-    cr_assert(!isnan(gm_model_forward(&one, x, y, 4, T)), "%s", gm_error());
-    cr_assert_eq(gm_model_backward(&one, 1.0), 0, "%s", gm_error());
-    for (int k = 0; k < 2; k++) {
-        cr_assert(!isnan(gm_model_forward(&two, x + 2 * k * T, y + 2 * k * T, 2, T)), "%s", gm_error());
-        cr_assert_eq(gm_model_backward(&two, 0.5), 0, "%s", gm_error());
-    }
+    cr_assert(!isnan(gm_model_forward_backward(&one, x, y, 4, T, 1.0)), "%s", gm_error());
+    for (int k = 0; k < 2; k++)
+        cr_assert(!isnan(gm_model_forward_backward(&two, x + 2 * k * T, y + 2 * k * T, 2, T, 0.5)), "%s", gm_error());
     for (int t = 0; t < one.params.n; t++) {
         const gm_view *v = &one.params.v[t];
-        double rel = rel_diff(one.g + v->offset, two.g + v->offset, v->numel);
+        double rel = th_rel_err(one.g + v->offset, two.g + v->offset, v->numel);
         cr_assert_leq(rel, BAR, "%s: gradient of %s differs by %.3g relative (bar %g)", preset, v->name, rel, BAR);
     }
     gm_model_free(&one), gm_model_free(&two);
@@ -98,7 +85,8 @@ static void check_preset(const char *preset, const char *preset_flags) {
     snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=4 --grad_accum=1 %s", preset_flags);
     gm_run_config rc;
     gm_real *a = run(preset, dir, extra, &na, la, &rc);
-    snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=2 --grad_accum=2 %s", preset_flags);
+    snprintf(extra, sizeof extra, "--steps=5 --val_every=0 --ns_bf16=0 --adam_eps=1e-4 --batch=2 --grad_accum=2 --out_dir=%s/accum %s",
+             dir, preset_flags);
     gm_real *b = run(preset, dir, extra, &nb, lb, &rc);
     cr_assert_eq(na, nb);
     for (int s = 0; s < 5; s++) cr_assert_leq(fabs(la[s] - lb[s]), BAR * fabs(la[s]), "%s step %d loss %.17g vs %.17g", preset, s, la[s], lb[s]);
@@ -107,7 +95,7 @@ static void check_preset(const char *preset, const char *preset_flags) {
     cr_assert_eq(gm_model_create(&m, &rc.model, gm_backend_cpu()), 0, "%s", gm_error());
     for (int t = 0; t < m.params.n; t++) {
         const gm_view *v = &m.params.v[t];
-        double rel = rel_diff(a + v->offset, b + v->offset, v->numel);
+        double rel = th_rel_err(a + v->offset, b + v->offset, v->numel);
         cr_assert_leq(rel, BAR, "%s: %s after 5 steps differs by %.3g relative (bar %g)", preset, v->name, rel, BAR);
     }
     gm_model_free(&m);

@@ -15,12 +15,14 @@ static inline double gm_fexp(double x) { return exp(x); }
 static inline double gm_ftanh(double x) { return tanh(x); }
 #else
 // exp(x); x is clamped to [-87, 88] (exp(-87) ~ 1.6e-38: callers that need an exact 0 for
-// -INFINITY select it themselves).
+// -INFINITY select it themselves). NaN gives NaN: the polynomial then runs on 0, so that the
+// exponent bits are always built from a finite n (a NaN n was a shift of a negative int).
 static inline float gm_fexp(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-    float r = x - n * 0.693359375f;
+    float c = x == x ? x : 0.0f;
+    c = c < -87.0f ? -87.0f : c;
+    c = c > 88.0f ? 88.0f : c;
+    float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+    float r = c - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -29,10 +31,10 @@ static inline float gm_fexp(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t e = ((int32_t)n + 127) << 23;
+    uint32_t e = (uint32_t)((int32_t)n + 127) << 23;
     float s;
     memcpy(&s, &e, sizeof s);
-    return p * s;
+    return x == x ? p * s : x;
 }
 static inline float gm_ftanh(float x) {
     float a = x < 0 ? -x : x;

@@ -1,146 +1,16 @@
-// Masked softmax attention on (B, T, NH, HD), HD <= 128, in fp32: a plain flash-style kernel
-// (tiles of keys in shared memory, online softmax, only the log-sum-exp kept) and its backward,
-// which recomputes the probabilities from that lse (FlashAttention-2 order):
-//   D_i = dout_i . out_i                                  (one warp per query row)
-//   dq_i += scale * sum_j P_ij (dout_i . v_j - D_i) k_j  (blocks own query rows)
-//   dk_j += scale * sum_i P_ij (dout_i . v_j - D_i) q_i  (blocks own key rows)
-//   dv_j += sum_i P_ij dout_i
-// Every output row is owned by one warp, which sums its terms in a fixed order: no atomics, so
-// the results repeat bit for bit.
-//
-// Work layout: a warp handles a few rows (query rows in the forward and dq kernels, key rows in
-// the dk/dv kernel); its 32 lanes take the 32 rows of the other side's tile, one each: a lane
-// computes one score (a dot product over HD from shared memory), then the warp accumulates the
-// weighted rows with the weights broadcast by __shfl_sync, each lane owning head-dim elements
-// d = lane + 32*c. Shared tiles read row-per-lane are padded by one float (no bank conflicts).
-//
-// Masking: the token rule of gm_attn_allowed (attn_mask.h, the same function as the CPU) is
-// applied to every (query, key) pair, so the result is exact for any block size. A tile pair
-// whose every element is masked is skipped as a whole (causal, outside the window, or disjoint
-// documents: document ids are nondecreasing along a row, attn_mask.h), before any load, with a
-// test that is the same for all threads of the block.
+// The CUDA backend's attn_fwd / attn_bwd: the shape check, the choice between the tensor-core
+// kernels (attention_mma.cu: head_dim 64 and 128, the presets') and the naive scalar ones
+// (attention_naive.cu: every other head_dim up to 128), and the backward's D pass that both use.
 #include <cuda_runtime.h>
-#include <math.h>
+#include <stdint.h>
 
-#include "backend/attn_mask.h"
-#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention.h"
 
-#define MAX_HD 128
-#define DC (MAX_HD / 32)  // head-dim elements per lane
-#define WARPS 4
-#define TILE 32          // rows of the "lane side" tile: one per lane
-#define FWD_RPW 4        // forward: query rows per warp
-#define FWD_ROWS (WARPS * FWD_RPW)
-#define BWD_RPW 2        // backward kernels: rows per warp
-#define BWD_ROWS (WARPS * BWD_RPW)
-
-// Is every pair of queries [q0, q1) x keys [k0, k1) masked? (Both ranges non-empty, inside T.)
-static __device__ bool tile_masked(const gm_attn_mask *m, const int32_t *doc, int q0, int q1, int k0, int k1) {
-    if (k0 > q1 - 1) return true;  // every key after every query
-    if (m->window_blocks > 0 && q0 / m->block - (k1 - 1) / m->block >= m->window_blocks) return true;
-    if (doc && (doc[q0] > doc[k1 - 1] || doc[k0] > doc[q1 - 1])) return true;  // disjoint documents
-    return false;
-}
-
-static __device__ __forceinline__ bool allowed(const gm_attn_mask *m, const int32_t *doc, int i, int j) {
-    return gm_attn_allowed(m, i, j, doc ? doc[i] : 0, doc ? doc[j] : 0);
-}
-
-// Row t of head h in batch b of a (B, T, NH, HD) tensor is base + t * NH * HD.
-#define HEAD_BASE(p, b, h) ((p) + ((size_t)(b) * T * NH + (h)) * HD)
-
-// Rows [r0, r0 + nrows) of one head of a (B, T, NH, HD) tensor (row stride rs, from `src`, the
-// head's row 0) into shared memory with row pitch `pitch`; rows at or past `rend` are zero.
-static __device__ __forceinline__ void load_rows(float *dst, int pitch, const float *src, int r0, int nrows, int rend,
-                                                 size_t rs, int HD) {
-    for (int e = threadIdx.x; e < nrows * HD; e += blockDim.x) {
-        int r = e / HD, d = e % HD;
-        dst[r * pitch + d] = r0 + r < rend ? src[(size_t)(r0 + r) * rs + d] : 0.0f;
-    }
-}
-
-// Row pitch (floats) of a shared 2-D array, as declared.
-#define PITCH(a) ((int)(sizeof(a)[0] / sizeof(float)))
-
-// ---- forward: grid (ceil(T / FWD_ROWS), NH, B), WARPS warps ----
-__global__ static void __launch_bounds__(WARPS * 32)
-    attn_fwd_kernel(float *out, float *lse, const float *q, const float *k, const float *v, int T, int NH, int HD,
-                    float scale, gm_attn_mask m) {
-    __shared__ float sQ[FWD_ROWS][MAX_HD];
-    __shared__ float sK[TILE][MAX_HD + 1];
-    __shared__ float sV[TILE][MAX_HD];
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = blockIdx.x * FWD_ROWS, q1 = min(q0 + FWD_ROWS, T);
-    const size_t rs = (size_t)NH * HD;  // stride between tokens
-    const float *qb = HEAD_BASE(q, b, h), *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
-
-    load_rows(&sQ[0][0], PITCH(sQ), qb, q0, FWD_ROWS, T, rs, HD);
-    float mrow[FWD_RPW], lrow[FWD_RPW], o[FWD_RPW][DC];
-#pragma unroll
-    for (int rr = 0; rr < FWD_RPW; rr++) {
-        mrow[rr] = -INFINITY, lrow[rr] = 0.0f;
-#pragma unroll
-        for (int c = 0; c < DC; c++) o[rr][c] = 0.0f;
-    }
-
-    const int ntiles = (q1 - 1) / TILE + 1;  // key tiles up to the last query
-    for (int kt = 0; kt < ntiles; kt++) {
-        const int k0 = kt * TILE, k1 = min(k0 + TILE, T);
-        if (tile_masked(&m, doc, q0, q1, k0, k1)) continue;  // the same answer for the whole block
-        __syncthreads();                                      // the previous tile is consumed
-        load_rows(&sK[0][0], PITCH(sK), kb, k0, TILE, k1, rs, HD);
-        load_rows(&sV[0][0], PITCH(sV), vb, k0, TILE, k1, rs, HD);
-        __syncthreads();
-        const int j = k0 + lane;
-#pragma unroll
-        for (int rr = 0; rr < FWD_RPW; rr++) {
-            const int r = warp * FWD_RPW + rr, i = q0 + r;
-            if (i >= T) break;  // the same for the whole warp
-            const bool ok = j < k1 && allowed(&m, doc, i, j);
-            float s = -INFINITY;
-            if (ok) {
-                float acc = 0.0f;
-                for (int d = 0; d < HD; d++) acc += sQ[r][d] * sK[lane][d];
-                s = acc * scale;
-            }
-            const float mt = gm_warp_max(s);
-            if (mt == -INFINITY) continue;  // no visible key in this tile for row i (whole warp)
-            const float mnew = fmaxf(mrow[rr], mt);
-            const float p = ok ? expf(s - mnew) : 0.0f;
-            const float corr = expf(mrow[rr] - mnew);  // 0 while the row is still empty
-            lrow[rr] = lrow[rr] * corr + gm_warp_sum(p);
-#pragma unroll
-            for (int c = 0; c < DC; c++) o[rr][c] *= corr;
-            for (int jj = 0; jj < TILE; jj++) {
-                const float pj = __shfl_sync(GM_FULL_MASK, p, jj);
-#pragma unroll
-                for (int c = 0; c < DC; c++) {
-                    const int d = lane + 32 * c;
-                    if (d < HD) o[rr][c] += pj * sV[jj][d];
-                }
-            }
-            mrow[rr] = mnew;
-        }
-    }
-    // Every row sees at least its own key (k = q is always allowed), so lrow > 0.
-    float *ob = HEAD_BASE(out, b, h);
-#pragma unroll
-    for (int rr = 0; rr < FWD_RPW; rr++) {
-        const int i = q0 + warp * FWD_RPW + rr;
-        if (i >= T) break;
-#pragma unroll
-        for (int c = 0; c < DC; c++) {
-            const int d = lane + 32 * c;
-            if (d < HD) ob[(size_t)i * rs + d] = o[rr][c] / lrow[rr];
-        }
-        if (lane == 0) lse[((size_t)b * NH + h) * T + i] = mrow[rr] + logf(lrow[rr]);
-    }
-}
-
-// ---- backward 1: D (B, NH, T) = rowsum(dout * out); one warp per (b, t, h) row, 8 per block ----
-__global__ static void attn_bwd_D_kernel(float *D, const float *dout, const float *out, int T, int NH, int HD,
-                                         size_t nrows) {
+// D (B, NH, T) = rowsum(dout * out); one warp per (b, t, h) row, 8 per block, a fixed-order warp
+// sum (deterministic).
+__global__ static void attn_D_kernel(float *D, const float *dout, const float *out, int T, int NH, int HD,
+                                     size_t nrows) {
     const size_t row = (size_t)blockIdx.x * 8 + threadIdx.x / 32;  // = (b * T + t) * NH + h
     const int lane = threadIdx.x % 32;
     if (row >= nrows) return;
@@ -153,162 +23,10 @@ __global__ static void attn_bwd_D_kernel(float *D, const float *dout, const floa
     if (lane == 0) D[(b * NH + h) * T + t] = s;
 }
 
-// ---- backward 2: dq; grid (ceil(T / BWD_ROWS), NH, B); warps own query rows, lanes take keys ----
-__global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dq_kernel(float *dq, const float *dout, const float *q, const float *k, const float *v, const float *lse,
-                       const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
-    __shared__ float sQ[BWD_ROWS][MAX_HD];
-    __shared__ float sO[BWD_ROWS][MAX_HD];  // dout rows
-    __shared__ float sK[TILE][MAX_HD + 1];
-    __shared__ float sV[TILE][MAX_HD + 1];
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = blockIdx.x * BWD_ROWS, q1 = min(q0 + BWD_ROWS, T);
-    const size_t rs = (size_t)NH * HD;
-    const float *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
-    const float *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
-    const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
-
-    load_rows(&sQ[0][0], PITCH(sQ), qb, q0, BWD_ROWS, T, rs, HD);
-    load_rows(&sO[0][0], PITCH(sO), ob, q0, BWD_ROWS, T, rs, HD);
-    float acc[BWD_RPW][DC], lse_i[BWD_RPW], D_i[BWD_RPW];
-#pragma unroll
-    for (int rr = 0; rr < BWD_RPW; rr++) {
-        const int i = q0 + warp * BWD_RPW + rr;
-        lse_i[rr] = i < T ? lrow[i] : 0.0f;
-        D_i[rr] = i < T ? Drow[i] : 0.0f;
-#pragma unroll
-        for (int c = 0; c < DC; c++) acc[rr][c] = 0.0f;
-    }
-
-    const int ntiles = (q1 - 1) / TILE + 1;
-    for (int kt = 0; kt < ntiles; kt++) {
-        const int k0 = kt * TILE, k1 = min(k0 + TILE, T);
-        if (tile_masked(&m, doc, q0, q1, k0, k1)) continue;
-        __syncthreads();
-        load_rows(&sK[0][0], PITCH(sK), kb, k0, TILE, k1, rs, HD);
-        load_rows(&sV[0][0], PITCH(sV), vb, k0, TILE, k1, rs, HD);
-        __syncthreads();
-        const int j = k0 + lane;
-#pragma unroll
-        for (int rr = 0; rr < BWD_RPW; rr++) {
-            const int r = warp * BWD_RPW + rr, i = q0 + r;
-            if (i >= T) break;
-            float ds = 0.0f;
-            if (j < k1 && allowed(&m, doc, i, j)) {
-                float s = 0.0f, dp = 0.0f;
-                for (int d = 0; d < HD; d++) s += sQ[r][d] * sK[lane][d];
-                for (int d = 0; d < HD; d++) dp += sO[r][d] * sV[lane][d];
-                const float p = expf(s * scale - lse_i[rr]);
-                ds = p * (dp - D_i[rr]) * scale;
-            }
-            for (int jj = 0; jj < TILE; jj++) {
-                const float dsj = __shfl_sync(GM_FULL_MASK, ds, jj);
-#pragma unroll
-                for (int c = 0; c < DC; c++) {
-                    const int d = lane + 32 * c;
-                    if (d < HD) acc[rr][c] += dsj * sK[jj][d];
-                }
-            }
-        }
-    }
-    float *dqb = HEAD_BASE(dq, b, h);
-#pragma unroll
-    for (int rr = 0; rr < BWD_RPW; rr++) {
-        const int i = q0 + warp * BWD_RPW + rr;
-        if (i >= T) break;
-#pragma unroll
-        for (int c = 0; c < DC; c++) {
-            const int d = lane + 32 * c;
-            if (d < HD) dqb[(size_t)i * rs + d] += acc[rr][c];
-        }
-    }
-}
-
-// ---- backward 3: dk, dv; grid (ceil(T / BWD_ROWS), NH, B); warps own key rows, lanes take queries ----
-__global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dkdv_kernel(float *dk, float *dv, const float *dout, const float *q, const float *k, const float *v,
-                         const float *lse, const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
-    __shared__ float sQ[TILE][MAX_HD + 1];
-    __shared__ float sO[TILE][MAX_HD + 1];  // dout rows
-    __shared__ float sK[BWD_ROWS][MAX_HD];
-    __shared__ float sV[BWD_ROWS][MAX_HD];
-    __shared__ float sL[TILE], sD[TILE];
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int k0 = blockIdx.x * BWD_ROWS, k1 = min(k0 + BWD_ROWS, T);
-    const size_t rs = (size_t)NH * HD;
-    const float *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
-    const float *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
-    const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
-
-    load_rows(&sK[0][0], PITCH(sK), kb, k0, BWD_ROWS, T, rs, HD);
-    load_rows(&sV[0][0], PITCH(sV), vb, k0, BWD_ROWS, T, rs, HD);
-    float dka[BWD_RPW][DC], dva[BWD_RPW][DC];
-#pragma unroll
-    for (int rr = 0; rr < BWD_RPW; rr++)
-#pragma unroll
-        for (int c = 0; c < DC; c++) dka[rr][c] = 0.0f, dva[rr][c] = 0.0f;
-
-    const int ntiles = (T - 1) / TILE + 1;
-    for (int qt = k0 / TILE; qt < ntiles; qt++) {
-        const int qa = qt * TILE, qz = min(qa + TILE, T);
-        if (tile_masked(&m, doc, qa, qz, k0, k1)) continue;
-        __syncthreads();
-        load_rows(&sQ[0][0], PITCH(sQ), qb, qa, TILE, qz, rs, HD);
-        load_rows(&sO[0][0], PITCH(sO), ob, qa, TILE, qz, rs, HD);
-        if (threadIdx.x < TILE) {
-            bool in = qa + (int)threadIdx.x < qz;
-            sL[threadIdx.x] = in ? lrow[qa + threadIdx.x] : 0.0f;
-            sD[threadIdx.x] = in ? Drow[qa + threadIdx.x] : 0.0f;
-        }
-        __syncthreads();
-        const int i = qa + lane;
-#pragma unroll
-        for (int rr = 0; rr < BWD_RPW; rr++) {
-            const int r = warp * BWD_RPW + rr, j = k0 + r;
-            if (j >= T) break;
-            float p = 0.0f, ds = 0.0f;
-            if (i < qz && allowed(&m, doc, i, j)) {
-                float s = 0.0f, dp = 0.0f;
-                for (int d = 0; d < HD; d++) s += sQ[lane][d] * sK[r][d];
-                for (int d = 0; d < HD; d++) dp += sO[lane][d] * sV[r][d];
-                p = expf(s * scale - sL[lane]);
-                ds = p * (dp - sD[lane]) * scale;
-            }
-            for (int ii = 0; ii < TILE; ii++) {
-                const float pi = __shfl_sync(GM_FULL_MASK, p, ii), dsi = __shfl_sync(GM_FULL_MASK, ds, ii);
-#pragma unroll
-                for (int c = 0; c < DC; c++) {
-                    const int d = lane + 32 * c;
-                    if (d < HD) {
-                        dva[rr][c] += pi * sO[ii][d];
-                        dka[rr][c] += dsi * sQ[ii][d];
-                    }
-                }
-            }
-        }
-    }
-    float *dkb = HEAD_BASE(dk, b, h), *dvb = HEAD_BASE(dv, b, h);
-#pragma unroll
-    for (int rr = 0; rr < BWD_RPW; rr++) {
-        const int j = k0 + warp * BWD_RPW + rr;
-        if (j >= T) break;
-#pragma unroll
-        for (int c = 0; c < DC; c++) {
-            const int d = lane + 32 * c;
-            if (d < HD) {
-                dkb[(size_t)j * rs + d] += dka[rr][c];
-                dvb[(size_t)j * rs + d] += dva[rr][c];
-            }
-        }
-    }
-}
-
-// Shapes the kernels handle; notes an error otherwise. 0: nothing to do, 1: go.
+// Shapes the kernels handle; notes an error otherwise. 0: nothing to do (or an error), 1: go.
 static int check_shape(gm_cuda_ctx *c, int B, int T, int NH, int HD, gm_attn_mask m) {
     if (B <= 0 || T <= 0 || NH <= 0 || HD <= 0) return 0;
-    if (HD > MAX_HD) {
+    if (HD > 128) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention", "head_dim > 128 is not supported");
         return 0;
     }
@@ -323,29 +41,55 @@ static int check_shape(gm_cuda_ctx *c, int B, int T, int NH, int HD, gm_attn_mas
     return 1;
 }
 
-void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+// The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
+// do not take.
+static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
+    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
+    if (impl == GM_CUDA_ATTN_AUTO) return fits ? GM_CUDA_ATTN_MMA : GM_CUDA_ATTN_NAIVE;
+    if (impl == GM_CUDA_ATTN_MMA && !fits) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
+                     "needs head_dim 64 or 128 and 16-byte aligned tensors");
+        return -1;
+    }
+    return impl;
+}
+
+extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse,
+                                      const gm_real *q, const gm_real *k, const gm_real *v, int B, int T, int NH,
+                                      int HD, double scale, gm_attn_mask mask) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
-    dim3 grid((T + FWD_ROWS - 1) / FWD_ROWS, NH, B);
-    attn_fwd_kernel<<<grid, WARPS * 32, 0, c->stream>>>(out, lse, q, k, v, T, NH, HD, (float)scale, mask);
+    const void *ptrs[] = {out, q, k, v};
+    const int which = pick(c, impl, HD, ptrs, 4);
+    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_fwd(c, out, lse, q, k, v, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, out, lse, q, k, v, B, T, NH, HD, scale, mask);
+}
+
+extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk,
+                                      gm_real *dv, const gm_real *dout, const gm_real *q, const gm_real *k,
+                                      const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
+                                      int HD, double scale, gm_attn_mask mask) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    if (!check_shape(c, B, T, NH, HD, mask)) return;
+    const void *ptrs[] = {dq, dk, dv, dout, q, k, v};
+    const int which = pick(c, impl, HD, ptrs, 7);
+    if (which < 0) return;
+    const size_t nrows = (size_t)B * T * NH;
+    float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
+    if (!D) return;
+    attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, dout, out, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
+    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_bwd(c, dq, dk, dv, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
+    else gm_cuda_attn_naive_bwd(c, dq, dk, dv, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
+}
+
+void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
+                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_AUTO, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);
 }
 
 void gm_cuda_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout,
                       const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
                       int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
-    if (!check_shape(c, B, T, NH, HD, mask)) return;
-    size_t nrows = (size_t)B * T * NH;
-    float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
-    if (!D) return;
-    attn_bwd_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, dout, out, T, NH, HD, nrows);
-    GM_CU_LAUNCHED(c);
-    dim3 grid((T + BWD_ROWS - 1) / BWD_ROWS, NH, B);
-    attn_bwd_dq_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dq, dout, q, k, v, lse, D, T, NH, HD, (float)scale, mask);
-    GM_CU_LAUNCHED(c);
-    attn_bwd_dkdv_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dk, dv, dout, q, k, v, lse, D, T, NH, HD, (float)scale,
-                                                             mask);
-    GM_CU_LAUNCHED(c);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_AUTO, be, dq, dk, dv, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask);
 }

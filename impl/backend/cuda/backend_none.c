@@ -3,6 +3,7 @@
 #ifndef GM_HAVE_CUDA
 #include <stddef.h>
 
+#include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
 #include "base/error.h"
 
@@ -18,6 +19,23 @@ int gm_cuda_sync(const gm_backend *be) {
 void *gm_cuda_stream(const gm_backend *be) {
     (void)be;
     return NULL;
+}
+
+// Unreachable without a backend to pass; they fail like the rest.
+void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q,
+                           const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
+                           gm_attn_mask mask) {
+    (void)impl, (void)be, (void)out, (void)lse, (void)q, (void)k, (void)v, (void)B, (void)T, (void)NH, (void)HD;
+    (void)scale, (void)mask;
+    gm_fail("cuda backend: built without CUDA");
+}
+void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv,
+                           const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v,
+                           const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
+                           gm_attn_mask mask) {
+    (void)impl, (void)be, (void)dq, (void)dk, (void)dv, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse;
+    (void)B, (void)T, (void)NH, (void)HD, (void)scale, (void)mask;
+    gm_fail("cuda backend: built without CUDA");
 }
 #else
 typedef int gm_cuda_backend_present;  // ISO C forbids an empty translation unit

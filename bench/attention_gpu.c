@@ -1,0 +1,291 @@
+// GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
+// (attention_naive.cu), forward and backward, at a preset's per-GPU attention shape (softcap:
+// B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
+// T = 1024 .. 65536. TFLOP/s use the model's count of backend/cost.h over the admitted (query,
+// key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the tensor-core
+// backward executes 14 HD, since its separate dq pass recomputes S and dP). Where no GPU is
+// present it says so in one line and exits 0. Timings are never pass/fail. Written in a session
+// without a GPU: compile-checked, never run yet; every figure in its reports comes from running it.
+//
+//   build/bench/attention_gpu [--preset=softcap] [--tmin=1024] [--tmax=65536] [--window=<blocks>]
+//                             [--doc_len=0] [--reps=10] [--out=reports/bench] [--name=gpu-attention-softcap]
+//
+// --window defaults to the preset's final window (0: plain causal); --doc_len=L > 0 adds a
+// document mask with EOT-opened documents of exponential lengths of mean L (the pairs are then
+// counted on the host, exactly). Method: inputs N(0, 1) made once at tmax (shorter T use a
+// prefix); per (T, kernel): one warm-up call, then `reps` samples, each a run of back-to-back
+// calls (enough for ~20 ms, at least 1) closed by a sync, divided by the calls; median, min, max.
+// Back-to-back calls on the same inputs keep them in L2 where they fit (T <= ~8K at these shapes).
+// Writes <out>/<name>.csv and .md (with the GPU from nvidia-smi, the commit and the command).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/attn_mask.h"
+#include "backend/cost.h"
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda.h"
+#include "backend/cuda/device.h"
+#include "base/args.h"
+#include "base/build_info.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/rng.h"
+#include "base/runtime.h"
+#include "base/stats.h"
+#include "base/timer.h"
+#include "train/hardware.h"
+#include "train/run_config.h"
+
+enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
+#define SAMPLE_S 0.02  // a sample lasts at least this long
+
+static const char *const IMPL_NAMES[2] = {"mma", "naive"};
+static const gm_cuda_attn_impl IMPLS[2] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE};
+
+typedef struct {
+    const gm_backend *be;
+    int B, NH, HD, reps;
+    double scale;
+    gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
+    gm_real *q, *k, *v, *dout, *out, *lse, *dq, *dk, *dv;
+} bench;
+
+typedef struct {
+    int T;
+    double pairs, flops[2];          // per call: [0] forward, [1] backward (model count)
+    double ms[2][2][3];              // [impl][pass][median, min, max]
+    double out_rel;                  // ||out_mma - out_naive|| / ||out_naive||
+} row;
+
+static void call(const bench *b, int impl, int pass, int T) {
+    const gm_backend *be = b->be;
+    if (pass == 0) gm_cuda_attn_fwd_with(IMPLS[impl], be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
+    else
+        gm_cuda_attn_bwd_with(IMPLS[impl], be, b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->B, T,
+                              b->NH, b->HD, b->scale, b->mask);
+}
+
+static void sync_or_die(const bench *b) {
+    if (b->be->sync(b->be)) gm_die_last();
+}
+
+// Median, min, max of `reps` samples (ms per call).
+static void time_calls(const bench *b, int impl, int pass, int T, double res[3]) {
+    call(b, impl, pass, T);  // warm-up (and the forward's out / lse for a backward)
+    sync_or_die(b);
+    uint64_t t0 = gm_now_ns();
+    call(b, impl, pass, T);
+    sync_or_die(b);
+    const double one = gm_seconds_since(t0);
+    const int calls = one >= SAMPLE_S ? 1 : (int)ceil(SAMPLE_S / fmax(one, 1e-6));
+    double t[MAX_REPS];
+    for (int r = 0; r < b->reps; r++) {
+        t0 = gm_now_ns();
+        for (int c = 0; c < calls; c++) call(b, impl, pass, T);
+        sync_or_die(b);
+        t[r] = gm_seconds_since(t0) * 1e3 / calls;
+    }
+    res[0] = gm_median(t, b->reps), res[1] = t[0], res[2] = t[b->reps - 1];
+}
+
+static double out_rel_diff(const bench *b, int T) {
+    const size_t n = (size_t)b->B * T * b->NH * b->HD;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    if (!x || !y) gm_die("attention_gpu: out of memory");
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
+    b->be->download(b->be, x, b->out, sizeof(float) * n);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
+    b->be->download(b->be, y, b->out, sizeof(float) * n);
+    sync_or_die(b);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) num += ((double)x[i] - y[i]) * ((double)x[i] - y[i]), den += (double)y[i] * y[i];
+    free(x), free(y);
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+static void write_or_die(gm_atomic_file *af, int rc) {
+    if (rc) {
+        gm_atomic_abort(af);
+        gm_die_last();
+    }
+}
+#define OUT(af, ...) write_or_die(af, gm_atomic_printf(af, __VA_ARGS__))
+
+static double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e9) : 0; }
+
+static void write_csv(const bench *b, const row *rows, int nrows, const char *path) {
+    gm_atomic_file f;
+    if (gm_atomic_open(&f, path)) gm_die_last();
+    OUT(&f, "impl,pass,B,T,NH,HD,block,window,docs,pairs,flops,median_ms,min_ms,max_ms,tflops,out_rel_diff\n");
+    for (int r = 0; r < nrows; r++)
+        for (int i = 0; i < 2; i++)
+            for (int p = 0; p < 2; p++) {
+                const double *ms = rows[r].ms[i][p];
+                OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
+                    p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
+                    b->mask.doc != NULL, rows[r].pairs, rows[r].flops[p], ms[0], ms[1], ms[2],
+                    tflops(rows[r].flops[p], ms[0]), rows[r].out_rel);
+            }
+    write_or_die(&f, gm_atomic_commit(&f));
+}
+
+static void write_md(const bench *b, const row *rows, int nrows, const char *path, const char *preset,
+                     const char *cmdline, const double load[2], int doc_len) {
+    gm_atomic_file f;
+    if (gm_atomic_open(&f, path)) gm_die_last();
+    char *hw = gm_hardware_json();
+    OUT(&f, "# GPU attention: tensor cores (mma.sync bf16) vs naive fp32, %s shapes\n\n", preset);
+    OUT(&f, "- Machine: `%s`.\n", hw);
+    OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, cmdline);
+    OUT(&f, "- Host load average (1 min): %.2f at start, %.2f at end; the GPU is assumed otherwise idle.\n", load[0],
+        load[1]);
+    OUT(&f, "- Shape: B = %d, %d heads x %d, mask blocks of %d, window %d blocks%s; ", b->B, b->NH, b->HD,
+        b->mask.block, b->mask.window_blocks, b->mask.window_blocks > 0 ? "" : " (none: plain causal)");
+    if (doc_len > 0)
+        OUT(&f, "documents EOT-opened with exponential lengths of mean %d tokens, pairs counted exactly.\n", doc_len);
+    else
+        OUT(&f, "no document mask.\n");
+    OUT(&f, "- TFLOP/s: backend/cost.h's count over the admitted (q, k) pairs, 4 HD flops a pair forward and 10 HD "
+            "backward (the tensor-core backward executes 14 HD: its separate dq pass recomputes S and dP). "
+            "Median of %d samples, each a run of back-to-back calls closed by a sync (>= %.0f ms), after a warm-up; "
+            "min and max in the CSV. `out diff`: ||out_mma - out_naive|| / ||out_naive|| (bf16 inputs vs fp32).\n\n",
+        b->reps, SAMPLE_S * 1e3);
+    OUT(&f, "| T | pairs / head | mma fwd ms | TFLOP/s | naive fwd ms | TFLOP/s | fwd speed-up | mma bwd ms | TFLOP/s "
+            "| naive bwd ms | TFLOP/s | bwd speed-up | out diff |\n");
+    OUT(&f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int r = 0; r < nrows; r++) {
+        const row *w = &rows[r];
+        OUT(&f, "| %d | %.4g |", w->T, w->pairs / (b->B * b->NH));
+        for (int p = 0; p < 2; p++)
+            OUT(&f, " %.4g | %.1f | %.4g | %.1f | %.1fx |", w->ms[0][p][0], tflops(w->flops[p], w->ms[0][p][0]),
+                w->ms[1][p][0], tflops(w->flops[p], w->ms[1][p][0]), w->ms[1][p][0] / w->ms[0][p][0]);
+        OUT(&f, " %.2g |\n", w->out_rel);
+    }
+    write_or_die(&f, gm_atomic_commit(&f));
+    free(hw);
+}
+
+int main(int argc, char **argv) {
+    gm_runtime_init(argc, argv);
+    const char *preset = "softcap", *out = "reports/bench", *name = NULL;
+    int tmin = 1024, tmax = 65536, window = -1, doc_len = 0, reps = 10;
+    for (int i = 1; i < argc;) {
+        const char *key, *val;
+        gm_arg_next(argc, argv, &i, &key, &val);
+        if (!strcmp(key, "preset")) preset = val;
+        else if (!strcmp(key, "tmin")) tmin = (int)gm_arg_int(key, val, 1, 1 << 20);
+        else if (!strcmp(key, "tmax")) tmax = (int)gm_arg_int(key, val, 1, 1 << 20);
+        else if (!strcmp(key, "window")) window = (int)gm_arg_int(key, val, 0, 1 << 20);
+        else if (!strcmp(key, "doc_len")) doc_len = (int)gm_arg_int(key, val, 0, 1 << 24);
+        else if (!strcmp(key, "reps")) reps = (int)gm_arg_int(key, val, 1, MAX_REPS);
+        else if (!strcmp(key, "out")) out = val;
+        else if (!strcmp(key, "name")) name = val;
+        else
+            gm_die("--%s: unknown flag (known: --preset, --tmin, --tmax, --window, --doc_len, --reps, --out, --name)", key);
+    }
+    if (tmin > tmax) gm_die("--tmin=%d is above --tmax=%d", tmin, tmax);
+    char why[256];
+    if (gm_cuda_device_count(why, sizeof why) == 0) {
+        printf("attention_gpu: skipped: %s\n", why);
+        return 0;
+    }
+    char cmdline[1024] = "";
+    for (int i = 0; i < argc; i++) {
+        strncat(cmdline, i ? " " : "", sizeof cmdline - strlen(cmdline) - 1);
+        strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);
+    }
+
+    gm_run_config rc;
+    if (gm_run_config_preset(&rc, preset, "full") || gm_run_config_finish(&rc)) gm_die_last();
+    const gm_config *mc = &rc.model;
+    bench b = {0};
+    if (!(b.be = gm_backend_cuda(0))) gm_die_last();
+    b.B = 1, b.NH = mc->n_head, b.HD = mc->head_dim, b.reps = reps, b.scale = 1.0 / sqrt(mc->head_dim);
+    b.mask.block = mc->attn_block > 0 ? mc->attn_block : 128;
+    b.mask.window_blocks = window >= 0 ? window : gm_config_window_blocks(mc, 1, 1);
+    const size_t n = (size_t)b.B * tmax * b.NH * b.HD;
+
+    // Inputs N(0, 1) (drawn on the GPU by base/rng.h's Philox stream, through the host).
+    float *host = malloc(sizeof(float) * n);
+    if (!host) gm_die("attention_gpu: out of memory (%zu floats)", n);
+    gm_real **in[4] = {&b.q, &b.k, &b.v, &b.dout};
+    for (int t = 0; t < 4; t++) {
+        if (gm_cuda_rng_normal(1, (uint64_t)t, 0, host, n)) gm_die_last();
+        if (!(*in[t] = b.be->alloc(b.be, sizeof(float) * n))) gm_die_last();
+        b.be->upload(b.be, *in[t], host, sizeof(float) * n);
+    }
+    free(host);
+    gm_real **outs[5] = {&b.out, &b.dq, &b.dk, &b.dv, &b.lse};
+    for (int t = 0; t < 5; t++)
+        if (!(*outs[t] = b.be->alloc(b.be, sizeof(float) * (t < 4 ? n : (size_t)b.B * b.NH * tmax)))) gm_die_last();
+    int32_t *doc = NULL;
+    if (doc_len > 0) {
+        int32_t *ids = malloc(sizeof(int32_t) * tmax);
+        if (!ids || !(doc = malloc(sizeof(int32_t) * tmax))) gm_die("attention_gpu: out of memory");
+        size_t next = 0;
+        for (int t = 0; t < tmax; t++) {
+            ids[t] = (size_t)t == next;
+            if (ids[t]) next += 1 + (size_t)(-log(1.0 - gm_rng_uniform(7, 1, (uint64_t)t)) * (doc_len - 1));
+        }
+        gm_doc_ids(doc, ids, 1, tmax, 1);
+        free(ids);
+        int32_t *gdoc = b.be->alloc(b.be, sizeof(int32_t) * tmax);
+        if (!gdoc) gm_die_last();
+        b.be->upload(b.be, gdoc, doc, sizeof(int32_t) * tmax);
+        b.mask.doc = gdoc;
+    }
+
+    double load[2] = {gm_load_average(), 0};
+    fprintf(stderr, "attention_gpu: %s, B=%d NH=%d HD=%d, window %d blocks of %d, docs %s; T = %d..%d\n", preset, b.B,
+            b.NH, b.HD, b.mask.window_blocks, b.mask.block, doc ? "on" : "off", tmin, tmax);
+    row rows[MAX_T_STEPS];
+    int nrows = 0;
+    for (long long T = tmin; T <= tmax && nrows < MAX_T_STEPS; T *= 2) {
+        row *w = &rows[nrows++];
+        w->T = (int)T;
+        if (doc) {  // exact count with the documents
+            gm_attn_mask hm = b.mask;
+            hm.doc = doc;
+            w->pairs = 0;
+            for (int i = 0; i < w->T; i++) {
+                long long lo = hm.window_blocks > 0 ? ((long long)(i / hm.block) - hm.window_blocks + 1) * hm.block : 0;
+                for (int j = lo > 0 ? (int)lo : 0; j <= i; j++) w->pairs += gm_attn_allowed(&hm, i, j, doc[i], doc[j]);
+            }
+            w->pairs *= (double)b.B * b.NH;
+        } else {
+            w->pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
+        }
+        // The cost formulas with the pairs scaled to the exact count (equal without documents).
+        gm_kernel_cost cf, cb;
+        gm_cost_attn_fwd(&cf, b.out, b.lse, b.q, b.k, b.v, b.B, w->T, b.NH, b.HD, b.scale, b.mask);
+        gm_cost_attn_bwd(&cb, b.dq, b.dk, b.dv, b.dout, b.q, b.k, b.v, b.out, b.lse, b.B, w->T, b.NH, b.HD, b.scale, b.mask);
+        const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
+        w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
+        for (int i = 0; i < 2; i++)
+            for (int p = 0; p < 2; p++) time_calls(&b, i, p, w->T, w->ms[i][p]);
+        w->out_rel = out_rel_diff(&b, w->T);
+        fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
+                        "naive %9.3f ms;  out diff %.2g\n",
+                w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],
+                tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel);
+    }
+    load[1] = gm_load_average();
+
+    char base[1024], csv[1100], md[1100];
+    snprintf(base, sizeof base, "%s/%s", out, name ? name : "");
+    if (!name) snprintf(base, sizeof base, "%s/gpu-attention-%s", out, preset);
+    snprintf(csv, sizeof csv, "%s.csv", base), snprintf(md, sizeof md, "%s.md", base);
+    if (gm_mkdir_p(out)) gm_die_last();
+    write_csv(&b, rows, nrows, csv);
+    write_md(&b, rows, nrows, md, preset, cmdline, load, doc_len);
+    printf("%s\n", md);
+
+    gm_real *all[9] = {b.q, b.k, b.v, b.dout, b.out, b.dq, b.dk, b.dv, b.lse};
+    for (int t = 0; t < 9; t++) b.be->free(b.be, all[t]);
+    if (b.mask.doc) b.be->free(b.be, (void *)b.mask.doc);
+    free(doc);
+    return 0;
+}

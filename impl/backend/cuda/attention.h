@@ -1,0 +1,32 @@
+// The CUDA backend's two attention implementations, callable one at a time (tests, bench); the
+// backend's attn_fwd / attn_bwd (GM_CUDA_ATTN_AUTO) pick between them. Same arguments and
+// semantics as attn_fwd / attn_bwd of backend.h.
+//   naive  attention_naive.cu: scalar fp32 flash-style kernels, any head_dim <= 128. The GPU-side
+//          reference the tensor-core kernels are tested against.
+//   mma    attention_mma.cu: bf16 tensor-core kernels (mma.sync m16n8k16, fp32 accumulation),
+//          head_dim 64 or 128 and every tensor 16-byte aligned; any other shape is an error
+//          (recorded, reported by sync), never a silent fallback.
+//   auto   mma where it applies, naive otherwise.
+#ifndef GM_BACKEND_CUDA_ATTENTION_H
+#define GM_BACKEND_CUDA_ATTENTION_H
+
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2 } gm_cuda_attn_impl;
+
+void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q,
+                           const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
+                           gm_attn_mask mask);
+void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv,
+                           const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v,
+                           const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
+                           gm_attn_mask mask);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

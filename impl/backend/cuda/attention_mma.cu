@@ -1,0 +1,621 @@
+// Flash attention on bf16 tensor cores: mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) for
+// head_dim 64 and 128, with the records' block mask, on the fp32 (B, T, NH, HD) tensors of
+// backend.h. COMPILE-CHECKED, NEVER RUN ON A GPU: written in a session without one;
+// verify/test_cuda_attention_mma.c is the first thing to run where a GPU is present. (The device
+// code below was also run on a CPU under a host emulation of mma.sync, ldmatrix and the warp
+// collectives written from the PTX ISA, outside the repository, against the CPU backend: that
+// checks the indexing, the mask and the padding, not the hardware's fragment layouts themselves.)
+//
+// Precision: q, k, v and dout are rounded to bf16 (nearest even) as their tiles are loaded into
+// shared memory; scores, the softmax, lse, D and every accumulator are fp32; P (forward, dV) and
+// dS (dQ, dK) are rounded to bf16 as the A operand of the next MMA (FlashAttention-2 does the
+// same). The outputs are fp32.
+//
+// Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
+// warp (the m of m16n8k16); it walks key tiles of 64 with an online softmax in the log2 domain
+// (scores pre-multiplied by scale * log2 e, exp2f), and writes out and lse (B, NH, T).
+// Backward, deterministic and atomic-free: D = rowsum(dout * out) (attention.cu), then
+//   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
+//                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
+//   dk/dv kernel: a block owns 128 key rows, walks query tiles of 64 (32 at head_dim 128: the
+//                registers of dK and dV), computes S^T, P^T, dP^T = V dO^T and dS^T, dV += P^T dO,
+//                dK += dS^T Q, and adds them once at the end.
+// Every output element is summed by one thread in a fixed order, so runs repeat bit for bit. The
+// price is S and dP computed twice (7 tile GEMMs per pair instead of FlashAttention-2's 5 with
+// atomic dQ).
+//
+// Mask (backend.h gm_attn_mask: causal, documents, sliding window of whole blocks), kept exactly:
+// - key tiles a query block never sees are never visited: the key range starts at the window's
+//   first block and at the first token of the first query's document (doc ids are nondecreasing,
+//   found by a warp-wide 32-ary search), and ends at the diagonal; the dk/dv kernel's query range
+//   ends where the window (and the last key's document) ends. With the records' 128-token blocks
+//   the tiles align with the mask's blocks, so fully masked blocks cost nothing.
+// - a tile pair where every query sees every key (tile_full) runs unmasked; any other one applies
+//   gm_attn_allowed (attn_mask.h, the CPU's rule) to every (query, key) pair, so any block size
+//   is exact, not only 128.
+// Padding: rows past T are loaded as zeros; their lse is +inf (P = 0) in the backward, keys past
+// T are always masked (causal), and nothing past T is stored.
+//
+// Layouts (PTX ISA, mma.m16n8k16 with .bf16; g = lane / 4, t = lane % 4):
+//   A 16x16 row-major: a0 (row g, cols 2t, 2t+1), a1 (row g+8, same), a2 (row g, cols 2t+8, +9),
+//                      a3 (row g+8, cols 2t+8, +9); two bf16 per register, lower column low.
+//   B 16x8 (k x n):    b0 (k 2t, 2t+1; n g), b1 (k 2t+8, +9; n g).
+//   C/D 16x8 fp32:     c0, c1 (row g, cols 2t, 2t+1), c2, c3 (row g+8, same).
+// Fragments come from shared memory with ldmatrix.x4 (four 8x8 b16 matrices; lanes 8i..8i+7 give
+// the row addresses of matrix i, register i receives it); .trans gives the B fragment of a matrix
+// stored k-major (V in P V, K in dS K, dO and Q in the dk/dv products). The accumulator of S
+// (16 x 16 keys) becomes the A operand of P V without moving data: a0 = (c0, c1) of n-tile 2j,
+// a1 = (c2, c3) of 2j, a2 = (c0, c1) of 2j+1, a3 = (c2, c3) of 2j+1.
+// Shared tiles are bf16 rows of HD + 8 elements (a pitch of 144 or 272 bytes, 4 banks apart), so
+// the 8 rows of each ldmatrix phase cover the 32 banks once: conflict-free. Global fp32 tiles are
+// read as float4 by consecutive threads along a row (whole 128-byte lines) and stored as 8 bytes
+// of bf16 (a half-warp writes 128 contiguous bytes: conflict-free).
+//
+// Hopper (sm_90a) would add, for a GPU session to measure: wgmma (warpgroup MMA, m64nNk16, B and
+// optionally A read straight from shared memory through descriptors, asynchronous, about twice
+// mma.sync's throughput on H100) and TMA (bulk asynchronous tensor copies into shared memory with
+// mbarrier completion, freeing the warps from address arithmetic), with producer/consumer warp
+// specialization and pingpong scheduling as in FlashAttention-3. TMA copies bytes as they are, so
+// it needs bf16 copies of q, k, v, dout in global memory (a conversion pass, or the bf16
+// activations of issue 16); these kernels convert on load instead, through registers. Also left
+// for measurement: register double-buffering of the next K/V tile (only V's load is overlapped
+// with the S computation here), and the tile sizes.
+//
+// Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
+// head_dim 64 forward; shared memory 37 to 105 KB per block (the *_smem functions).
+//
+// Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
+// blocks of 256 threads; element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
+// anything up to 2^63); token indices and the window arithmetic in int / long long.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "backend/attn_mask.h"
+#include "backend/cuda/attention.cuh"
+
+#define MAX_HD 128
+#define NWARPS 8
+#define NTHREADS (NWARPS * 32)
+#define BLOCK_ROWS (NWARPS * 16)  // rows a block owns: queries (forward, dq) or keys (dk/dv)
+#define KEY_TILE 64               // keys per step of the forward and dq kernels
+#define QUERY_TILE(HD) ((HD) == 128 ? 32 : 64)  // queries per step of the dk/dv kernel
+#define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
+#define LOG2E 1.4426950408889634
+#define LN2 0.69314718055994531f
+
+// ---- tensor-core and shared-memory primitives ----
+
+// d += a b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
+static __device__ __forceinline__ void mma16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 bf16 matrices from shared memory; `row` is this lane's row address (16-byte aligned).
+static __device__ __forceinline__ void ldsm_x4(uint32_t r[4], const __nv_bfloat16 *row) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+static __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const __nv_bfloat16 *row) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// Two floats rounded to bf16 (nearest even) in one register, lo in the lower half.
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// This lane's ldmatrix row address inside a 16 x 16 block at (row 0, col 0) of a shared tile of
+// pitch P. A operand (and .trans B operand of a k-major tile): matrices (rows 0-7, cols 0-7),
+// (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) -> lane row lane % 16, col (lane / 16) * 8.
+static __device__ __forceinline__ const __nv_bfloat16 *a_addr(const __nv_bfloat16 *tile, int P) {
+    const int lane = threadIdx.x % 32;
+    return tile + (lane % 16) * P + (lane / 16) * 8;
+}
+// B operand of an n-major tile (rows n, contiguous k) for two n-tiles: matrices (n 0-7, k 0-7),
+// (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15): registers {0, 1} are n-tile 0's b0, b1 and
+// {2, 3} n-tile 1's.
+static __device__ __forceinline__ const __nv_bfloat16 *b_addr(const __nv_bfloat16 *tile, int P) {
+    const int lane = threadIdx.x % 32;
+    return tile + ((lane & 7) + ((lane >> 4) << 3)) * P + ((lane >> 3) & 1) * 8;
+}
+
+// Two n-tiles acc[0], acc[1] += a times the B fragments of one ldmatrix.x4 (b0, b1 of each).
+static __device__ __forceinline__ void mma_pair(float (*acc)[4], const uint32_t a[4], const uint32_t b[4]) {
+    mma16816(acc[0], a, b[0], b[1]);
+    mma16816(acc[1], a, b[2], b[3]);
+}
+
+// acc (16 x 8*NT, NT n-tiles) += A (16 x 16*KS from shared rows, A layout) * B^T where B is an
+// n-major shared tile (8*NT rows of 16*KS): S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T.
+static __device__ __forceinline__ void mma_abt(float (*acc)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *Bt,
+                                               int P, const int NT, const int KS) {
+    const __nv_bfloat16 *pa = a_addr(A, P), *pb = b_addr(Bt, P);
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+        uint32_t a[4];
+        ldsm_x4(a, pa + ks * 16);
+#pragma unroll
+        for (int n = 0; n < NT; n += 2) {
+            uint32_t b[4];
+            ldsm_x4(b, pb + n * 8 * P + ks * 16);
+            mma_pair(acc + n, a, b);
+        }
+    }
+}
+
+// acc (16 x 8*NT) += X (16 x 16*KS, fp32 accumulator layout, rounded to bf16 here) * B where B is
+// a k-major shared tile (16*KS rows of 8*NT): O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q.
+static __device__ __forceinline__ void mma_xb(float (*acc)[4], const float (*x)[4], const __nv_bfloat16 *B, int P,
+                                              const int NT, const int KS) {
+    const __nv_bfloat16 *pb = a_addr(B, P);
+#pragma unroll
+    for (int ks = 0; ks < KS; ks++) {
+        const uint32_t a[4] = {pack_bf16(x[2 * ks][0], x[2 * ks][1]), pack_bf16(x[2 * ks][2], x[2 * ks][3]),
+                               pack_bf16(x[2 * ks + 1][0], x[2 * ks + 1][1]),
+                               pack_bf16(x[2 * ks + 1][2], x[2 * ks + 1][3])};
+#pragma unroll
+        for (int n = 0; n < NT; n += 2) {
+            uint32_t b[4];
+            ldsm_x4_trans(b, pb + ks * 16 * P + n * 8);
+            mma_pair(acc + n, a, b);
+        }
+    }
+}
+
+// NT accumulator tiles (16 x 8 each, this lane's 4 values) set to 0.
+static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
+#pragma unroll
+    for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+}
+
+// ---- global fp32 -> shared bf16 tiles ----
+
+// float4 chunks per thread for a tile of R rows.
+#define CHUNKS(R, HD) ((R) * (HD) / 4 / NTHREADS)
+
+// Rows [r0, r0 + R) of one head (src: its row 0, row stride rs floats) into registers, zeros past T.
+static __device__ __forceinline__ void fetch_rows(float4 *reg, const float *__restrict__ src, int r0, const int R,
+                                                  int T, size_t rs, const int HD) {
+#pragma unroll
+    for (int it = 0; it < CHUNKS(R, HD); it++) {
+        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
+        reg[it] = r0 + r < T ? *(const float4 *)(src + (size_t)(r0 + r) * rs + 4 * c) : make_float4(0, 0, 0, 0);
+    }
+}
+static __device__ __forceinline__ void store_rows(__nv_bfloat16 *dst, const float4 *reg, const int R, const int HD) {
+#pragma unroll
+    for (int it = 0; it < CHUNKS(R, HD); it++) {
+        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
+        *(uint2 *)(dst + r * PITCH(HD) + 4 * c) =
+            make_uint2(pack_bf16(reg[it].x, reg[it].y), pack_bf16(reg[it].z, reg[it].w));
+    }
+}
+static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const float *__restrict__ src, int r0,
+                                                 const int R, int T, size_t rs, const int HD) {
+    float4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
+    fetch_rows(reg, src, r0, R, T, rs, HD);
+    store_rows(dst, reg, R, HD);
+}
+
+// n values of a (T)-vector from t0 on into shared memory; 0 past T.
+static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src, int t0, int n, int T) {
+    for (int i = threadIdx.x; i < n; i += NTHREADS) dst[i] = t0 + i < T ? src[t0 + i] : 0;
+}
+
+// ---- the mask at tile level ----
+
+// First p in [lo, hi] with doc[p] >= val (strict: > val), doc nondecreasing; p = hi counts as
+// found without reading doc[hi]. Warp-collective (every lane gets the same answer): each round
+// the 32 lanes probe 32 evenly spaced positions, so T = 65536 takes 4 rounds of one load.
+static __device__ int doc_search(const int32_t *doc, int lo, int hi, int32_t val, bool strict) {
+    const int lane = threadIdx.x % 32;
+    while (lo < hi) {
+        const int step = (hi - lo + 31) / 32, p = lo + lane * step;
+        bool found = true;
+        if (p < hi) found = strict ? doc[p] > val : doc[p] >= val;
+        const unsigned ballot = __ballot_sync(GM_FULL_MASK, found);
+        if (ballot == 0) {  // every probe is before the answer: it is in (lo + 31 step, hi]
+            lo += 31 * step + 1;
+            continue;
+        }
+        const int f = __ffs(ballot) - 1;  // first probe at or after the answer
+        if (f == 0) return lo;
+        hi = min(hi, lo + f * step);
+        lo += (f - 1) * step + 1;  // probe f - 1 is before the answer
+    }
+    return lo;
+}
+
+// The first key any query of [q0, ...) may see: the window's first block for query q0, and the
+// first token of q0's document. Warp-collective.
+static __device__ int first_key(const gm_attn_mask *m, const int32_t *doc, int q0) {
+    long long lo = 0;
+    if (m->window_blocks > 0) lo = ((long long)(q0 / m->block) - m->window_blocks + 1) * m->block;
+    int k = lo > 0 ? (int)lo : 0;
+    if (doc) k = doc_search(doc, k, q0, doc[q0], false);
+    return k;
+}
+
+// One past the last query that may see key klast (hence any key of a tile ending at klast): the
+// end of klast's window and of its document. Warp-collective.
+static __device__ int query_end(const gm_attn_mask *m, const int32_t *doc, int klast, int T) {
+    long long hi = T;
+    if (m->window_blocks > 0) hi = ((long long)(klast / m->block) + m->window_blocks) * m->block;
+    int q = hi < T ? (int)hi : T;
+    if (doc) q = doc_search(doc, klast, q, doc[klast], true);
+    return q;
+}
+
+// Does every query of [q0, min(q0 + nq, T)) see every key of [k0, k0 + nk)? doc_qlast, doc_k0: the
+// doc ids of the last valid query and of key k0 (ignored without documents). Then k0 + nk - 1 <= q0
+// < T, so no key is padding; padded query rows are harmless (see the header).
+static __device__ __forceinline__ bool tile_full(const gm_attn_mask *m, int T, int q0, int nq, int k0, int nk,
+                                                 int32_t doc_qlast, int32_t doc_k0) {
+    const int qlast = min(q0 + nq, T) - 1;
+    if (k0 + nk - 1 > q0) return false;
+    if (m->doc && doc_k0 != doc_qlast) return false;  // nondecreasing ids: equal ends, one document
+    return m->window_blocks <= 0 || qlast / m->block - k0 / m->block < m->window_blocks;
+}
+
+// Scale a 16 x 8*NT score tile to log2 units and, unless the tile is full, set every pair the
+// mask refuses to -inf. Rows are `rows0 + (warp row)`, columns `cols0 + (column)`; `rows_are_q`
+// says which side the queries are on (rows in the forward and dq kernels, columns in dk/dv);
+// rdoc / cdoc: shared doc ids of the tile's rows / columns.
+static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, float scale_log2, bool full,
+                                                  const gm_attn_mask *m, int T, int rows0, int cols0,
+                                                  const int32_t *rdoc, const int32_t *cdoc, bool rows_are_q) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            s[n][e] *= scale_log2;
+            if (full) continue;
+            const int r = g + (e >= 2 ? 8 : 0), cc = n * 8 + 2 * t + (e & 1);
+            const int i = rows_are_q ? rows0 + r : cols0 + cc, j = rows_are_q ? cols0 + cc : rows0 + r;
+            const int32_t di = m->doc ? (rows_are_q ? rdoc[r] : cdoc[cc]) : 0;
+            const int32_t dj = m->doc ? (rows_are_q ? cdoc[cc] : rdoc[r]) : 0;
+            if (!(i < T && gm_attn_allowed(m, i, j, di, dj))) s[n][e] = -INFINITY;
+        }
+}
+
+// P = exp2(S - lse) over a 16 x 8*NT tile in log2 units, with lse per row (lse_rows: this lane's
+// rows g and g + 8) or per column (lse_cols: shared, by column); -inf scores give 0.
+static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, const float *lse_rows,
+                                                      const float *lse_cols) {
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] = exp2f(s[n][e] - (lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2]));
+}
+
+// ---- forward: grid (ceil(T / 128), NH, B), 256 threads ----
+
+static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *__restrict__ lse,
+                                                const float *__restrict__ q, const float *__restrict__ k,
+                                                const float *__restrict__ v, int T, int NH, float scale_log2,
+                                                gm_attn_mask m, const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int P = PITCH(HD);
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
+    const int qlast = min(q0 + BLOCK_ROWS, T) - 1;
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
+    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD);
+    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T);
+    const int kfirst = first_key(&m, doc, q0);
+
+    float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
+    zero(o, HD / 8);
+
+    for (int k0 = kfirst / KEY_TILE * KEY_TILE; k0 <= qlast; k0 += KEY_TILE) {
+        __syncthreads();  // the previous tile's sK, sV (and at first sQ, sDocQ) are consumed / written
+        load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
+        if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
+        __syncthreads();
+        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];  // V's loads fly while S is computed
+        fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
+        const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
+                                    doc ? sDocK[0] : 0);
+
+        float s[KEY_TILE / 8][4];
+        zero(s, KEY_TILE / 8);
+        mma_abt(s, sQ + warp * 16 * P, sK, P, KEY_TILE / 8, HD / 16);
+        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, sDocK, true);
+
+        // Online softmax for this lane's rows g (e = 0, 1) and g + 8 (e = 2, 3); a row's 64 scores
+        // are spread over the 4 lanes of a quad.
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
+            const float mnew = fmaxf(mrow[r], mx);
+            const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
+            const float corr = exp2f(mrow[r] - mref);             // 0 while the row is empty
+            mrow[r] = mnew;
+            lrow[r] *= corr;
+#pragma unroll
+            for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= corr, o[n][2 * r + 1] *= corr;
+#pragma unroll
+            for (int n = 0; n < KEY_TILE / 8; n++) {
+                s[n][2 * r] = exp2f(s[n][2 * r] - mref);
+                s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - mref);
+                lrow[r] += s[n][2 * r] + s[n][2 * r + 1];  // this lane's columns; the quad sums at the end
+            }
+        }
+        store_rows(sV, vreg, KEY_TILE, HD);  // sV's last readers passed this tile's first barrier
+        __syncthreads();
+        mma_xb(o, s, sV, P, HD / 8, KEY_TILE / 16);
+    }
+
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float l = lrow[r];
+        l += __shfl_xor_sync(GM_FULL_MASK, l, 1);
+        l += __shfl_xor_sync(GM_FULL_MASK, l, 2);
+        const int i = q0 + warp * 16 + g + 8 * r;
+        if (i >= T) continue;
+        // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
+        const float inv = 1.0f / l;
+        float *orow = out + head + (size_t)i * rs + 2 * t;
+#pragma unroll
+        for (int n = 0; n < HD / 8; n++) *(float2 *)(orow + n * 8) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[r] + log2f(l)) * LN2;
+    }
+}
+
+// ---- backward, dq: grid (ceil(T / 128), NH, B), 256 threads ----
+
+static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const float *__restrict__ dout,
+                                               const float *__restrict__ q, const float *__restrict__ k,
+                                               const float *__restrict__ v, const float *__restrict__ lse,
+                                               const float *__restrict__ D, int T, int NH, float scale_log2,
+                                               float scale, gm_attn_mask m, const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int P = PITCH(HD);
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
+                  *sV = sK + KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
+    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD);
+    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD);
+    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T);
+    float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = q0 + warp * 16 + g + 8 * r;
+        lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
+        Drow[r] = i < T ? D[vec + i] : 0.0f;
+    }
+    const int kfirst = first_key(&m, doc, q0);
+
+    float acc[MAX_HD / 8][4];
+    zero(acc, HD / 8);
+
+    for (int k0 = kfirst / KEY_TILE * KEY_TILE; k0 <= qlast; k0 += KEY_TILE) {
+        __syncthreads();
+        load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
+        if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
+        __syncthreads();
+        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];
+        fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
+        const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
+                                    doc ? sDocK[0] : 0);
+
+        float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
+        zero(s, KEY_TILE / 8);
+        mma_abt(s, sQ + warp * 16 * P, sK, P, KEY_TILE / 8, HD / 16);
+        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, sDocK, true);
+        exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
+        store_rows(sV, vreg, KEY_TILE, HD);
+        __syncthreads();
+        zero(dp, KEY_TILE / 8);
+        mma_abt(dp, sO + warp * 16 * P, sV, P, KEY_TILE / 8, HD / 16);
+#pragma unroll
+        for (int n = 0; n < KEY_TILE / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
+        mma_xb(acc, s, sK, P, HD / 8, KEY_TILE / 16);
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int i = q0 + warp * 16 + g + 8 * r;
+        if (i >= T) continue;
+        float *row = dq + head + (size_t)i * rs + 2 * t;
+#pragma unroll
+        for (int n = 0; n < HD / 8; n++) {
+            float2 x = *(float2 *)(row + n * 8);
+            x.x += scale * acc[n][2 * r], x.y += scale * acc[n][2 * r + 1];
+            *(float2 *)(row + n * 8) = x;
+        }
+    }
+}
+
+// ---- backward, dk and dv: grid (ceil(T / 128), NH, B), 256 threads ----
+
+static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *__restrict__ dv,
+                                                 const float *__restrict__ dout, const float *__restrict__ q,
+                                                 const float *__restrict__ k, const float *__restrict__ v,
+                                                 const float *__restrict__ lse, const float *__restrict__ D, int T,
+                                                 int NH, float scale_log2, float scale, gm_attn_mask m,
+                                                 const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int P = PITCH(HD), QT = QUERY_TILE(HD);
+    __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
+                  *sO = sQ + QT * P;
+    float *sL = (float *)(sO + QT * P), *sD = sL + QT;  // per query of the tile: lse in log2 units, D
+    int32_t *sDocQ = (int32_t *)(sD + QT), *sDocK = sDocQ + QT;
+    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
+    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+
+    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD);
+    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD);
+    if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T);
+    // Queries before k0 see no key of this tile (causal); none at or past qend sees any (window, document).
+    const int qend = query_end(&m, doc, klast, T);
+
+    float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
+    zero(dka, HD / 8), zero(dva, HD / 8);
+
+    for (int qa = k0; qa < qend; qa += QT) {  // QT divides 128, so qa stays tile-aligned
+        __syncthreads();
+        load_rows(sQ, q + head, qa, QT, T, rs, HD);
+        if (threadIdx.x < QT) {
+            const int i = qa + threadIdx.x;
+            sL[threadIdx.x] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
+            if (doc) sDocQ[threadIdx.x] = i < T ? doc[i] : 0;
+        }
+        __syncthreads();
+        float4 oreg[CHUNKS(QUERY_TILE(64), MAX_HD)];  // dO's loads fly while S^T is computed
+        fetch_rows(oreg, dout + head, qa, QT, T, rs, HD);
+        const int qlast = min(qa + QT, T) - 1;
+        const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? sDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
+
+        float st[QUERY_TILE(64) / 8][4], dpt[QUERY_TILE(64) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
+        zero(st, QT / 8);
+        mma_abt(st, sK + warp * 16 * P, sQ, P, QT / 8, HD / 16);
+        scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, sDocQ, false);
+        exp2_minus_lse(st, QT / 8, NULL, sL);  // P^T
+        store_rows(sO, oreg, QT, HD);
+        if (threadIdx.x < QT) sD[threadIdx.x] = qa + (int)threadIdx.x < T ? D[vec + qa + threadIdx.x] : 0.0f;
+        __syncthreads();
+        zero(dpt, QT / 8);
+        mma_abt(dpt, sV + warp * 16 * P, sO, P, QT / 8, HD / 16);
+        mma_xb(dva, st, sO, P, HD / 8, QT / 16);
+#pragma unroll
+        for (int n = 0; n < QT / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - sD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
+        mma_xb(dka, st, sQ, P, HD / 8, QT / 16);
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int j = k0 + warp * 16 + g + 8 * r;
+        if (j >= T) continue;
+        float *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
+#pragma unroll
+        for (int n = 0; n < HD / 8; n++) {
+            float2 x = *(float2 *)(krow + n * 8), y = *(float2 *)(vrow + n * 8);
+            x.x += scale * dka[n][2 * r], x.y += scale * dka[n][2 * r + 1];
+            y.x += dva[n][2 * r], y.y += dva[n][2 * r + 1];
+            *(float2 *)(krow + n * 8) = x, *(float2 *)(vrow + n * 8) = y;
+        }
+    }
+}
+
+// ---- kernels: one per head_dim, so every array size and loop count is a constant ----
+
+#define FWD_ARGS                                                                                                     \
+    float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ q, const float *__restrict__ k,      \
+        const float *__restrict__ v, int T, int NH, float scale_log2, gm_attn_mask m
+// The backward kernels' inputs, after their outputs.
+#define BWD_INPUTS                                                                                                   \
+    const float *__restrict__ dout, const float *__restrict__ q, const float *__restrict__ k,                        \
+        const float *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH,      \
+        float scale_log2, float scale, gm_attn_mask m
+
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
+// registers without spilling (160 to 248); the head_dim 64 forward also fits in 128 without
+// spilling, so it asks for two blocks per SM. The others spill at 128 (32 to 1256 bytes).
+__global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {
+    fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 64);
+}
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_fwd_128(FWD_ARGS) {
+    fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 128);
+}
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(float *__restrict__ dq, BWD_INPUTS) {
+    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 64);
+}
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(float *__restrict__ dq, BWD_INPUTS) {
+    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 128);
+}
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_64(float *__restrict__ dk, float *__restrict__ dv,
+                                                                   BWD_INPUTS) {
+    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 64);
+}
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_128(float *__restrict__ dk, float *__restrict__ dv,
+                                                                    BWD_INPUTS) {
+    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 128);
+}
+
+// Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
+// per-row vectors. Forward at HD 128: (128 + 64 + 64) x 272 + 192 x 4 = 70,400; dq: 105,216;
+// dk/dv: (128 + 128 + 32 + 32) x 272 + (3 x 32 + 128) x 4 = 87,936 (HD 64: 37,632 / 56,064 / 56,576).
+static size_t fwd_smem(int HD) {
+    return (size_t)(BLOCK_ROWS + 2 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + KEY_TILE) * 4;
+}
+static size_t dq_smem(int HD) {
+    return (size_t)(2 * BLOCK_ROWS + 2 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + KEY_TILE) * 4;
+}
+static size_t dkdv_smem(int HD) {
+    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_TILE(HD)) * PITCH(HD) * 2 + (3 * QUERY_TILE(HD) + BLOCK_ROWS) * 4;
+}
+
+int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
+    if (HD != 64 && HD != 128) return 0;
+    for (int i = 0; i < n; i++)
+        if ((uintptr_t)ptrs[i] % 16) return 0;
+    return 1;
+}
+
+// Launch `kern` with `smem` bytes of dynamic shared memory (above the default 48 KiB: opted in).
+#define LAUNCH(c, kern, grid, smem, ...)                                                                             \
+    do {                                                                                                             \
+        GM_CU(c, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(smem)));             \
+        kern<<<grid, NTHREADS, smem, (c)->stream>>>(__VA_ARGS__);                                                    \
+        GM_CU_LAUNCHED(c);                                                                                           \
+    } while (0)
+
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
+                          int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
+    const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
+    const float sl2 = (float)(scale * LOG2E);
+    if (HD == 64) LAUNCH(c, attn_fwd_64, grid, fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
+    else LAUNCH(c, attn_fwd_128, grid, fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
+}
+
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
+                          const float *k, const float *v, const float *lse, const float *D, int B, int T, int NH,
+                          int HD, double scale, gm_attn_mask m) {
+    const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
+    const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
+    if (HD == 64) {
+        LAUNCH(c, attn_dq_64, grid, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+        LAUNCH(c, attn_dkdv_64, grid, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+    } else {
+        LAUNCH(c, attn_dq_128, grid, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+        LAUNCH(c, attn_dkdv_128, grid, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+    }
+}

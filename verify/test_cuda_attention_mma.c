@@ -1,0 +1,535 @@
+// The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128) against the
+// CPU backend and the naive GPU kernels (attention_naive.cu), over masks with documents, windows
+// of 1 to many blocks, block sizes that do and do not divide the kernels' tiles, and sequence
+// lengths that are not multiples of them; every run twice and bitwise equal (determinism); inputs
+// rounded to bf16 on load (nearest even, bitwise); the dispatcher's choice; the refusal of other
+// head dims. Skipped where no GPU is present. Written in a session without a GPU: compile-checked,
+// never run yet.
+//
+// Bars, LAPACK-style: a bound per element built from the unit roundoffs (u16 = 2^-8 for bf16,
+// u32 = 2^-24 for fp32) and the reduction lengths, within a fixed factor BAR. The inputs q, k, v,
+// dout are bf16 values (rounded on the host), so the only bf16 roundings left are the kernels':
+// P (forward, dV) and dS (dQ, dK) as MMA operands, |delta| <= u16 each. To first order:
+//   out_id  u16 sum_j P_ij |v_jd|              dv_jd  u16 sum_i P_ij |dout_id|
+//   dq_id   u16 scale sum_j |dS_ij| |k_jd|     dk_jd  u16 scale sum_i |dS_ij| |q_id|
+// and, for the fp32 arithmetic of both the kernel and its reference: score dot products of length
+// HD (HD u32 a_ij, a_ij = scale sum_d |q_id k_jd| <= A), sums of up to K terms, exp and log: a
+// relative f32 = 4 (HD A + K + 8) u32 on each magnitude above (the 4: two implementations, and
+// tensor cores that truncate while accumulating), plus for dq and dk the fp32 error of dP - D,
+// 2 HD u32 scale sum_j P_ij (sum_d |dout_id v_jd| + sum_d |dout_id out_id|) |k_jd| (and likewise
+// for dk). lse has no bf16 term: f32 + 4 u32 |lse|. Gradients are added into prior values:
+// 2 u32 |result| more. The magnitudes come from one exact (fp64) pass over the admitted pairs.
+// A wrong fragment, stride or tile range gives errors of order one; a pair masked wrongly moves out
+// by P_ij |v_j - out_i|, above these bounds wherever P_ij is above ~1 / 200.
+//
+// The mask itself is checked exactly by the counting cases: integer inputs with q . k = 0 for every
+// pair (q on the first half of the head dims, k on the second), so every admitted pair has P = 1
+// (the backward is handed lse = 0 and out = 0, hence D = 0), and every sum is of integers below
+// 2^24: exact in fp32 in any order, on tensor cores too. Then out = (sum of admitted v) / count,
+// lse = log(count), dv = sum of admitted dout, dq = scale sum dS k, dk = scale sum dS q with
+// dS = dout . v (an integer <= HD, exact in bf16), all to within 4 u32 (a few final roundings;
+// lse 8 u32, for log2f's 1 ulp): one pair admitted or refused wrongly moves some sum by a whole
+// unit. (The naive kernels
+// scale every term of dq and dk before summing: (K + 4) u32 there, K the longest sum; all terms
+// are >= 0, so that bound is rigorous.)
+// Before any GPU ran this, the kernels' device code ran on a CPU under a host emulation of mma.sync,
+// ldmatrix and the warp collectives (outside the repository; fp32 accumulation rounded, not
+// truncated): worst ratios |error| / bound of 0.25 to 0.46 on the bf16 bars, <= 0.5 counting.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/attn_mask.h"
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda.h"
+#include "base/bf16.h"
+#include "base/error.h"
+#include "base/rng.h"
+#include "cuda_check.h"
+
+#define U16 0x1p-8
+#define U32 0x1p-24
+#define BAR 2.0
+// Gaussian values rounded to bf16 (so the kernels' rounding on load is exact).
+static gm_real *randn_bf16(cc_env *e, size_t n, double scale) {
+    gm_real *x = cc_randn(e, n, scale);
+    for (size_t i = 0; i < n; i++) x[i] = gm_round_bf16(x[i]);
+    return x;
+}
+
+static double *zeros(size_t n) {
+    double *x = calloc(n ? n : 1, sizeof(double));
+    cr_assert(x);
+    return x;
+}
+
+typedef struct {
+    double *out, *lse, *dq, *dk, *dv;  // per element, same layouts as the outputs
+} bounds;
+
+// The bounds of the header from one fp64 pass over every admitted pair; gref: the reference's
+// accumulated gradients dq | dk | dv (for the 2 u32 |result| term).
+static bounds make_bounds(const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *dout, const gm_real *gref,
+                          const gm_attn_mask *m, int B, int T, int NH, int HD, double scale) {
+    const size_t n = (size_t)B * T * NH * HD;
+    bounds bd = {zeros(n), zeros((size_t)B * NH * T), zeros(n), zeros(n), zeros(n)};
+    double *Nq = zeros(n), *Nk = zeros(n), *s = zeros((size_t)T), *o = zeros((size_t)HD), A = 0;
+    int *per_key = calloc((size_t)T, sizeof(int)), K = 1;
+    cr_assert(per_key);
+#define AT(b, t, h) ((((size_t)(b) * T + (t)) * NH + (h)) * HD)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const int32_t *doc = m->doc ? m->doc + (size_t)b * T : NULL;
+            memset(per_key, 0, sizeof(int) * T);
+            for (int i = 0; i < T; i++) {
+                const gm_real *qi = q + AT(b, i, h), *gi = dout + AT(b, i, h);
+                double mx = -INFINITY;
+                int nk = 0;
+                for (int j = 0; j <= i; j++) {
+                    s[j] = -INFINITY;
+                    if (!gm_attn_allowed(m, i, j, doc ? doc[i] : 0, doc ? doc[j] : 0)) continue;
+                    const gm_real *kj = k + AT(b, j, h);
+                    double dot = 0, a = 0;
+                    for (int d = 0; d < HD; d++) dot += (double)qi[d] * kj[d], a += fabs((double)qi[d] * kj[d]);
+                    s[j] = scale * dot, A = fmax(A, scale * a), mx = fmax(mx, s[j]);
+                    nk++, per_key[j]++;
+                }
+                K = nk > K ? nk : K;
+                double sum = 0;
+                for (int j = 0; j <= i; j++)
+                    if (s[j] > -INFINITY) sum += exp(s[j] - mx);
+                const double lse = mx + log(sum);
+                bd.lse[((size_t)b * NH + h) * T + i] = lse;
+                memset(o, 0, sizeof(double) * HD);
+                for (int j = 0; j <= i; j++)
+                    if (s[j] > -INFINITY)
+                        for (int d = 0; d < HD; d++) o[d] += exp(s[j] - lse) * v[AT(b, j, h) + d];
+                double D = 0, aD = 0;
+                for (int d = 0; d < HD; d++) D += gi[d] * o[d], aD += fabs(gi[d] * o[d]);
+                for (int j = 0; j <= i; j++) {
+                    if (s[j] == -INFINITY) continue;
+                    const gm_real *kj = k + AT(b, j, h), *vj = v + AT(b, j, h);
+                    const double p = exp(s[j] - lse);
+                    double dp = 0, ap = 0;
+                    for (int d = 0; d < HD; d++) dp += (double)gi[d] * vj[d], ap += fabs((double)gi[d] * vj[d]);
+                    const double ds = scale * fabs(p * (dp - D)), nn = scale * p * (ap + aD);
+                    double *bo = bd.out + AT(b, i, h), *bq = bd.dq + AT(b, i, h), *nq = Nq + AT(b, i, h);
+                    double *bk = bd.dk + AT(b, j, h), *bv = bd.dv + AT(b, j, h), *nk_ = Nk + AT(b, j, h);
+                    for (int d = 0; d < HD; d++) {
+                        bo[d] += p * fabs(vj[d]), bv[d] += p * fabs(gi[d]);
+                        bq[d] += ds * fabs(kj[d]), nq[d] += nn * fabs(kj[d]);
+                        bk[d] += ds * fabs(qi[d]), nk_[d] += nn * fabs(qi[d]);
+                    }
+                }
+            }
+            for (int j = 0; j < T; j++) K = per_key[j] > K ? per_key[j] : K;
+        }
+#undef AT
+    const double f32 = 4 * (HD * A + K + 8) * U32;
+    for (size_t i = 0; i < (size_t)B * NH * T; i++) bd.lse[i] = BAR * (f32 + 4 * U32 * fabs(bd.lse[i]));
+    for (size_t i = 0; i < n; i++) {
+        bd.out[i] = BAR * (U16 + f32) * bd.out[i];
+        bd.dq[i] = BAR * ((U16 + f32) * bd.dq[i] + 2 * HD * U32 * Nq[i] + 2 * U32 * fabs(gref[i]));
+        bd.dk[i] = BAR * ((U16 + f32) * bd.dk[i] + 2 * HD * U32 * Nk[i] + 2 * U32 * fabs(gref[n + i]));
+        bd.dv[i] = BAR * ((U16 + f32) * bd.dv[i] + 2 * U32 * fabs(gref[2 * n + i]));
+    }
+    free(Nq), free(Nk), free(s), free(o), free(per_key);
+    return bd;
+}
+
+static void free_bounds(bounds *bd) { free(bd->out), free(bd->lse), free(bd->dq), free(bd->dk), free(bd->dv); }
+
+// One case: CPU reference, naive GPU, tensor cores (twice). Both backwards get the CPU forward's
+// out and lse, so each comparison sees one kernel's error only.
+static void run_case(cc_env *e, const cc_attn_case *c) {
+    const gm_backend *cpu = e->cpu, *gpu = e->gpu;
+    const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
+    const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+    gm_real *q = randn_bf16(e, n, c->qscale), *k = randn_bf16(e, n, 1.0), *v = randn_bf16(e, n, 1.0);
+    gm_real *dout = randn_bf16(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
+    int32_t *doc = cc_attn_docs(e, c, B);
+    const double scale = 1.0 / sqrt(HD);
+
+    gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
+    gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = malloc(sizeof(gm_real) * 3 * n);
+    cr_assert(out && lse && g);
+    memcpy(g, g0, sizeof(gm_real) * 3 * n);
+    cpu->attn_fwd(cpu, out, lse, q, k, v, B, T, NH, HD, scale, cm);
+    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
+    bounds bd = make_bounds(q, k, v, dout, g, &cm, B, T, NH, HD, scale);
+
+    int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
+    gm_real *gq = cc_to_gpu(e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(e, k, sizeof(gm_real) * n);
+    gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
+    gm_real *gout_c = cc_to_gpu(e, out, sizeof(gm_real) * n), *glse_c = cc_to_gpu(e, lse, sizeof(gm_real) * nl);
+    gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
+    // [0]: naive, [1]: tensor cores, [2]: tensor cores again.
+    gm_real *gout[3], *glse[3], *gg[3];
+    const gm_cuda_attn_impl impl[3] = {GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA};
+    for (int r = 0; r < 3; r++) {
+        gout[r] = cc_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
+        gm_cuda_attn_fwd_with(impl[r], gpu, gout[r], glse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gg[r] + n, gg[r] + 2 * n, gdout, gq, gk, gv, gout_c, glse_c, B, T,
+                              NH, HD, scale, gm);
+    }
+
+    char what[256];
+    const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+    const double *bnd[5] = {bd.out, bd.lse, bd.dq, bd.dk, bd.dv};
+    const size_t len[5] = {n, nl, n, n, n};
+    const gm_real *cpus[5] = {out, lse, g, g + n, g + 2 * n};
+    gm_real *naive[5] = {0};
+    for (int t = 0; t < 5; t++) {
+        const gm_real *dev[3][5] = {{gout[0], glse[0], gg[0], gg[0] + n, gg[0] + 2 * n},
+                                    {gout[1], glse[1], gg[1], gg[1] + n, gg[1] + 2 * n},
+                                    {gout[2], glse[2], gg[2], gg[2] + n, gg[2] + 2 * n}};
+        naive[t] = cc_from_gpu(e, dev[0][t], len[t]);
+        snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s, tensor cores vs CPU", c->what,
+                 T, NH, HD, c->block, c->window, c->use_docs, names[t]);
+        cc_expect_within(e, what, dev[1][t], cpus[t], bnd[t], len[t]);
+        snprintf(what, sizeof what, "%s: %s, tensor cores vs naive GPU", c->what, names[t]);
+        cc_expect_within(e, what, dev[1][t], naive[t], bnd[t], len[t]);
+        // The naive kernels are fp32: within the same bounds of the CPU (their own test holds them
+        // to 200 ulp); a failure here points at the reference, not at the tensor cores.
+        snprintf(what, sizeof what, "%s: %s, naive GPU vs CPU", c->what, names[t]);
+        cc_expect_within(e, what, dev[0][t], cpus[t], bnd[t], len[t]);
+        gm_real *first = cc_from_gpu(e, dev[1][t], len[t]);
+        snprintf(what, sizeof what, "%s: %s, tensor cores run twice", c->what, names[t]);
+        cc_expect_equal(e, what, dev[2][t], first, len[t]);
+        free(first);
+    }
+
+    for (int t = 0; t < 5; t++) free(naive[t]);
+    for (int r = 0; r < 3; r++) gpu->free(gpu, gout[r]), gpu->free(gpu, glse[r]), gpu->free(gpu, gg[r]);
+    gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
+    gpu->free(gpu, gout_c), gpu->free(gpu, glse_c);
+    free_bounds(&bd);
+    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g);
+}
+
+// A counting case (header): integer inputs, P = 1 on every admitted pair, exact references.
+static void run_counting_case(cc_env *e, const cc_attn_case *c) {
+    const gm_backend *gpu = e->gpu;
+    const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
+    const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T, rows = (size_t)B * T * NH;
+    const double scale = 1.0 / sqrt(HD);
+    gm_real *x = malloc(sizeof(gm_real) * 4 * n);  // q | k | v | dout
+    cr_assert(x);
+    gm_real *q = x, *k = x + n, *v = x + 2 * n, *dout = x + 3 * n;
+    const uint64_t st = e->stream++;
+    for (size_t r = 0; r < rows; r++)
+        for (int d = 0; d < HD; d++) {
+            const size_t i = r * HD + d;
+            const uint32_t u = gm_rng_u32(e->seed, st, i);
+            q[i] = d < HD / 2 ? (gm_real)(u % 4) : 0, k[i] = d < HD / 2 ? 0 : (gm_real)(u / 4 % 4);
+            v[i] = (gm_real)(u / 16 % 2), dout[i] = (gm_real)(u / 32 % 2);
+        }
+    int32_t *doc = cc_attn_docs(e, c, B);
+    gm_attn_mask hm = {c->use_docs ? doc : NULL, c->block, c->window};
+    // Exact references: out, lse, then dq | dk | dv.
+    double *ro = zeros(n), *rl = zeros(nl), *rg = zeros(3 * n);
+    int *per_key = calloc((size_t)T, sizeof(int)), K = 1;
+    cr_assert(per_key);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            memset(per_key, 0, sizeof(int) * T);
+            for (int i = 0; i < T; i++) {
+                const size_t ri = (((size_t)b * T + i) * NH + h) * HD;
+                int count = 0;
+                for (int j = 0; j <= i; j++) {
+                    if (!gm_attn_allowed(&hm, i, j, doc[(size_t)b * T + i], doc[(size_t)b * T + j])) continue;
+                    const size_t rj = (((size_t)b * T + j) * NH + h) * HD;
+                    double dp = 0;
+                    for (int d = 0; d < HD; d++) dp += dout[ri + d] * v[rj + d];
+                    for (int d = 0; d < HD; d++) {
+                        ro[ri + d] += v[rj + d], rg[2 * n + rj + d] += dout[ri + d];
+                        rg[ri + d] += scale * dp * k[rj + d], rg[n + rj + d] += scale * dp * q[ri + d];
+                    }
+                    count++, per_key[j]++;
+                }
+                for (int d = 0; d < HD; d++) ro[ri + d] /= count;
+                rl[((size_t)b * NH + h) * T + i] = log(count);
+                K = count > K ? count : K;
+            }
+            for (int j = 0; j < T; j++) K = per_key[j] > K ? per_key[j] : K;
+        }
+    gm_real *ref_o = malloc(sizeof(gm_real) * n), *ref_l = malloc(sizeof(gm_real) * nl), *ref_g = malloc(sizeof(gm_real) * 3 * n);
+    double *bo = zeros(n), *bl = zeros(nl), *bg = zeros(3 * n), *bgn = zeros(3 * n);  // bgn: the naive kernels'
+    cr_assert(ref_o && ref_l && ref_g);
+    for (size_t i = 0; i < n; i++) ref_o[i] = (gm_real)ro[i], bo[i] = 4 * U32 * fabs(ro[i]);
+    // lse: log2f's ulp (2 u32 relative), the product with ln 2, this reference's rounding: 8 u32.
+    for (size_t i = 0; i < nl; i++) ref_l[i] = (gm_real)rl[i], bl[i] = 8 * U32 * fmax(1, fabs(rl[i]));
+    for (size_t i = 0; i < 3 * n; i++)
+        ref_g[i] = (gm_real)rg[i], bg[i] = 4 * U32 * fabs(rg[i]), bgn[i] = (i < 2 * n ? K + 4 : 4) * U32 * fabs(rg[i]);
+
+    int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
+    gm_real *gx = cc_to_gpu(e, x, sizeof(gm_real) * 4 * n);
+    gm_real *zero = gpu->alloc(gpu, sizeof(gm_real) * (n + nl));  // out = 0, lse = 0 for the backward
+    cr_assert(zero, "%s", gm_error());
+    gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
+    const gm_cuda_attn_impl impl[2] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE};
+    const char *iname[2] = {"tensor cores", "naive GPU"};
+    char what[256];
+    for (int r = 0; r < 2; r++) {
+        gm_real *out = cc_poisoned(e, n), *lse = cc_poisoned(e, nl), *g = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+        cr_assert(g, "%s", gm_error());
+        gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, g, g + n, g + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, zero, zero + n, B,
+                              T, NH, HD, scale, gm);
+        snprintf(what, sizeof what, "counting, %s (T=%d HD=%d block=%d window=%d docs=%d), %s: out", c->what, T, HD,
+                 c->block, c->window, c->use_docs, iname[r]);
+        cc_expect_within(e, what, out, ref_o, bo, n);
+        snprintf(what, sizeof what, "counting, %s, %s: lse", c->what, iname[r]);
+        cc_expect_within(e, what, lse, ref_l, bl, nl);
+        snprintf(what, sizeof what, "counting, %s, %s: dq | dk | dv", c->what, iname[r]);
+        cc_expect_within(e, what, g, ref_g, r ? bgn : bg, 3 * n);
+        gpu->free(gpu, out), gpu->free(gpu, lse), gpu->free(gpu, g);
+    }
+    gpu->free(gpu, gdoc), gpu->free(gpu, gx), gpu->free(gpu, zero);
+    free(x), free(doc), free(ro), free(rl), free(rg), free(ref_o), free(ref_l), free(ref_g), free(bo), free(bl), free(bg);
+    free(bgn), free(per_key);
+}
+
+// Every case both ways: against the references at the bf16 bars, and counting.
+static void run_cases(const cc_attn_case *cases, size_t count) {
+    cc_env e = cc_begin();
+    for (size_t i = 0; i < count; i++) run_case(&e, &cases[i]), run_counting_case(&e, &cases[i]);
+}
+
+Test(cuda_attn_mma, head_dim_64) {
+    CC_REQUIRE_GPU();
+    const cc_attn_case cases[] = {
+        {"T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"causal, T = 200 (not a multiple of the tiles)", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"records' block 128, window 1, docs", 600, 2, 64, 128, 1, 1, 1.0, {0, 100, 128, 129, 255, 256, 511, -1}},
+        {"block 128, window 3, docs over tile edges", 1000, 2, 64, 128, 3, 1, 1.0, {0, 5, 300, 301, 640, 999, -1}},
+        {"block 16 (below the tiles), window 5, docs", 333, 2, 64, 16, 5, 1, 1.0, {10, 40, 64, 65, 200, -1}},
+        {"block 5 (dividing no tile), window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
+        {"block 200 (above the tiles), window 2", 777, 2, 64, 200, 2, 0, 1.0, {-1}},
+        {"every token its own document", 150, 2, 64, 128, 0, 1, 1.0, {CC_ALL_EOT, -1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+Test(cuda_attn_mma, head_dim_128) {
+    CC_REQUIRE_GPU();
+    const cc_attn_case cases[] = {
+        {"T = 65 (one tile and a row), docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
+        {"causal, several tiles, peaky softmax", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
+        {"block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
+         {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
+        {"block 64, window 9 (many tiles), docs", 1200, 1, 128, 64, 9, 1, 1.0, {0, 700, 701, 1100, -1}},
+        {"one document (no EOT), window 4 blocks of 32", 500, 2, 128, 32, 4, 1, 1.0, {-1}},
+        {"block 5, window 3, docs, peaky", 300, 2, 128, 5, 3, 1, 2.0, {0, 127, 128, 129, -1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+// Counting only (cheap on the host), at lengths where the record's window ends inside the sequence.
+Test(cuda_attn_mma, counting_long_windows) {
+    CC_REQUIRE_GPU();
+    const cc_attn_case cases[] = {
+        {"record's block 128, window 14, docs", 2600, 1, 128, 128, 14, 1, 1.0, {0, 1000, 1001, 1791, 1792, 2500, -1}},
+        {"record's block 128, window 14, no docs", 2600, 1, 64, 128, 14, 0, 1.0, {-1}},
+        {"block 128, window 1, docs", 3000, 2, 128, 128, 1, 1, 1.0, {0, 127, 128, 1500, -1}},
+        {"no window, docs", 1500, 1, 64, 128, 0, 1, 1.0, {0, 64, 65, 700, 1499, -1}},
+    };
+    cc_env e = cc_begin();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_counting_case(&e, &cases[i]);
+}
+
+// The record's shape scaled to T = 8192: B = 1, NH = 6, HD = 128, window 14 blocks of 128 (the
+// softcap schedule's end), documents of ~700 tokens. Against the naive GPU kernels, with the
+// magnitudes of the bounds from the naive kernels themselves (out: attention of |v|; dv: backward
+// of |dout|; A and K from the inputs and the window), so no host pass over 10^8 pairs is needed;
+// dq and dk get their element-wise bars in the small cases above. Every output run twice, bitwise.
+Test(cuda_attn_mma, record_shape_window_14) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const gm_backend *gpu = e.gpu;
+    const int B = 1, T = 8192, NH = 6, HD = 128, block = 128, window = 14;
+    const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+    const double scale = 1.0 / sqrt(HD);
+    gm_real *q = randn_bf16(&e, n, 1.0), *k = randn_bf16(&e, n, 1.0), *v = randn_bf16(&e, n, 1.0);
+    gm_real *dout = randn_bf16(&e, n, 1.0), *av = malloc(sizeof(gm_real) * n), *adout = malloc(sizeof(gm_real) * n);
+    int32_t *ids = malloc(sizeof(int32_t) * T), *doc = malloc(sizeof(int32_t) * T);
+    cr_assert(av && adout && ids && doc);
+    for (size_t i = 0; i < n; i++) av[i] = fabsf(v[i]), adout[i] = fabsf(dout[i]);
+    uint64_t st = e.stream++;
+    for (int t = 0; t < T; t++) ids[t] = gm_rng_u32(e.seed, st, (uint64_t)t) % 700 == 0;
+    gm_doc_ids(doc, ids, B, T, 1);
+    double qmax = 0, kmax = 0;  // largest row norms: A <= scale |q_i| |k_j|
+    for (size_t r = 0; r < (size_t)B * T * NH; r++) {
+        double nq = 0, nk = 0;
+        for (int d = 0; d < HD; d++) nq += (double)q[r * HD + d] * q[r * HD + d], nk += (double)k[r * HD + d] * k[r * HD + d];
+        qmax = fmax(qmax, sqrt(nq)), kmax = fmax(kmax, sqrt(nk));
+    }
+    const double f32 = 4 * (HD * scale * qmax * kmax + window * block + 8) * U32;
+
+    int32_t *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * T);
+    gm_real *gq = cc_to_gpu(&e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(&e, k, sizeof(gm_real) * n);
+    gm_real *gv = cc_to_gpu(&e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
+    gm_real *gav = cc_to_gpu(&e, av, sizeof(gm_real) * n), *gadout = cc_to_gpu(&e, adout, sizeof(gm_real) * n);
+    gm_attn_mask gm = {gdoc, block, window};
+    // Naive: out, lse, gradients from zero, and the magnitudes; tensor cores twice on the naive
+    // forward's out and lse.
+    gm_real *nout = cc_poisoned(&e, n), *nlse = cc_poisoned(&e, nl), *ng = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+    gm_real *mo = cc_poisoned(&e, n), *mlse = cc_poisoned(&e, nl), *mg = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+    cr_assert(ng && mg, "%s", gm_error());
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, nout, nlse, gq, gk, gv, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, ng, ng + n, ng + 2 * n, gdout, gq, gk, gv, nout, nlse, B, T, NH, HD,
+                          scale, gm);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, mo, mlse, gq, gk, gav, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, mg, mg + n, mg + 2 * n, gadout, gq, gk, gv, nout, nlse, B, T, NH,
+                          HD, scale, gm);
+    gm_real *ref_out = cc_from_gpu(&e, nout, n), *ref_lse = cc_from_gpu(&e, nlse, nl);
+    gm_real *ref_dv = cc_from_gpu(&e, ng + 2 * n, n), *mag_o = cc_from_gpu(&e, mo, n), *mag_dv = cc_from_gpu(&e, mg + 2 * n, n);
+    double *b_out = zeros(n), *b_lse = zeros(nl), *b_dv = zeros(n);
+    for (size_t i = 0; i < n; i++)
+        b_out[i] = BAR * (U16 + f32) * mag_o[i], b_dv[i] = BAR * ((U16 + f32) * mag_dv[i] + 2 * U32 * fabs(ref_dv[i]));
+    for (size_t i = 0; i < nl; i++) b_lse[i] = BAR * (f32 + 4 * U32 * fabs(ref_lse[i]));
+
+    gm_real *tout[2], *tlse[2], *tg[2];
+    for (int r = 0; r < 2; r++) {
+        tout[r] = cc_poisoned(&e, n), tlse[r] = cc_poisoned(&e, nl), tg[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+        cr_assert(tg[r], "%s", gm_error());
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, tout[r], tlse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, tg[r], tg[r] + n, tg[r] + 2 * n, gdout, gq, gk, gv, nout, nlse, B,
+                              T, NH, HD, scale, gm);
+    }
+    cc_expect_within(&e, "record shape: out, tensor cores vs naive GPU", tout[0], ref_out, b_out, n);
+    cc_expect_within(&e, "record shape: lse, tensor cores vs naive GPU", tlse[0], ref_lse, b_lse, nl);
+    cc_expect_within(&e, "record shape: dv, tensor cores vs naive GPU", tg[0] + 2 * n, ref_dv, b_dv, n);
+    gm_real *first = cc_from_gpu(&e, tout[0], n);
+    cc_expect_equal(&e, "record shape: out, tensor cores run twice", tout[1], first, n);
+    free(first);
+    first = cc_from_gpu(&e, tlse[0], nl);
+    cc_expect_equal(&e, "record shape: lse, tensor cores run twice", tlse[1], first, nl);
+    free(first);
+    first = cc_from_gpu(&e, tg[0], 3 * n);
+    cc_expect_equal(&e, "record shape: dq | dk | dv, tensor cores run twice", tg[1], first, 3 * n);
+    free(first);
+
+    for (int r = 0; r < 2; r++) gpu->free(gpu, tout[r]), gpu->free(gpu, tlse[r]), gpu->free(gpu, tg[r]);
+    gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
+    gpu->free(gpu, gav), gpu->free(gpu, gadout), gpu->free(gpu, nout), gpu->free(gpu, nlse), gpu->free(gpu, ng);
+    gpu->free(gpu, mo), gpu->free(gpu, mlse), gpu->free(gpu, mg);
+    free(q), free(k), free(v), free(dout), free(av), free(adout), free(ids), free(doc);
+    free(ref_out), free(ref_lse), free(ref_dv), free(mag_o), free(mag_dv), free(b_out), free(b_lse), free(b_dv);
+}
+
+// The kernels round q, k, v to bf16 (nearest even) as they load them: raw fp32 inputs and the
+// same inputs rounded on the host (base/bf16.h, the same rounding) give the same bits.
+Test(cuda_attn_mma, rounds_inputs_on_load) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const gm_backend *gpu = e.gpu;
+    const int HDS[2] = {64, 128};
+    for (int hi = 0; hi < 2; hi++) {
+        const cc_attn_case c = {"rounding on load", 300, 2, HDS[hi], 32, 3, 1, 1.0, {0, 99, 100, 257, -1}};
+        const int B = 2, T = c.T, NH = c.NH, HD = c.HD;
+        const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+        const double scale = 1.0 / sqrt(HD);
+        gm_real *raw[3], *dev[2][3];
+        for (int t = 0; t < 3; t++) {
+            raw[t] = cc_randn(&e, n, 1.0);
+            dev[0][t] = cc_to_gpu(&e, raw[t], sizeof(gm_real) * n);
+            for (size_t i = 0; i < n; i++) raw[t][i] = gm_round_bf16(raw[t][i]);
+            dev[1][t] = cc_to_gpu(&e, raw[t], sizeof(gm_real) * n);
+        }
+        gm_real *dout = cc_randn(&e, n, 1.0), *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
+        int32_t *doc = cc_attn_docs(&e, &c, B), *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * B * T);
+        gm_attn_mask gm = {gdoc, c.block, c.window};
+        gm_real *out[2], *lse[2], *g[2];
+        for (int r = 0; r < 2; r++) {
+            out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+            cr_assert(g[r], "%s", gm_error());
+            gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out[r], lse[r], dev[r][0], dev[r][1], dev[r][2], B, T, NH, HD,
+                                  scale, gm);
+            // Both backwards on the first forward's out and lse: only q, k, v differ.
+            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, g[r], g[r] + n, g[r] + 2 * n, gdout, dev[r][0], dev[r][1],
+                                  dev[r][2], out[0], lse[0], B, T, NH, HD, scale, gm);
+        }
+        char what[128];
+        gm_real *want = cc_from_gpu(&e, out[1], n);
+        snprintf(what, sizeof what, "HD %d: out of raw inputs vs of bf16-rounded inputs", HD);
+        cc_expect_equal(&e, what, out[0], want, n);
+        free(want);
+        want = cc_from_gpu(&e, lse[1], nl);
+        snprintf(what, sizeof what, "HD %d: lse of raw inputs vs of bf16-rounded inputs", HD);
+        cc_expect_equal(&e, what, lse[0], want, nl);
+        free(want);
+        want = cc_from_gpu(&e, g[1], 3 * n);
+        snprintf(what, sizeof what, "HD %d: dq | dk | dv of raw inputs vs of bf16-rounded inputs", HD);
+        cc_expect_equal(&e, what, g[0], want, 3 * n);
+        free(want);
+        for (int r = 0; r < 2; r++) {
+            gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
+            for (int t = 0; t < 3; t++) gpu->free(gpu, dev[r][t]);
+        }
+        for (int t = 0; t < 3; t++) free(raw[t]);
+        gpu->free(gpu, gdout), gpu->free(gpu, gdoc);
+        free(dout), free(doc);
+    }
+}
+
+// The backend's attn_fwd / attn_bwd run the tensor cores at head_dim 64 and 128 and the naive
+// kernels otherwise: bitwise the results of the implementation asked for by name.
+Test(cuda_attn_mma, backend_picks_by_head_dim) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const gm_backend *gpu = e.gpu;
+    const int HDS[3] = {64, 128, 48};
+    for (int hi = 0; hi < 3; hi++) {
+        const int B = 1, T = 200, NH = 2, HD = HDS[hi];
+        const gm_cuda_attn_impl want = HD == 48 ? GM_CUDA_ATTN_NAIVE : GM_CUDA_ATTN_MMA;
+        const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+        const double scale = 1.0 / sqrt(HD);
+        gm_real *x = cc_randn(&e, 4 * n, 1.0), *gx = cc_to_gpu(&e, x, sizeof(gm_real) * 4 * n);  // q | k | v | dout
+        gm_attn_mask m = {NULL, 16, 3};
+        gm_real *out[2], *lse[2], *g[2];
+        for (int r = 0; r < 2; r++) {
+            out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
+            cr_assert(g[r], "%s", gm_error());
+        }
+        gpu->attn_fwd(gpu, out[0], lse[0], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
+        gpu->attn_bwd(gpu, g[0], g[0] + n, g[0] + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0], lse[0], B, T, NH,
+                      HD, scale, m);
+        gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
+        gm_cuda_attn_bwd_with(want, gpu, g[1], g[1] + n, g[1] + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0],
+                              lse[0], B, T, NH, HD, scale, m);
+        char what[128];
+        gm_real *ref = cc_from_gpu(&e, out[1], n);
+        snprintf(what, sizeof what, "HD %d: backend attn_fwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
+        cc_expect_equal(&e, what, out[0], ref, n);
+        free(ref);
+        ref = cc_from_gpu(&e, g[1], 3 * n);
+        snprintf(what, sizeof what, "HD %d: backend attn_bwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
+        cc_expect_equal(&e, what, g[0], ref, 3 * n);
+        free(ref);
+        for (int r = 0; r < 2; r++) gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
+        gpu->free(gpu, gx);
+        free(x);
+    }
+}
+
+// Asked for by name, the tensor-core kernels refuse what they cannot do (an error at sync), rather
+// than computing something else: a head_dim other than 64 and 128, or a tensor off 16 bytes.
+static void expect_refused(int HD, int offset) {
+    cc_env e = cc_begin();
+    gm_real *buf = cc_poisoned(&e, 4 * 128 * HD + 4);
+    gm_attn_mask m = {NULL, 128, 0};
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, buf, buf, buf + offset, buf, buf, 1, 128, 1, HD, 1.0, m);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d floats: accepted", HD, offset);
+    cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
+}
+Test(cuda_attn_mma, refuses_head_dim_32) {
+    CC_REQUIRE_GPU();
+    expect_refused(32, 0);
+}
+Test(cuda_attn_mma, refuses_unaligned_tensor) {
+    CC_REQUIRE_GPU();
+    expect_refused(64, 1);
+}
