@@ -63,7 +63,10 @@ help:
 	@echo "gptmuon - GPT + Muon trainer with verification and benchmark harnesses"
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
-	@echo "  make repro      train every preset (SEEDS=3 seeds, BUDGET=100 steps, SCALE=tiny) -> reports/repro/"
+	@echo "  make repro      train every preset, 3 seeds, and write the table with its statistics and the curves:"
+	@echo "                  SCALE=tiny (default; 100 steps, ~10 min on 2 cores) -> reports/repro/"
+	@echo "                  SCALE=small (150 steps of 2048 tokens, ~30 min on 2 cores) -> reports/repro-small/"
+	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "                  (replaces only a dataset make_data wrote: data/gcide/make_data.txt lists its files)"
@@ -182,15 +185,17 @@ refdata: build
 PRESET ?= softcap
 SCALE ?= tiny
 ARGS ?=
-train: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
+train: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 	OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
 
-# Every preset, SEEDS seeds, BUDGET steps each: reports/repro/ (table, curves, README).
+# Every preset, SEEDS seeds, BUDGET steps each (empty: bench/repro.sh's defaults for the scale):
+# reports/repro/ (tiny) or reports/repro-<scale>/ (table with statistics, curves, README).
 PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
-SEEDS ?= 3
-BUDGET ?= 100
-repro: build $(if $(filter tiny,$(SCALE)),data/gcide/val_000000.bin)
-	bash bench/repro.sh $(BUILD) "$(PRESETS)" $(SEEDS) $(BUDGET) $(SCALE)
+SEEDS ?=
+BUDGET ?=
+OVERLAY ?=
+repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
+	bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)"
 
 data/gcide/val_000000.bin: | build
 	$(MAKE) --no-print-directory data

@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
 # make repro: train every preset on the same data and token budget with several seeds, then write
-# the validation-loss table and the loss-versus-tokens curves under reports/repro/.
-# Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE]
-#   PRESETS  space-separated (default: all six)       SEEDS   seeds per preset (default 3)
-#   BUDGET   optimizer steps per run (default 100)     SCALE   tiny (default) or full
+# the validation-loss table (with its statistics) and the loss-versus-tokens curves.
+# Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE] [OVERLAY]
+#   PRESETS  space-separated (default: all six)
+#   SEEDS    seeds per preset (default: tiny 3, small 3, full 3)
+#   BUDGET   optimizer steps per run (default: tiny 100; small and full: the scale's steps, i.e.
+#            small's 150 and, at full, each record's own)
+#   SCALE    tiny (default; writes reports/repro/), small (reports/repro-small/), full (reports/repro-full/)
+#   OVERLAY  space-separated LABEL=PATH[@TOKENS_PER_STEP]: modded-nanogpt or llm.c logs to plot beside
+#            ours (bench/speedrun_logs.py; tokens per step defaults to the records' 524288)
 # Every run of a preset sees the same tokens in the same order; seeds change the initialization.
 set -euo pipefail
 BUILD=${1:-build}
 PRESETS=${2:-"adamw muon-v1 muon-v2 untied value-embed softcap"}
-SEEDS=${3:-3}
-BUDGET=${4:-100}
+SEEDS=${3:-}
+BUDGET=${4:-}
 SCALE=${5:-tiny}
+OVERLAY=${6:-}
 cd "$(dirname "$0")/.."
-RUNS=runs/repro-$SCALE
-OUT=reports/repro
-mkdir -p "$RUNS" "$OUT"
 export OMP_WAIT_POLICY=passive
 
-# Tiny runs: validate 7 times (every BUDGET/6 steps and at the end) on 8 k tokens; full runs keep the records' settings.
+# Validation: tiny validates 7 times (every BUDGET/6 steps and at the end) on 8 k tokens; small and
+# full keep their scale's settings (impl/train/presets.c).
 EXTRA=()
-if [ "$SCALE" = tiny ]; then EXTRA=(--val_every=$(( (BUDGET + 5) / 6 )) --val_tokens=8192); fi
+case "$SCALE" in
+  tiny)  SEEDS=${SEEDS:-3}; BUDGET=${BUDGET:-100}; OUT=reports/repro
+         EXTRA=(--val_every=$(( (BUDGET + 5) / 6 )) --val_tokens=8192) ;;
+  small) SEEDS=${SEEDS:-3}; OUT=reports/repro-small ;;
+  full)  SEEDS=${SEEDS:-3}; OUT=reports/repro-full ;;
+  *)     echo "repro: SCALE: unknown scale '$SCALE' (tiny, small, full)" >&2; exit 2 ;;
+esac
+if [ -n "$BUDGET" ]; then EXTRA+=(--steps="$BUDGET"); fi
+OVERLAY_ARGS=()
+for spec in $OVERLAY; do OVERLAY_ARGS+=(--overlay="$spec"); done
+RUNS=runs/repro-$SCALE
+mkdir -p "$RUNS" "$OUT"
+rm -f "$RUNS/load.txt"
+
+# The command as make would show it, for the report.
+cmd="make repro SCALE=$SCALE SEEDS=$SEEDS${BUDGET:+ BUDGET=$BUDGET}"
+if [ "$PRESETS" != "adamw muon-v1 muon-v2 untied value-embed softcap" ]; then cmd+=" PRESETS=\"$PRESETS\""; fi
+if [ "$BUILD" != build ]; then cmd+=" BUILD=$BUILD"; fi
+if [ -n "$OVERLAY" ]; then cmd+=" OVERLAY=\"$OVERLAY\""; fi
 
 start=$(date +%s)
 n=0
@@ -28,14 +50,20 @@ for preset in $PRESETS; do
   for seed in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
     dir="$RUNS/$preset/seed$seed"
-    echo "== repro run $n/$total: $preset seed $seed ($BUDGET steps, $SCALE) =="
+    echo "== repro run $n/$total: $preset seed $seed (${BUDGET:-default} steps, $SCALE) =="
     # --overwrite=1: a repro run replaces the same run of an earlier `make repro`.
-    "$BUILD/train" --preset="$preset" --scale="$SCALE" --steps="$BUDGET" --seed="$seed" --out_dir="$dir" --overwrite=1 \
-      --log_every=10 "${EXTRA[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
+    "$BUILD/train" --preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 \
+      "${EXTRA[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
+    cut -d' ' -f1 /proc/loadavg >> "$RUNS/load.txt"
   done
 done
 elapsed=$(( $(date +%s) - start ))
-python3 bench/repro_report.py --runs="$RUNS" --out="$OUT" --budget="$BUDGET" --scale="$SCALE" --seeds="$SEEDS" \
-  --elapsed="$elapsed" --presets="$PRESETS"
+# CPU time of the runs: the children's user + sys, the second line of the shell's `times` (run in
+# this shell: in a pipe or $(...) it would report a subshell's children, none).
+times > "$RUNS/times.txt"
+cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, ms, "m"); s += ms[1] * 60 + ms[2] }
+  printf "%.0f", s }' "$RUNS/times.txt")
+python3 bench/repro_report.py --runs="$RUNS" --out="$OUT" --scale="$SCALE" --seeds="$SEEDS" --presets="$PRESETS" \
+  --elapsed="$elapsed" --cpu_seconds="$cpu" --load="$RUNS/load.txt" --command="$cmd" "${OVERLAY_ARGS[@]}"
 gnuplot -e "dir='$OUT'" bench/repro_curves.gp
-echo "repro: wrote $OUT/README.md, $OUT/table.md, $OUT/curves.png in $elapsed s"
+echo "repro: wrote $OUT/README.md, $OUT/table.md, $OUT/curves.png in $elapsed s wall, $cpu s CPU"

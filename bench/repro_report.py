@@ -1,22 +1,45 @@
 #!/usr/bin/env python3
-"""Turn the repro runs' JSON-lines logs into reports/repro/: table.md (validation loss mean and std
-per preset at every validation point, tokens to reach the adamw preset's final loss), curves.dat
-(mean and std per preset and token count, for gnuplot) and README.md (what, how, where).
-Only figures read from the logs appear; nothing is typed in by hand."""
+"""Turn the repro runs' JSON-lines logs into a report folder:
+
+- table.md: per preset the final validation loss (mean ± sd over seeds) with one-sided Welch t-tests
+  against the previous record's preset and against adamw; "tokens to reach adamw's final loss" with a
+  percentile bootstrap interval and a bootstrap test of the records' ordering; the loss at a third and
+  two thirds of the budget; at full scale the speedrun's acceptance test (mean < 3.28); the published
+  records (refdata/speedrun_records.csv); the overlaid PyTorch logs, if any.
+- curves.dat / curves.presets (our curves), overlay.dat / overlay.labels (the overlaid logs), for
+  bench/repro_curves.gp.
+- README.md: how, where and when it was made, and the table.
+
+Only figures read from the logs appear; nothing is typed in by hand. Python standard library only."""
 import argparse
+import csv
 import glob
 import json
 import math
 import os
-import platform
-import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import repro_stats as st  # noqa: E402
+import speedrun_logs  # noqa: E402
+
+# The records in the order they were set: each preset is compared with the one before it.
+RECORD_ORDER = ["adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap"]
+ACCEPT_LOSS = 3.28  # the speedrun's bar: mean final val loss below it at p < 0.01
 
 
-def read_log(path):
+def fail(msg):
+    raise SystemExit("repro_report: " + msg)
+
+
+def read_run(path):
     start, vals, end = None, [], None
     with open(path) as f:
-        for line in f:
-            rec = json.loads(line)
+        for no, line in enumerate(f, 1):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                fail("%s:%d: not a JSON line" % (path, no))
             ev = rec.get("event")
             if ev == "start":
                 start = rec
@@ -24,103 +47,305 @@ def read_log(path):
                 vals.append((rec["tokens"], rec["val_loss"]))
             elif ev in ("end", "interrupted"):
                 end = rec
+    if start is None or end is None or end.get("event") != "end":
+        fail("%s: run did not finish" % path)
+    if not vals:
+        fail("%s: no validation records" % path)
     return start, vals, end
 
 
-def mean_std(xs):
-    m = sum(xs) / len(xs)
-    s = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
-    return m, s
+def read_runs(runs_dir, presets, seeds):
+    """{preset: [(start, curve, end) per seed]} from <runs_dir>/<preset>/seed<k>/log.jsonl, k = 1..seeds
+    (every seed<k> folder when seeds is None); a preset's seeds must share their validation points."""
+    out = {}
+    for p in presets:
+        if seeds is None:
+            logs = sorted(glob.glob(os.path.join(runs_dir, p, "seed*", "log.jsonl")))
+        else:
+            logs = [os.path.join(runs_dir, p, "seed%d" % k, "log.jsonl") for k in range(1, seeds + 1)]
+            for path in logs:
+                if not os.path.exists(path):
+                    fail("%s: no such log" % path)
+        if not logs:
+            fail("no logs for preset %s under %s" % (p, runs_dir))
+        out[p] = [read_run(path) for path in logs]
+        points = [t for t, _ in out[p][0][1]]
+        for path, (_, curve, _) in zip(logs, out[p]):
+            if [t for t, _ in curve] != points:
+                fail("%s: validation points differ from %s's" % (path, logs[0]))
+    return out
 
 
-def tokens_to_reach(curve, target):
-    """First token count where the (mean) val loss is <= target, linearly interpolated; None if never."""
-    prev = None
-    for tok, loss in curve:
-        if loss <= target:
-            if prev is None:
-                return tok
-            t0, l0 = prev
-            return t0 + (tok - t0) * (l0 - target) / (l0 - loss) if l0 != loss else tok
-        prev = (tok, loss)
-    return None
+def fmt_p(p):
+    return "%.2g" % p if p < 0.001 else "%.3f" % p
+
+
+def fmt_tokens(x):
+    return "not reached" if x is None or math.isinf(x) else "%.0f" % x
+
+
+def previous_record(p, presets):
+    earlier = [q for q in RECORD_ORDER[:RECORD_ORDER.index(p)] if q in presets] if p in RECORD_ORDER else []
+    return earlier[-1] if earlier else None
+
+
+def loss_table(presets, finals, budgets, alpha, notes):
+    lines = ["| preset | seeds | tokens | final val loss (mean ± sd) | vs previous record: Δ, p | vs adamw: Δ, p |",
+             "|---|---|---|---|---|---|"]
+    for p in presets:
+        m, s = st.mean_sd(finals[p])
+        cells, compared = [], set()
+        for q in (previous_record(p, presets), "adamw" if p != "adamw" else None):
+            if q is None:
+                cells.append("-")
+                continue
+            res = st.welch_less(finals[p], finals[q])
+            delta = m - st.mean_sd(finals[q])[0]
+            if res is None:
+                cells.append("%+.4f, n/a (one seed)" % delta)
+                continue
+            t, df, pv = res
+            cells.append("%+.4f, p = %s%s" % (delta, fmt_p(pv), "" if pv < alpha else " (n.s.)"))
+            if pv >= alpha and q not in compared:
+                rev = 1.0 - pv
+                notes.append("final loss: %s is not shown lower than %s at α = %g (one-sided Welch t = %.2f, df = %.1f, "
+                             "p = %s)%s." % (p, q, alpha, t, df, fmt_p(pv),
+                                             "; the reverse holds: %s is lower (p = %s)" % (q, fmt_p(rev)) if rev < alpha else ""))
+            compared.add(q)
+        lines.append("| %s | %d | %d | %.4f ± %.4f | %s | %s |" % (p, len(finals[p]), budgets[p], m, s, cells[0], cells[1]))
+    return lines
+
+
+def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
+    target = st.mean_sd([c[-1][1] for c in curves["adamw"]])[0]
+    point = {p: st.tokens_to_reach(st.mean_curve(curves[p]), target) for p in presets}
+    reps = st.bootstrap_tokens({p: curves[p] for p in presets}, "adamw", resamples, seed)
+    base = point["adamw"]
+    lines = ["| preset | tokens to %.4f | %g%% bootstrap interval | fraction of adamw | fewer tokens than previous record: bootstrap p |"
+             % (target, 100 * (1 - alpha)), "|---|---|---|---|---|"]
+    links = []  # the records' ordering, one verdict per consecutive pair
+    for p in presets:
+        r = sorted(reps[p])
+        lo, hi = st.quantile(r, alpha / 2), st.quantile(r, 1 - alpha / 2)
+        interval = "%s – %s" % (fmt_tokens(lo), fmt_tokens(hi) if not math.isinf(hi) else "not reached (> %d)" % budgets[p])
+        frac = "%.2f" % (point[p] / base) if point[p] is not None and base else "-"
+        q = previous_record(p, presets)
+        cell = "-"
+        if q is not None:
+            # Share of replicates where this preset needs at least as many tokens as the previous one
+            # (both "not reached" counts as a tie): the bootstrap's one-sided p for "fewer tokens".
+            pv = sum(a >= b for a, b in zip(reps[p], reps[q])) / resamples
+            rev = sum(a <= b for a, b in zip(reps[p], reps[q])) / resamples
+            shown = fmt_p(pv) if pv > 0 else "< %g" % (1.0 / resamples)
+            cell = "%s%s" % (shown, "" if pv < alpha else " (not separable)")
+            verdict = "shown, p %s" % (shown if pv == 0 else "= " + shown) if pv < alpha else \
+                "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (p = %s)" % shown
+            links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, verdict))
+            if pv >= alpha:
+                notes.append("tokens to target: %s and %s are not separable at α = %g (bootstrap p = %s)%s." %
+                             (p, q, alpha, fmt_p(pv), "; the reverse holds: %s needs fewer (p = %s)" % (q, fmt_p(rev))
+                              if rev < alpha else ""))
+        lines.append("| %s | %s | %s | %s | %s |" % (p, fmt_tokens(point[p]), interval, frac, cell))
+    if links:
+        lines += ["", "The records' ordering in tokens to target, link by link at α = %g: %s." % (alpha, "; ".join(links))]
+    return lines, target
+
+
+def points_table(presets, curves, speed):
+    """Mean ± sd at a third, two thirds and the end of the first preset's validation points."""
+    points = [t for t, _ in curves[presets[0]][0]]
+    marks = sorted({points[len(points) // 3], points[2 * len(points) // 3], points[-1]})
+    lines = ["| preset | " + " | ".join("val loss @ %d tok" % t for t in marks) + " | tokens/s |",
+             "|---|" + "---|" * (len(marks) + 1)]
+    for p in presets:
+        by_tok = {}
+        for c in curves[p]:
+            for t, l in c:
+                by_tok.setdefault(t, []).append(l)
+        cells = ["%.4f ± %.4f" % st.mean_sd(by_tok[t]) if t in by_tok else "-" for t in marks]
+        lines.append("| %s | %s | %.0f |" % (p, " | ".join(cells), math.fsum(speed[p]) / len(speed[p])))
+    return lines
+
+
+def acceptance_table(presets, finals):
+    lines = ["| preset | runs | mean | sd | t | p (mean < %.2f) |" % ACCEPT_LOSS, "|---|---|---|---|---|---|"]
+    for p in presets:
+        m, s = st.mean_sd(finals[p])
+        res = st.t_less(finals[p], ACCEPT_LOSS)
+        t, pv = ("%.2f" % res[0], fmt_p(res[2])) if res else ("-", "n/a (one run)")
+        lines.append("| %s | %d | %.4f | %.4f | %s | %s |" % (p, len(finals[p]), m, s, t, pv))
+    return lines
+
+
+def records_table(path):
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    lines = ["| preset | record | date | time (min) | steps | tokens | val loss | runs | mean ± sd of the runs | p (mean < %.2f) |"
+             % ACCEPT_LOSS, "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        n = int(r["runs"])
+        spread, pv = "-", "-"
+        if n > 1:
+            m, s = float(r["runs_mean"]), float(r["runs_sd"])
+            spread = "%s ± %s" % (r["runs_mean"], r["runs_sd"])
+            t = (m - ACCEPT_LOSS) / (s / math.sqrt(n))
+            pv = fmt_p(st.t_cdf(t, n - 1))
+        elif n == 1:
+            spread = "%s (one run)" % r["runs_mean"]
+        lines.append("| %s | #%s | %s | %s | %s | %s | %s | %d | %s | %s |" % (
+            r["preset"], r["record"], r["date"], r["train_time_min"], r["steps"], r["total_tokens"], r["val_loss"], n,
+            spread, pv))
+    return lines
+
+
+def read_overlays(specs):
+    """[(label, path, tokens per step, log)] of the --overlay LABEL=PATH[@TOKENS_PER_STEP] logs."""
+    out = []
+    for spec in specs:
+        try:
+            label, path, tps = speedrun_logs.parse_overlay(spec)
+            out.append((label, path, tps, speedrun_logs.read_log(path, tps)))
+        except speedrun_logs.LogError as e:
+            fail(str(e))
+    return out
+
+
+def overlay_table(logs, target):
+    lines = ["| log | format | file | tokens/step | validations | last step | tokens | final val loss | train time | tokens to %.4f |"
+             % target, "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, path, tps, log in logs:
+        last = log["points"][-1]
+        reach = st.tokens_to_reach([(tok, loss) for _, tok, loss, _ in log["points"]], target)
+        lines.append("| %s | %s | `%s` | %d | %d | %d%s | %d | %.4f | %s | %s |" % (
+            label, log["format"], os.path.basename(path), tps, len(log["points"]), last[0],
+            "/%d" % log["total_steps"] if log["total_steps"] else "", last[1], last[2],
+            "%.1f s" % (last[3] / 1000) if last[3] is not None else "-", fmt_tokens(reach)))
+    return lines
+
+
+def overlay_dat(logs):
+    text = ""
+    for label, path, _, log in logs:
+        text += "# %s: tokens val_loss (%s)\n" % (label, path)
+        text += "".join("%d %.6f\n" % (tok, loss) for _, tok, loss, _ in log["points"]) + "\n\n"
+    return text
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, as every bad input in this project
+        fail(message)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("runs", "out", "budget", "scale", "seeds", "elapsed", "presets"):
-        ap.add_argument("--" + k, required=True)
+    ap = Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", required=True, help="folder of <preset>/seed<k>/log.jsonl")
+    ap.add_argument("--out", required=True, help="report folder")
+    ap.add_argument("--presets", required=True, help="space-separated presets (adamw among them)")
+    ap.add_argument("--scale", required=True)
+    ap.add_argument("--seeds", type=int, default=None, help="read seed1..seedN of every preset (default: every seed folder)")
+    ap.add_argument("--command", default="", help="the command that made the runs, named in README.md")
+    ap.add_argument("--elapsed", type=float, default=None, help="wall seconds of all runs")
+    ap.add_argument("--cpu_seconds", type=float, default=None, help="CPU seconds (user + sys) of all runs")
+    ap.add_argument("--load", default="", help="file of load averages sampled during the runs, one per line")
+    ap.add_argument("--alpha", type=float, default=0.01, help="significance level of every test and interval")
+    ap.add_argument("--resamples", type=int, default=10000, help="bootstrap replicates")
+    ap.add_argument("--boot_seed", type=int, default=17, help="seed of the bootstrap's random draws")
+    ap.add_argument("--records", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "refdata",
+                                                      "speedrun_records.csv"))
+    ap.add_argument("--overlay", action="append", default=[], help="LABEL=PATH[@TOKENS_PER_STEP]: a PyTorch log to plot beside")
     a = ap.parse_args()
     presets = a.presets.split()
-    curves, rows, hw, commit, speed = {}, [], None, None, {}
-    for p in presets:
-        logs = sorted(glob.glob(os.path.join(a.runs, p, "seed*", "log.jsonl")))
-        if not logs:
-            raise SystemExit("repro_report: no logs for preset %s under %s" % (p, a.runs))
-        per_seed = []
-        for path in logs:
-            start, vals, end = read_log(path)
-            if end is None:
-                raise SystemExit("repro_report: %s: run did not finish" % path)
-            hw, commit = start["hardware"], start["git_commit"]
-            per_seed.append(vals)
-            speed.setdefault(p, []).append(end["tokens_per_s"])
-        points = sorted({t for vals in per_seed for t, _ in vals})
-        curve = []
-        for t in points:
-            xs = [l for vals in per_seed for tt, l in vals if tt == t]
-            if len(xs) == len(per_seed):
-                curve.append((t, *mean_std(xs)))
-        curves[p] = curve
+    if "adamw" not in presets:
+        fail("--presets: adamw is needed (its final loss is the target)")
+    if not 0 < a.alpha < 0.5:
+        fail("--alpha: %g is not in (0, 0.5)" % a.alpha)
+    if a.resamples < 100:
+        fail("--resamples: %d is fewer than 100" % a.resamples)
+
+    # Everything is read and checked before anything is written.
+    runs = read_runs(a.runs, presets, a.seeds)
+    logs = read_overlays(a.overlay)
+    curves = {p: [r[1] for r in runs[p]] for p in presets}
+    finals = {p: [c[-1][1] for c in curves[p]] for p in presets}
+    budgets = {p: curves[p][0][-1][0] for p in presets}
+    speed = {p: [r[2]["tokens_per_s"] for r in runs[p]] for p in presets}
+    start0 = runs[presets[0]][0][0]
+    hw, commit = start0["hardware"], start0["git_commit"]
+    steps = sorted({r[2]["step"] for p in presets for r in runs[p]})
+    seeds = sorted({len(curves[p]) for p in presets})
+    loads = []
+    if a.load and os.path.exists(a.load):
+        with open(a.load) as f:
+            loads = [float(x.split()[0]) for x in f if x.strip()]
+
+    notes = []
+    out = ["# Validation loss, %s scale, %s steps, %s seeds per preset" % (
+        a.scale, "/".join(map(str, steps)), "/".join(map(str, seeds))), "",
+        "Significance level α = %g for every test; p-values are one-sided and not corrected for the %d comparisons."
+        % (a.alpha, 2 * (len(presets) - 1)), "",
+        "## Final validation loss", "",
+        "Δ: this preset's mean minus the other's (negative: lower loss). p: one-sided Welch t-test of \"this preset's "
+        "mean final loss is lower\"; (n.s.): not significant at α.", ""]
+    out += loss_table(presets, finals, budgets, a.alpha, notes)
+    tok_lines, target = tokens_table(presets, curves, budgets, a.alpha, a.resamples, a.boot_seed, notes)
+    out += ["", "## Tokens to reach adamw's final loss", "",
+            "Target: adamw's final mean val loss, %.4f. Tokens: where the preset's mean curve first reaches it (linear "
+            "interpolation between validations). Interval: percentile bootstrap, %d resamples of the seeds with "
+            "replacement (the target re-estimated in each), seed %d. Bootstrap p: share of the replicates in which this "
+            "preset needs at least as many tokens as the previous record's." % (target, a.resamples, a.boot_seed), ""]
+    out += tok_lines
+    out += ["", "## Validation loss along the way", ""] + points_table(presets, curves, speed)
+    if a.scale == "full":
+        out += ["", "## The speedrun's acceptance test", "",
+                "As the records state it: one-sided one-sample t-test of \"mean final val loss < %.2f\" over the runs "
+                "(a record needs p < 0.01)." % ACCEPT_LOSS, ""] + acceptance_table(presets, finals)
+    out += ["", "## The published records (full scale, FineWeb, 8 GPUs)", "",
+            "From `refdata/speedrun_records.csv` (every figure with the file and line it comes from). p: the same "
+            "one-sided test of \"mean < %.2f\" from the published runs' mean, sd and count." % ACCEPT_LOSS, ""]
+    out += records_table(a.records)
+    if logs:
+        out += ["", "## Overlaid PyTorch logs", "",
+                "Read by bench/speedrun_logs.py; tokens = step × tokens per step. Last column: where the log's "
+                "validation curve first reaches our adamw target.", ""] + overlay_table(logs, target)
+    if notes:
+        out += ["", "## Not significant at α = %g" % a.alpha, ""] + ["- " + n for n in notes]
+    table = "\n".join(out) + "\n"
+
+    how = ["Made by `%s` (bench/repro.sh) on %s (%s hardware threads, %s OpenMP threads), commit %s." % (
+        a.command or "make repro SCALE=%s" % a.scale, hw.get("cpu", "?"), hw.get("cpu_threads", "?"),
+        hw.get("omp_threads", "?"), commit)]
+    if a.elapsed is not None:
+        how.append("All runs took %.0f s wall%s." % (
+            a.elapsed, "" if a.cpu_seconds is None else " and %.0f s of CPU time (user + sys)" % a.cpu_seconds))
+    if loads:
+        how.append("1-minute load average sampled after each run: %.2f to %.2f (median %.2f)." % (
+            min(loads), max(loads), sorted(loads)[len(loads) // 2]))
+    readme = "# %s — the presets' validation loss, reproduced with statistics\n\n" % os.path.basename(os.path.normpath(a.out))
+    readme += " ".join(how) + "\n\n"
+    readme += """Every run trains one preset on the same data for the same number of steps, so every preset sees the
+same tokens in the same order; seeds change only the initialization. How to read the tables: the
+repository README's section "Reading the repro table".
+
+- `table.md`: the tables below. `curves.png`: validation loss versus training tokens, mean over the
+  seeds with a band of ± one sd%s. `curves.dat`: the numbers behind the plot%s.
+
+""" % (" (the overlaid PyTorch logs dashed, x axis logarithmic)" if logs else "",
+       "; `overlay.dat` those of the overlaid logs" if logs else "")
+    readme += table.split("\n", 2)[2]
+
+    files = {"table.md": table, "README.md": readme, "curves.presets": " ".join(presets) + "\n", "curves.dat": "".join(
+        "# %s: tokens mean std\n" % p + "".join("%d %.6f %.6f\n" % (pts[0][0], *st.mean_sd([l for _, l in pts]))
+                                               for pts in zip(*curves[p])) + "\n\n" for p in presets)}
+    if logs:
+        files["overlay.dat"] = overlay_dat(logs)
+        files["overlay.labels"] = " ".join(label for label, _, _, _ in logs) + "\n"
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "curves.dat"), "w") as f:
-        for p in presets:
-            f.write("# %s: tokens mean std\n" % p)
-            for t, m, s in curves[p]:
-                f.write("%d %.6f %.6f\n" % (t, m, s))
-            f.write("\n\n")
-    with open(os.path.join(a.out, "curves.presets"), "w") as f:
-        f.write(" ".join(presets) + "\n")
-    base = curves.get("adamw")
-    target = base[-1][1] if base else None
-    base_tokens = tokens_to_reach([(t, m) for t, m, _ in base], target) if base else None
-    points = [t for t, _, _ in curves[presets[0]]]
-    marks = sorted({points[len(points) // 3], points[2 * len(points) // 3], points[-1]})
-    lines = ["| preset | " + " | ".join("val loss @ %d tok" % t for t in marks) + " | tokens to adamw's final loss | fraction of adamw | tokens/s |",
-             "|---|" + "---|" * (len(marks) + 3)]
-    for p in presets:
-        c = {t: (m, s) for t, m, s in curves[p]}
-        cells = ["%.4f ± %.4f" % c[t] if t in c else "-" for t in marks]
-        reach = tokens_to_reach([(t, m) for t, m, _ in curves[p]], target) if target is not None else None
-        frac = "%.2f" % (reach / base_tokens) if reach and base_tokens else "not reached"
-        sp = "%.0f" % (sum(speed[p]) / len(speed[p]))
-        lines.append("| %s | %s | %s | %s | %s |" % (p, " | ".join(cells), "%.0f" % reach if reach else "not reached", frac, sp))
-    table = "\n".join(lines) + "\n"
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write("# Validation loss, %s scale, %s steps, %s seeds (mean ± std over seeds)\n\n" % (a.scale, a.budget, a.seeds))
-        f.write(table)
-        if target is not None:
-            f.write("\nTarget for the token columns: the adamw preset's final mean val loss, %.4f.\n" % target)
-    cpu = hw["cpu"] if hw else platform.processor()
-    with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write("""# reports/repro — the presets' validation loss, reproduced
-
-Made by `make repro SEEDS=%s BUDGET=%s SCALE=%s` (bench/repro.sh) on %s (%s hardware threads),
-commit %s, in %s s. Every run trains one preset on the same data (the embedded GCIDE corpus at tiny scale) for
-the same number of optimizer steps, so every preset sees the same tokens; seeds change only the initialization.
-
-- `table.md`: validation loss (mean ± std over the seeds) at a third, two thirds and the end of the budget;
-  tokens each preset needs to reach the adamw preset's final loss (linear interpolation between validations)
-  and that count as a fraction of adamw's; training tokens/s on this machine (timed steps).
-- `curves.png`: validation loss versus training tokens, mean over the seeds with a band of ± one std.
-- `curves.dat`: the numbers behind the plot.
-- `../../refdata/speedrun_records.csv`: the speedrun's own published figures for each record (time, tokens,
-  val loss on FineWeb at full scale) with the file each figure comes from, to set these tiny-scale runs beside.
-
-Tiny-scale runs show the optimizers' behaviour on a small model and a small corpus; they are not the
-records' 124M-parameter FineWeb runs, whose figures are in the CSV.
-
-%s""" % (a.seeds, a.budget, a.scale, cpu, hw.get("cpu_threads") if hw else "?", commit, a.elapsed, table))
+    for name in ("overlay.dat", "overlay.labels"):
+        if name not in files and os.path.exists(os.path.join(a.out, name)):
+            os.remove(os.path.join(a.out, name))
+    for name, text in files.items():
+        with open(os.path.join(a.out, name), "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":

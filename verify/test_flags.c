@@ -72,7 +72,7 @@ Test(flags, unknown_preset_and_scale_are_named) {
     cr_assert_eq(gm_run_config_preset(&rc, "gpt5", "tiny"), -1);
     cr_assert(strstr(gm_error(), "--preset: unknown preset 'gpt5'"), "%s", gm_error());
     cr_assert_eq(gm_run_config_preset(&rc, "softcap", "huge"), -1);
-    cr_assert(strstr(gm_error(), "--scale: unknown scale 'huge' (full, tiny, test)"), "%s", gm_error());
+    cr_assert(strstr(gm_error(), "--scale: unknown scale 'huge' (full, small, tiny, test)"), "%s", gm_error());
 }
 
 // A flag the chosen recipe never reads is refused by gm_run_config_finish, naming what makes it

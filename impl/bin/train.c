@@ -1,5 +1,5 @@
 // train: one training run of a preset.
-//   build/train --preset NAME --scale tiny|full [--key=value ...]
+//   build/train --preset NAME --scale full|small|tiny [--key=value ...]
 // Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ static void on_signal(int sig) {
 }
 
 static void usage(void) {
-    printf("usage: train --preset NAME --scale tiny|full [--key=value ...]\n"
+    printf("usage: train --preset NAME --scale full|small|tiny [--key=value ...]\n"
            "  presets: adamw, muon-v1, muon-v2, untied, value-embed, softcap\n"
            "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
            "overrides (defaults come from the preset; the resolved configuration is logged):\n");
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "scale")) scale = v;
     }
     if (!preset) gm_die("--preset: missing (adamw, muon-v1, muon-v2, untied, value-embed, softcap)");
-    if (!scale) gm_die("--scale: missing (tiny, full)");
+    if (!scale) gm_die("--scale: missing (full, small, tiny)");
     gm_run_config rc;
     if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
     for (int i = 1; i < argc;) {

@@ -17,7 +17,7 @@ typedef enum { GM_VE_NONE = 0, GM_VE_UNET, GM_VE_ENDS } gm_ve_pattern;
 
 typedef struct {
     char name[32];     // preset
-    char scale[8];     // "full", "tiny" or "test"
+    char scale[8];     // "full", "small", "tiny" or "test"
     int vocab;         // token ids are < vocab
     int vocab_padded;  // rows of the embedding / head tables and width of the logits (CE runs over all)
     int n_layer, n_head, head_dim, d_model, d_mlp;

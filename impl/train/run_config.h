@@ -61,7 +61,8 @@ typedef struct {
 } gm_run_config;
 
 // The preset `name` (adamw, muon-v1, muon-v2, untied, value-embed, softcap) at `scale` (full: the
-// record's shapes; tiny: the embedded corpus on a CPU; test: gradient checks and refdata); -1 +
+// record's shapes; small: tiny's model on longer sequences, for `make repro SCALE=small`; tiny: the
+// embedded corpus on a CPU; test: gradient checks and refdata); -1 +
 // gm_fail naming --preset or --scale when unknown. Defined in train/presets.c.
 int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale);
 // Only the model of that preset and scale.
