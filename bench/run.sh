@@ -21,7 +21,8 @@ section_ns() {
 section_kernels() {
     mkdir -p reports/bench
     local csv
-    csv=$("$BUILD/bench/kernels" --preset="${KPRESET:-softcap}" --scale="${KSCALE:-full}" --out=reports/bench)
+    # shellcheck disable=SC2086  # KARGS: more flags, word-split on purpose
+    csv=$("$BUILD/bench/kernels" --preset="${KPRESET:-softcap}" --scale="${KSCALE:-full}" --out=reports/bench ${KARGS:-})
     gnuplot -e "csv='$csv'; png='${csv%.csv}.png'; title='$(basename "${csv%.csv}"): ms per training step per kernel (commit $COMMIT)'" bench/kernels.gp
     echo "bench: wrote $csv, ${csv%.csv}.md, ${csv%.csv}.png"
 }
@@ -60,7 +61,8 @@ section_peers() {
     OMP_WAIT_POLICY=passive /usr/bin/python3 bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
 }
 
-# BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset;
+# BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset,
+# KARGS adds its flags (any build/train key, e.g. KARGS="--backend=cuda" or "--ortho=gram-ns");
 # PEERS_ARGS="--rounds=3 --steps=4" the peers section's counts.
 read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_model section_attention_gpu section_peers}"
 for s in "${SECTIONS[@]}"; do

@@ -62,11 +62,11 @@ Test(charts, kernel_chart_has_a_legend_and_one_number_format) {
     char *dir = th_tmpdir(), vars[9000], out[4300];
     put(dir, "k.csv",
         "name,shape,calls,median_ms,min_ms,max_ms,flops,bytes,gflops,gbs,frac_sgemm,frac_memcpy,total_ms_per_step\n"
-        "data.next_batch,1x1024,1,0.000795,0,0,0,0,0,0,0,0,0.000795\n"
-        "matmul.qkv.fwd,1024x768,12,1,1,1,0,0,0,0,0,0,12.5\n"
-        "matmul.qkv.bwd,1024x768,12,2,2,2,0,0,0,0,0,0,25.125\n"
-        "adam.scalar,40,1,0.007,0,0,0,0,0,0,0,0,0.007\n"
-        "muon.768x768,768x768,48,97,97,97,0,0,0,0,0,0,4682.04\n"
+        "data:upload,8192 bytes,1,0.000795,0,0,0,0,0,0,0,0,0.000795\n"
+        "model:matmul_fwd,1024x768 @ 768x768^T,12,1,1,1,0,0,0,0,0,0,12.5\n"
+        "model:matmul_bwd,1024x768 @ 768x768^T,12,2,2,2,0,0,0,0,0,0,25.125\n"
+        "optimizer:adam_update,40,1,0.007,0,0,0,0,0,0,0,0,0.007\n"
+        "optimizer:orthogonalize,48 matrices 28311552 elements NS5 bf16,1,4682.04,0,0,0,0,0,0,0,0,4682.04\n"
         "step.data,,1,0.003,0,0,0,0,0,0,0,0,0.003\n"
         "ceiling.sgemm,,1,0,0,0,0,0,0,0,0,0,0\n");
     snprintf(out, sizeof out, "%s/k.svg", dir);

@@ -200,7 +200,7 @@ void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, co
     double elements = 0;
     for (int i = 0; i < count; i++) elements += (double)items[i].rows * items[i].cols;
     const int ns = cfg->method != GM_ORTHO_SVD;
-    snprintf(c->shape, sizeof c->shape, "%d matrices %.4g elements %s%d%s", count, elements,
+    snprintf(c->shape, sizeof c->shape, "%d matrices %.0f elements %s%d%s", count, elements,
              cfg->method == GM_ORTHO_GRAM_NS ? "GramNS" : ns ? "NS" : "SVD", ns ? cfg->steps : 0,
              cfg->bf16 && ns ? " bf16" : "");
 }

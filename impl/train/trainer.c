@@ -544,6 +544,7 @@ void gm_trainer_close(gm_trainer *t) {
 }
 
 int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx) {
+    if (phase) phase(ctx, "model");  // the window's mask and the gradient reset
     gm_model_set_window(&t->model, gm_config_window_blocks(&t->rc->model, s, t->rc->steps));
     return train_step(t, s, loss, phase, ctx);
 }

@@ -43,7 +43,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
 typedef struct gm_trainer gm_trainer;
 gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be);  // NULL + gm_fail
 void gm_trainer_close(gm_trainer *t);
-// Told the name of each part of a step before it starts: "model" (gradients zeroed), then per
+// Told the name of each part of a step before it starts: "model" (the window's mask, gradients zeroed), then per
 // micro-batch "data" and "model" (forward and backward), "allreduce", "optimizer", "loss".
 typedef void (*gm_phase_fn)(void *ctx, const char *phase);
 // Training step s (its sliding window, micro-batches, gradient all-reduce, optimizers), the very

@@ -1,0 +1,99 @@
+// build/bench/kernels on the timing backend: its rows are the calls the real step makes (each part's
+// kernels, integral call counts that match the model's layers, the orthogonalizer the run chose),
+// its step rows name the trainer's parts, --compare reads what it wrote, and bad flags are refused
+// with one line. Timings themselves are never checked (they belong to make bench).
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "helpers.h"
+
+// Run the bench at test scale into dir; returns the CSV's text.
+static char *bench_csv(const char *dir, const char *extra) {
+    char cmd[8600], *out, *err, *csv;
+    size_t len;
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 '%s' --preset=softcap --scale=test --steps=2 --n_value_embeds=2 --skip_attn_mask=4 "
+             "--out='%s' --name=k %s",
+             th_bin_path("bench/kernels"), dir, extra);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/k.csv\n", dir);
+    cr_assert_str_eq(out, path, "stdout should be the CSV's path");
+    path[strlen(path) - 1] = '\0';
+    cr_assert_eq(gm_read_all(path, &csv, &len), 0, "%s", gm_error());
+    free(out), free(err);
+    return csv;
+}
+
+// Calls per step of the rows whose name is `name` (all shapes), and how many such rows.
+static double calls_of(const char *csv, const char *name, int *rows) {
+    double calls = 0;
+    *rows = 0;
+    size_t n = strlen(name);
+    for (const char *p = csv; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ',') {
+            const char *c = strchr(p + n + 1, ',');  // after the shape
+            double v = atof(c + 1);
+            cr_assert_eq(v, floor(v), "%s: %g calls per step is not a whole number", name, v);
+            calls += v, (*rows)++;
+        }
+    return calls;
+}
+
+Test(bench_kernels, rows_are_the_calls_of_the_real_step, .timeout = 120) {
+    char *dir = th_tmpdir();
+    char *csv = bench_csv(dir, "");
+    int rows;
+    // Test-scale softcap: 4 layers, layer 2 without attention (--skip_attn_mask=4): 3 attention
+    // layers, one forward and one backward each (the backward reads the kept output and its
+    // log-sum-exp instead of recomputing them).
+    cr_expect_eq(calls_of(csv, "model:attn_fwd", &rows), 3, "%s", csv);
+    cr_expect_eq(calls_of(csv, "model:attn_bwd", &rows), 3, "%s", csv);
+    cr_expect_eq(calls_of(csv, "optimizer:orthogonalize", &rows), 1, "%s", csv);
+    cr_expect(strstr(csv, "NS5 bf16"), "the default orthogonalizer is the records' NS: %s", csv);
+    cr_expect_gt(calls_of(csv, "model:matmul_fwd", &rows), 0, "%s", csv);
+    cr_expect_gt(calls_of(csv, "optimizer:adam_update", &rows), 0, "%s", csv);
+    const char *parts[] = {"step.model,", "step.data,", "step.allreduce,", "step.optimizer,", "step.loss,",
+                           "step.total,", "ceiling.sgemm,", "ceiling.memcpy,"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) cr_expect(strstr(csv, parts[i]), "no %s row", parts[i]);
+    // Every kernel row is filed under a part of the step.
+    for (const char *p = strchr(csv, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+        if (!strncmp(p, "step.", 5) || !strncmp(p, "ceiling.", 8)) continue;
+        cr_expect(!strncmp(p, "model:", 6) || !strncmp(p, "data:", 5) || !strncmp(p, "allreduce:", 10) ||
+                      !strncmp(p, "optimizer:", 10) || !strncmp(p, "loss:", 5),
+                  "a row outside the step's parts: %.60s", p);
+    }
+    // --compare of a run with itself: every ratio 1.
+    char cmd[8800], *out, *err;
+    snprintf(cmd, sizeof cmd, "'%s' --compare '%s/k.csv' '%s/k.csv'", th_bin_path("bench/kernels"), dir, dir);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "step: B/A = 1.000"), "%s", out);
+    cr_expect_null(strstr(out, "only in"), "%s", out);
+    free(out), free(err), free(csv);
+    // The run configuration's flags reach the step: gram-ns is what is timed.
+    csv = bench_csv(dir, "--ortho=gram-ns");
+    cr_expect(strstr(csv, "GramNS5 bf16"), "%s", csv);
+    free(csv);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(bench_kernels, bad_flags_are_refused_with_one_line, .timeout = 60) {
+    const char *cases[][2] = {{"--ortho=qr", "--ortho: 'qr' is not one of"},
+                              {"--steps=0", "--steps"},
+                              {"--backend=tpu", "--backend"}};
+    for (int i = 0; i < 3; i++) {
+        char cmd[4400], *out, *err;
+        snprintf(cmd, sizeof cmd, "'%s' --preset=adamw --scale=test %s", th_bin_path("bench/kernels"), cases[i][0]);
+        cr_expect_eq(th_run(cmd, &out, &err), 1, "%s: %s", cases[i][0], err);
+        cr_expect(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
+        cr_expect_eq(strchr(err, '\n') ? strchr(err, '\n') + 1 : err, err + strlen(err), "%s: more than one line: %s",
+                     cases[i][0], err);
+        free(out), free(err);
+    }
+}
