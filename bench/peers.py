@@ -44,7 +44,7 @@ def run_ours(build, preset, extra, steps, batch, seq, tmp):
     cmd = [f"{build}/train", f"--preset={preset}", "--scale=full", f"--batch={batch}", f"--seq_len={seq}",
            f"--steps={steps + 1}", "--val_every=0", f"--val_tokens={batch * seq}", "--ckpt_every=-1",
            "--train_data=data/gcide/train_*.bin", "--val_data=data/gcide/val_*.bin", "--comm=single",
-           "--log_every=3600", f"--out_dir={out}"] + extra
+           "--log_every=3600", f"--out_dir={out}", "--overwrite=1"] + extra
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode:
         sys.exit(f"peers: {' '.join(cmd)} failed: {r.stderr.strip()}")
