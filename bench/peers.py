@@ -1,14 +1,20 @@
-"""Peers side by side: our training step and Newton-Schulz against PyTorch eager on this CPU,
-timed interleaved in one run (round by round: ours, then PyTorch), so machine load hits both.
+"""Peers side by side: our training step and Newton-Schulz against PyTorch eager on this CPU, and
+our adamw step against llm.c's CPU trainer, timed interleaved in one run (round by round: ours, then
+PyTorch, then llm.c), so machine load hits all.
 
-  /usr/bin/python3 bench/peers.py BUILD OUT_DIR [--rounds=3] [--steps=4] [--batch=4] [--seq=64]
+  [LLMC_DIR=/path/to/llm.c] /usr/bin/python3 bench/peers.py BUILD OUT_DIR [--rounds=3] [--steps=4] [--batch=4] [--seq=64]
 
 Step: build/train --scale=full at batch x seq tokens for the adamw and softcap presets (softcap
 also with --ortho=gram-ns), steps+1 steps per round, the first discarded (warm-up), per-step wall
 times from its log (step_s); PyTorch: bench/peers_model.py built from that same log's config,
 steps+1 steps per round, the first discarded. Newton-Schulz: build/bench/ns_time (our default: the
 quintic, 5 steps, bf16 emulated, one thread) against the speedrun's quintic in torch, bf16 (as the
-records run it) and fp32, one thread, at Muon's matrix shapes. Writes OUT_DIR/peers-<machine>.md.
+records run it) and fp32, one thread, at Muon's matrix shapes. llm.c (optional): LLMC_DIR names a
+checkout of karpathy/llm.c; its train_gpt2.c (GPT-2 124M at its hard-coded B = 4, T = 64) is compiled
+into a temporary folder with only its step count (and validation batches) rewritten, and run there
+on a random checkpoint and our shards, steps+1 steps per round, the first discarded
+(bench/peers_llmc.py). Without LLMC_DIR, or at other shapes, it is skipped with one line. Writes
+OUT_DIR/peers-<machine>.md.
 """
 import glob
 import json
@@ -22,6 +28,7 @@ import time
 
 import torch
 
+import peers_llmc
 import peers_model
 
 NS_SHAPES = [(768, 768), (768, 3072), (3072, 768)]
@@ -91,6 +98,37 @@ def med(x):
     return statistics.median(x)
 
 
+def write_llmc(f, peer, skip, t, ours, torch_t, threads, steps, rounds):
+    f.write("## llm.c's CPU trainer, GPT-2 124M, batch 4 x 64 tokens\n\n")
+    if skip or not t:
+        f.write(f"llm.c skipped: {skip or 'no steps timed'}.\n\n")
+        return
+    omp = os.environ.get("OMP_NUM_THREADS")
+    f.write(f"karpathy/llm.c `train_gpt2.c` at commit `{peer['commit']}` (LLMC_DIR), compiled into a temporary "
+            f"folder by {peer['compiler']} with `{' '.join(peer['flags'])}` (the flags of llm.c's Makefile for "
+            f"`train_gpt2` on Linux; `-march=native` where the compiler takes it), from a copy rewritten only in "
+            f"{' and '.join(peer['rewrites'])} (its validation before steps 0, 10, 20, ... and its sampling at step 20 "
+            f"run outside the timed part of a step). Its main fixes B = 4, T = 64, the shapes of our step above. Inputs: a random GPT-2 124M "
+            f"checkpoint in llm.c's format (12 layers, 12 heads, 768 channels, vocab 50257 padded to 50304, "
+            f"{peers_llmc.num_parameters(peers_llmc.GPT2_124M):,} parameters; N(0, 0.02), layer norms 1 and 0) "
+            f"and our shards `{peer['train_shard']}`, `{peer['val_shard']}` as its tiny_shakespeare files (same "
+            f"format; no tokenizer file). Time: its printed `took X ms` per step (batch, forward, zero grad, "
+            f"backward, AdamW update), {steps} + 1 steps per round, step 0 discarded; {rounds} rounds. Its "
+            f"losses ran {peer['losses'][0]:.3f} .. {peer['losses'][-1]:.3f} (finite).\n\n")
+    f.write("| trainer | threads | s per step (min) | / ours adamw |\n|---|---|---|---|\n")
+    f.write(f"| ours adamw | {threads} OpenMP, BLAS 1 each | {med(ours):.3f} ({min(ours):.3f}) | 1.00 |\n")
+    f.write(f"| llm.c train_gpt2 | {omp or threads} OpenMP{'' if omp else ' (OMP_NUM_THREADS unset)'} "
+            f"| {med(t):.3f} ({min(t):.3f}) | {med(t) / med(ours):.2f} |\n")
+    if torch_t:
+        f.write(f"| PyTorch adamw | {threads} intra-op | {med(torch_t):.3f} ({min(torch_t):.3f}) | "
+                f"{med(torch_t) / med(ours):.2f} |\n")
+    ratio = med(t) / med(ours)
+    f.write(f"\nTarget: our adamw step at least 3x faster than llm.c's CPU step at equal shapes. Measured in this "
+            f"run: llm.c / ours = {ratio:.2f} (medians), {'met' if ratio >= 3 else 'not met'}.\n\n")
+    print(f"peers: llm.c / ours adamw = {ratio:.2f} (target >= 3)"
+          + (f", PyTorch / ours adamw = {med(torch_t) / med(ours):.2f}" if torch_t else ""), file=sys.stderr)
+
+
 def main():
     build, out_dir = sys.argv[1], sys.argv[2]
     rounds, steps, batch, seq = arg("rounds", 3), arg("steps", 4), arg("batch", 4), arg("seq", 64)
@@ -105,7 +143,18 @@ def main():
     ours = {v[0]: [] for v in variants}
     theirs = {"adamw": [], "softcap": []}
     models = {}
+    llmc, llmc_times, llmc_skip = None, [], None
+    llmc_dir = os.environ.get("LLMC_DIR", "")
     with tempfile.TemporaryDirectory() as tmp:
+        try:
+            if (batch, seq) != (4, 64):
+                raise peers_llmc.Skip(f"its train_gpt2.c runs B = 4, T = 64 only, this run --batch={batch} --seq={seq}")
+            llmc = peers_llmc.prepare(llmc_dir, os.path.join(tmp, "llmc"), steps,
+                                      sorted(glob.glob("data/gcide/train_*.bin"))[0],
+                                      sorted(glob.glob("data/gcide/val_*.bin"))[0])
+        except peers_llmc.Skip as e:
+            llmc_skip = str(e)
+            print(f"peers: llm.c skipped: {llmc_skip}", file=sys.stderr, flush=True)
         for r in range(rounds):
             for name, preset, extra in variants:
                 print(f"peers: round {r + 1}/{rounds}: ours {name}", file=sys.stderr, flush=True)
@@ -120,6 +169,13 @@ def main():
                     torch.set_num_threads(threads)
                     print(f"peers: round {r + 1}/{rounds}: torch {name}", file=sys.stderr, flush=True)
                     theirs[preset] += run_torch(m, opts, c, steps, batch, seq, gen)
+                if name == "adamw" and llmc:
+                    print(f"peers: round {r + 1}/{rounds}: llm.c train_gpt2", file=sys.stderr, flush=True)
+                    try:
+                        llmc_times += peers_llmc.run(llmc, steps)
+                    except peers_llmc.Skip as e:
+                        llmc, llmc_times, llmc_skip = None, [], f"round {r + 1}: {e}"
+                        print(f"peers: llm.c skipped: {llmc_skip}", file=sys.stderr, flush=True)
         models.clear()
         ns = {s: {"ours": [], "torch bf16": [], "torch fp32": []} for s in NS_SHAPES}
         torch.set_num_threads(1)
@@ -137,10 +193,11 @@ def main():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     with open(path + ".tmp", "w") as f:
-        f.write(f"# Peers side by side: our CPU training step and Newton-Schulz vs PyTorch eager\n\n")
+        f.write(f"# Peers side by side: our CPU training step and Newton-Schulz vs PyTorch eager and llm.c\n\n")
         f.write(f"- Machine: {cpu}, {threads} hardware threads. Commit `{commit}`. PyTorch {torch.__version__} "
                 f"(Debian python3-torch, /usr/bin/python3).\n")
-        f.write(f"- Command: `OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} /usr/bin/python3 "
+        f.write(f"- Command: `OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} "
+                f"LLMC_DIR={llmc_dir or '(unset)'} /usr/bin/python3 "
                 f"bench/peers.py {build} {out_dir} --rounds={rounds} --steps={steps} --batch={batch} --seq={seq}` "
                 f"(`make bench`, section `section_peers`).\n")
         f.write(f"- 1-minute load average {load0:.2f} at the start, {load1:.2f} at the end, on {threads} hardware "
@@ -148,8 +205,9 @@ def main():
                 f"alternate round by round).\n")
         f.write(f"- Method: {rounds} rounds; each round runs our step ({steps} + 1 steps of `{build}/train "
                 f"--scale=full --batch={batch} --seq_len={seq}`, per-step wall time from its log) then the same "
-                f"step in PyTorch ({steps} + 1 steps); the first step of each is a warm-up, not counted. Medians "
-                f"over all counted steps.\n\n")
+                f"step in PyTorch ({steps} + 1 steps), after adamw's also llm.c's `train_gpt2` ({steps} + 1 steps, "
+                f"section below); the first step of each is a warm-up, not counted. Medians over all counted "
+                f"steps.\n\n")
         f.write("## Training step, GPT-2 124M shapes, batch %d x %d tokens\n\n" % (batch, seq))
         f.write("| preset | ours: threads | ours: s per step (min) | PyTorch: threads | PyTorch: s per step (min) "
                 "| PyTorch / ours |\n|---|---|---|---|---|---|\n")
@@ -166,6 +224,7 @@ def main():
                 f"gram-ns / softcap = {g / s:.2f}. PyTorch's softcap step runs Muon with its Newton-Schulz in fp32 "
                 f"(bf16 matmuls on this CPU are far slower, table below); ours emulates the records' bf16 in fp32 "
                 f"arithmetic.\n\n")
+        write_llmc(f, llmc, llmc_skip, llmc_times, ours["adamw"], theirs["adamw"], threads, steps, rounds)
         f.write("## Newton-Schulz, one matrix, one thread\n\n")
         f.write("The speedrun's quintic, 5 steps. Ours: `build/bench/ns_time` (fp32 OpenBLAS, bf16 emulated as "
                 "trained), 3 calls per round after a warm-up. PyTorch: `torch.set_num_threads(1)`, the records' "
