@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -199,4 +200,16 @@ char *th_log_curve(const char *log_path, int from_step) {
     }
     free(data);
     return out;
+}
+
+void th_py_check(const char *script, const char *check) {
+    char cmd[4400], want[128];
+    snprintf(cmd, sizeof cmd, "python3 '%s' %s", th_root_path(script), check);
+    char *out, *err;
+    int rc = th_run(cmd, &out, &err);
+    snprintf(want, sizeof want, "ok %s\n", check);
+    cr_expect_eq(rc, 0, "%s %s failed (exit %d): %s", script, check, rc, err);
+    cr_expect_str_eq(out, want, "%s %s: %s", script, check, err);
+    free(out);
+    free(err);
 }
