@@ -26,6 +26,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/linalg.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/matfile.h"
 #include "helpers.h"
 #include "optim/ns_coeffs.h"
@@ -64,14 +65,6 @@ typedef struct {
     uint64_t digest;
     double sample[NSAMPLES];
 } golden_row;
-
-// FNV-1a over the output's bytes.
-static uint64_t fnv1a(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
 
 static size_t sample_at(int j, size_t n) { return (size_t)((uint64_t)j * 2654435761u % n); }
 
@@ -117,11 +110,11 @@ static void compute_all(golden_row *rows, double *bound) {
             snprintf(r->label, sizeof r->label, "%s/%s", name, configs[ci].name);
             if (configs[ci].f64) {
                 cr_assert_eq(gm_ns_f64(&cfg, G, X, m, n, GM_MM_BLAS), 0, "%s", gm_error());
-                r->digest = fnv1a(X, mn * sizeof(double));
+                r->digest = gm_hash_bytes(GM_HASH_INIT, X, mn * sizeof(double));
                 for (int j = 0; j < NSAMPLES; j++) r->sample[j] = X[sample_at(j, mn)];
             } else {
                 cr_assert_eq(gm_ns_f32(&cfg, Gf, Xf, m, n, GM_MM_BLAS), 0, "%s", gm_error());
-                r->digest = fnv1a(Xf, mn * sizeof(float));
+                r->digest = gm_hash_bytes(GM_HASH_INIT, Xf, mn * sizeof(float));
                 for (int j = 0; j < NSAMPLES; j++) r->sample[j] = Xf[sample_at(j, mn)];
             }
             const double u = configs[ci].f64 ? 0x1p-53 : configs[ci].bf16 ? 0x1p-8 : 0x1p-24;

@@ -11,14 +11,9 @@
 #include "base/rng.h"
 #include "model/model.h"
 #include "train/run_config.h"
+#include "../helpers.h"
 
 #define BAR 1e-12
-
-static double rel_diff(const gm_real *a, const gm_real *b, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
 
 static void check_preset(const char *name) {
     gm_config cfg;
@@ -49,7 +44,7 @@ static void check_preset(const char *name) {
                   train[1], train[0]);
     for (int i = 0; i < one.params.n; i++) {
         const gm_view *v = &one.params.v[i];
-        double e = rel_diff(gm_grad(&chunked, i), gm_grad(&one, i), v->numel);
+        double e = th_rel_err(gm_grad(&chunked, i), gm_grad(&one, i), v->numel);
         cr_expect_leq(e, BAR, "%s: d%s differs by %.3g relative", name, v->name, e);
     }
     free(ids);
