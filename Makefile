@@ -140,6 +140,11 @@ $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+# The benches the tests run (test_bench_kernels), under the sanitizers too.
+SAN_BENCH_BINS := $(SAN)/bin/bench/kernels
+$(SAN)/bin/bench/%: $(SAN)/bench/%.o $(SAN)/libgptmuon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 
 # All Criterion suites link into one binary per build, so one summary line covers them all.
 $(BUILD)/verify/gm_verify: $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(BUILD)/libgptmuon.a
@@ -157,7 +162,7 @@ build: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
 	  $(patsubst verify/prog/%.c,$(BUILD)/verify/prog/%,$(TESTPROG_SRC)) $(patsubst verify/prog/%.c,$(SAN)/bin/%,$(TESTPROG_SRC)) \
 	  $(if $(wildcard verify/fp64/*.c),$(BUILD)/verify/gm_verify64) \
-	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC))
+	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC)) $(SAN_BENCH_BINS)
 
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
 verify: build
