@@ -144,9 +144,9 @@ typedef struct {
     const char *train_data, *val_data;
 } scale_rule;
 
-// Small's 150 steps x 3 seeds x 6 presets make `make repro SCALE=small` about 30 minutes on 2 quiet
-// cores (calibrated against tiny's measured repro by CPU time: reports/README.md); 11 validations on
-// 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the tests make their
+// Small's 150 steps x 3 seeds x 6 presets make `make repro SCALE=small` about 37 minutes on 2 quiet
+// cores (the committed sample took 4384 s of CPU time: reports/repro-small/README.md); 11
+// validations on 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the tests make their
 // own); its run settings are tiny's.
 static const scale_rule SCALES[] = {
     {"full", NULL, 0, 0, 10485760, "data/fineweb10B/fineweb_train_*.bin", "data/fineweb10B/fineweb_val_*.bin"},
