@@ -159,7 +159,7 @@ Test(train_cli, bad_flags_are_refused, .timeout = 120) {
     // The val shard holds 2000 tokens: 7 batches of 4 x 64 before the loader wraps around.
     refused("muon-v2", "--val_tokens=2048",
             "val_*.bin hold 1792 distinct tokens in batches of W*B*T = 256; at most --val_tokens=1792 (more would count tokens twice)\n");
-        refused("softcap", "--ortho=gram-ns --gram_restarts=2,x", "--gram_restarts: '2,x' is not 'none' or a comma-separated");
+    refused("softcap", "--ortho=gram-ns --gram_restarts=2,x", "--gram_restarts: '2,x' is not 'none' or a comma-separated");
     refused("softcap", "--ortho=gram-ns --gram_restarts=0", "--gram_restarts: '0' is not 'none'");
     refused("softcap", "--ckpt_every=-2", "--ckpt_every: -2 is out of range");
     refused("muon-v2", "--gram_restarts=2", "--gram_restarts: has no effect on this run");

@@ -25,32 +25,10 @@
 #define SFX f64
 #define GEMM cblas_dgemm
 #define SYRK cblas_dsyrk
-#include "backend/cpu/ns_ops.inc"
-#include "backend/cpu/newton_schulz.inc"
-#include "backend/cpu/gram_newton_schulz.inc"
-#undef NS_FN
-#undef NS_CAT
-#undef NS_CAT_
-#undef NS_TILE
-#undef NS_SYM_BLOCK
-#undef T
-#undef SFX
-#undef GEMM
-#undef SYRK
+#include "backend/cpu/ns_instance.inc"
 
 #define T float
 #define SFX f32
 #define GEMM cblas_sgemm
 #define SYRK cblas_ssyrk
-#include "backend/cpu/ns_ops.inc"
-#include "backend/cpu/newton_schulz.inc"
-#include "backend/cpu/gram_newton_schulz.inc"
-#undef NS_FN
-#undef NS_CAT
-#undef NS_CAT_
-#undef NS_TILE
-#undef NS_SYM_BLOCK
-#undef T
-#undef SFX
-#undef GEMM
-#undef SYRK
+#include "backend/cpu/ns_instance.inc"
