@@ -64,7 +64,7 @@ help:
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
 	@echo "  make repro      train every preset, 3 seeds, and write the table with its statistics and the curves:"
-	@echo "                  SCALE=tiny (default; 100 steps, ~10 min on 2 cores) -> reports/repro/"
+	@echo "                  SCALE=tiny (default; 100 steps, ~13 min on 2 cores) -> reports/repro/"
 	@echo "                  SCALE=small (150 steps of 2048 tokens, ~37 min on 2 quiet cores) -> reports/repro-small/"
 	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
 	@echo "  make build      build the library, programs and test binaries"
