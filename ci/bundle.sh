@@ -4,7 +4,7 @@
 #
 #   ci/bundle.sh BUILD OUT
 #
-# OUT/ holds bin/ (train, make_data, dump_refmodel), bench/, prog/ (test-only programs), verify/
+# OUT/ holds bin/ (train, make_data, dump_refmodel; bench/ below it, where the tests look), prog/ (test-only programs), verify/
 # (the Criterion binaries), root/ (the files tests read: refdata/, the Python and gnuplot scripts of
 # bench/ and verify/, README.md and impl/ for the source checks), the
 # scripts of ci/bundle/ and lib.tar.gz: the shared libraries those programs load except glibc and
@@ -24,7 +24,7 @@ command -v patchelf >/dev/null || { echo "bundle: patchelf not found (make deps 
 [ -x "$BUILD/verify/gm_verify" ] || { echo "bundle: $BUILD/verify/gm_verify missing: run make build first" >&2; exit 1; }
 
 rm -rf "$OUT"
-mkdir -p "$OUT"/{bin,bench,prog,verify,root/verify,pack/lib}
+mkdir -p "$OUT"/{bin/bench,prog,verify,root/verify,pack/lib}
 STAGE=$OUT/pack
 
 # ---- programs: host debug info dropped (symbols kept for backtraces; the device code keeps its
@@ -34,7 +34,7 @@ copy_prog() {  # copy_prog FILE DESTDIR
     strip --strip-debug "$2/$(basename "$1")"
 }
 for p in train make_data dump_refmodel; do [ -x "$BUILD/$p" ] && copy_prog "$BUILD/$p" "$OUT/bin"; done
-for p in "$BUILD"/bench/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/bench"; done
+for p in "$BUILD"/bench/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/bin/bench"; done
 for p in "$BUILD"/verify/prog/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/prog"; done
 for p in gm_verify gm_verify64; do [ -x "$BUILD/verify/$p" ] && copy_prog "$BUILD/verify/$p" "$OUT/verify"; done
 cp -r "$ROOT/refdata" "$ROOT/impl" "$ROOT/README.md" "$OUT/root/"
@@ -75,7 +75,7 @@ is_system() {  # glibc (must match the node's loader) and the NVIDIA driver/CUDA
     return 1
 }
 elves() {  # every ELF file of the bundle
-    find "$OUT"/{bin,bench,prog,verify} "$STAGE" -type f | while read -r f; do
+    find "$OUT"/{bin,prog,verify} "$STAGE" -type f | while read -r f; do
         readelf -h "$f" >/dev/null 2>&1 && echo "$f"
     done
 }
@@ -99,7 +99,8 @@ bundle_libs
 
 # ---- run paths ----
 CUDA_LIB=${CUDA_HOME:-/usr/local/cuda}/lib64
-for f in "$OUT"/{bin,bench,prog,verify}/*; do patchelf --set-rpath "\$ORIGIN/../lib:$CUDA_LIB" "$f"; done
+for f in "$OUT"/{bin,prog,verify}/*; do [ -f "$f" ] && patchelf --set-rpath "\$ORIGIN/../lib:$CUDA_LIB" "$f"; done
+for f in "$OUT"/bin/bench/*; do patchelf --set-rpath "\$ORIGIN/../../lib:$CUDA_LIB" "$f"; done
 for f in "$STAGE"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 if [ -d "$STAGE/mpi" ]; then
     for f in "$STAGE"/mpi/bin/mpirun "$STAGE"/mpi/bin/orted; do [ -f "$f" ] && patchelf --set-rpath '$ORIGIN/../../lib' "$f"; done

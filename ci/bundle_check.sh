@@ -38,7 +38,7 @@ b=$work/bundle
 . "$b/env.sh" || exit 1
 echo "== ldd: every library of every bundled program (CUDA's from $(dirname "$(ldd "$b/verify/gm_verify" | awk '/libcudart/ {print $3}')" 2>/dev/null))"
 bad=0
-for f in "$b"/bin/* "$b"/bench/* "$b"/prog/* "$b"/verify/* "$b"/mpi/bin/mpirun; do
+for f in "$b"/bin/* "$b"/bin/bench/* "$b"/prog/* "$b"/verify/* "$b"/mpi/bin/mpirun; do
     [ -f "$f" ] || continue
     echo "-- ${f#$b/}"
     ldd "$f" | awk '$2 == "=>"' | sed "s|$b|<bundle>|" | sed 's/^/   /'
