@@ -213,3 +213,11 @@ void th_py_check(const char *script, const char *check) {
     free(out);
     free(err);
 }
+
+int th_run_script(const char *dir, const char *prefix, const char *script, char **out, char **err) {
+    char path[4300], cmd[4600];
+    snprintf(path, sizeof path, "%s/s.sh", dir);
+    cr_assert_eq(gm_write_file_atomic(path, script, strlen(script)), 0, "%s", gm_error());
+    snprintf(cmd, sizeof cmd, "%s bash '%s'", prefix, path);
+    return th_run(cmd, out, err);
+}

@@ -19,6 +19,9 @@ const char *th_mpirun(int world);
 // Run a shell command; its stdout and stderr are captured into *out / *err (malloc'd, may be
 // NULL to discard). Returns the exit status (or 128 + signal).
 int th_run(const char *cmd, char **out, char **err);
+// Write `script` to dir/s.sh and run it with bash behind `prefix` (e.g. "unshare --mount", or
+// ""): exit status, stdout and stderr as th_run.
+int th_run_script(const char *dir, const char *prefix, const char *script, char **out, char **err);
 // Runs `python3 <script> <check>` (script relative to the root); the check prints "ok <check>" on
 // stdout or its mismatch on stderr; a Criterion expectation fails otherwise.
 void th_py_check(const char *script, const char *check);

@@ -211,13 +211,7 @@ Test(train_cli, ctrl_c_stops_cleanly_with_a_checkpoint, .timeout = 120) {
     // SIGINT after 2 s, as Ctrl-C sends it; the run must finish its step, checkpoint and exit 130.
     snprintf(script, sizeof script, "'%s' --preset=muon-v2 --scale=tiny %s & p=$!; sleep 2; kill -INT $p; wait $p",
              th_bin_path("train"), flags);
-    snprintf(path, sizeof path, "%s/int.sh", dir);
-    FILE *f = fopen(path, "w");
-    fputs(script, f);
-    fclose(f);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "bash '%s'", path);
-    cr_assert_eq(th_run(cmd, &out, &err), 130, "%s %s", out, err);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s %s", out, err);
     cr_assert(strstr(out, "train: interrupted after"), "%s", out);
     snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
     gm_ckpt c;

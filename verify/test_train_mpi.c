@@ -112,14 +112,7 @@ Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
              "for p in $(pgrep -f '%s'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; "
              "then kill -9 $p; fi; done; start=$(date +%%s); wait $job; rc=$?; echo \"job exit $rc after $(( $(date +%%s) - start )) s\"; exit $rc",
              th_mpirun(2), th_bin_path("train"), flags, th_bin_path("train"));
-    char cmd[4400], path[4300];
-    FILE *f;
-    snprintf(path, sizeof path, "%s/kill.sh", dir);
-    f = fopen(path, "w");
-    fputs(script, f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "bash '%s'", path);
-    int rc = th_run(cmd, &out, &err);
+    int rc = th_run_script(dir, "", script, &out, &err);
     cr_assert_neq(rc, 0, "the job survived a killed rank: %s", out);
     const char *took = strstr(out, "after ");
     cr_assert_not_null(took, "%s", out);

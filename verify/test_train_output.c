@@ -23,15 +23,6 @@ static char *slurp(const char *path) {
     return data;
 }
 
-// Write `script` to dir/s.sh and run it with bash behind `prefix` (e.g. "unshare --mount").
-static int run_script(const char *dir, const char *prefix, const char *script, char **out, char **err) {
-    char path[4300], cmd[4600];
-    snprintf(path, sizeof path, "%s/s.sh", dir);
-    cr_assert_eq(gm_write_file_atomic(path, script, strlen(script)), 0, "%s", gm_error());
-    snprintf(cmd, sizeof cmd, "%s bash '%s'", prefix, path);
-    return th_run(cmd, out, err);
-}
-
 // A command prefix under which `mount -t tmpfs` works (a private mount namespace, as root or in a
 // user namespace), or NULL.
 static const char *mount_prefix(void) {
@@ -103,7 +94,7 @@ Test(train_output, a_folder_in_use_is_refused, .timeout = 120) {
              "kill -INT $p; wait $p\n"
              "echo \"second: $rc\"\n",
              th_bin_path("train"), flags, dir);
-    cr_assert_eq(run_script(dir, "", script, &out, &err), 0, "%s %s", out, err);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 0, "%s %s", out, err);
     cr_assert(strstr(out, "second: 1"), "the second process ran: %s", out);
     char want[4600];
     snprintf(want, sizeof want, "train: error: rank 0: --out_dir: %s/run: in use by another train process (it holds the folder's lock)\n", dir);
@@ -160,7 +151,7 @@ Test(train_output, a_file_size_limit_below_a_checkpoint_is_refused_at_start, .ti
     th_make_train_data(dir);
     th_test_flags(flags, sizeof flags, dir, "");
     snprintf(script, sizeof script, "ulimit -f 1000  # KiB, in bash\n'%s' --preset=muon-v2 --scale=tiny %s\n", th_bin_path("train"), flags);
-    cr_assert_eq(run_script(dir, "", script, &out, &err), 1, "%s", err);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 1, "%s", err);
     cr_assert_eq(th_count_lines(err), 1, "%s", err);
     cr_assert(strstr(err, "/run: a checkpoint of this run is 1.38 MiB, above the file size limit of 0.98 MiB (ulimit -f)\n"), "%s", err);
     snprintf(run, sizeof run, "%s/run", dir);
@@ -196,7 +187,7 @@ Test(train_output, a_full_disk_is_refused_at_start, .timeout = 60) {
              "'%s' --preset=muon-v2 --scale=tiny %s --out_dir=\"$m/run\" > /dev/null; rc=$?\n"
              "echo \"rc $rc, entries $(ls -A \"$m/run\" | wc -l)\"\n",
              dir, th_bin_path("train"), flags);
-    cr_assert_eq(run_script(dir, prefix, script, &out, &err), 0, "%s", err);
+    cr_assert_eq(th_run_script(dir, prefix, script, &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1, entries 0\n", "%s", err);
     // What the log needs depends on the size of the source snapshot in its first record.
     cr_assert(strstr(err, "/mnt/run: 1.00 MiB free, this run needs ") && strstr(err, " MiB (its 1.38 MiB checkpoint and its log)\n"),
@@ -215,7 +206,7 @@ Test(train_output, a_read_only_folder_is_refused_at_start, .timeout = 60) {
              "m='%s/mnt'; mkdir \"$m\" && mount -t tmpfs -o size=16m,ro none \"$m\" || exit 99\n"
              "'%s' --preset=muon-v2 --scale=tiny %s --out_dir=\"$m\" > /dev/null; echo \"rc $?\"\n",
              dir, th_bin_path("train"), flags);
-    cr_assert_eq(run_script(dir, prefix, script, &out, &err), 0, "%s", err);
+    cr_assert_eq(th_run_script(dir, prefix, script, &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1\n", "%s", err);
     snprintf(want, sizeof want, "train: error: rank 0: --out_dir: %s/mnt/ckpt.bin: cannot create temporary file: Read-only file system\n", dir);
     cr_assert_str_eq(err, want);
@@ -237,7 +228,7 @@ static int run_then_fill(const char *dir, const char *flags, const char *ready, 
              "cp \"$m/run/log.jsonl\" '%s/log.copy'; cp \"$m/run/ckpt.bin\" '%s/ckpt.copy' 2>/dev/null\n"
              "echo \"rc $rc, files: $(cd \"$m/run\" && ls | tr '\\n' ' ')\"\n",
              dir, th_bin_path("train"), flags, ready, fill, dir, dir);
-    return run_script(dir, need_mount(), script, out, err);
+    return th_run_script(dir, need_mount(), script, out, err);
 }
 
 // Every line of the copied log is a JSON record, the train steps run 0, 1, 2, ... without a gap,
