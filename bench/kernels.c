@@ -362,6 +362,12 @@ static void compare(const char *pa, const char *pb) {
 
 // ---- data -----------------------------------------------------------------------------------
 
+// The synthetic train (v = 0) or val (v = 1) shard in dir, into buf.
+static const char *shard_path(const char *dir, int v, char *buf, size_t len) {
+    snprintf(buf, len, "%s/%s_000000.bin", dir, v ? "val" : "train");
+    return buf;
+}
+
 // Shards of the llm.c format with documents like FineWeb's: an EOT opens each document, lengths
 // exponential with mean doc_len, other tokens uniform; 16 distinct batches, then the loader wraps.
 // Written into dir as train_000000.bin and val_000000.bin (the same tokens) for the trainer's globs.
@@ -380,10 +386,8 @@ static void write_synthetic_data(const char *dir, const gm_config *c, int doc_le
         tok[i] = (uint16_t)(t >= (uint32_t)c->eot ? t + 1 : t);
     }
     char path[4200];
-    for (int v = 0; v < 2; v++) {
-        snprintf(path, sizeof path, "%s/%s_000000.bin", dir, v ? "val" : "train");
-        if (gm_shard_write(path, tok, count)) gm_die_last();
-    }
+    for (int v = 0; v < 2; v++)
+        if (gm_shard_write(shard_path(dir, v, path, sizeof path), tok, count)) gm_die_last();
     free(tok);
 }
 
@@ -461,8 +465,7 @@ int main(int argc, char **argv) {
     // The loader has the shards open: their names can go (also when the trainer refused).
     for (int v = 0; v < 2; v++) {
         char path[4200];
-        snprintf(path, sizeof path, "%s/%s_000000.bin", dir, v ? "val" : "train");
-        unlink(path);
+        unlink(shard_path(dir, v, path, sizeof path));
     }
     rmdir(dir);
     if (!tr) gm_die_last();
