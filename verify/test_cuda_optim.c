@@ -69,9 +69,10 @@ Test(cuda_optim, adam_update_matches_cpu) {
             for (long t = 1; t <= steps; t++) {
                 gm_real *g = cc_randn(&e, n, 0.01);
                 const gm_adam_args a = adam_args(t, 1e-3, wd, normalize);
-                e.cpu->adam_update(e.cpu, p, g, m, v, n, &a);
+                const gm_adam_span whole = {0, 0, n};
+                e.cpu->adam_update(e.cpu, p, g, m, v, 1, &whole, &a);
                 e.gpu->upload(e.gpu, gg, g, sizeof(gm_real) * n);
-                e.gpu->adam_update(e.gpu, gp, gg, gm, gv, n, &a);
+                e.gpu->adam_update(e.gpu, gp, gg, gm, gv, 1, &whole, &a);
                 free(g);
             }
             cr_assert_eq(e.cpu->sync(e.cpu), 0, "%s", gm_error());
@@ -439,11 +440,12 @@ Test(cuda_optim, repeat_bitwise) {
     gm_real *g = cc_randn(&e, n, 1.0), *p0 = cc_randn(&e, n, 1.0), *res[2];
     gm_real *gg = cc_to_gpu(&e, g, sizeof(gm_real) * n);
     const gm_adam_args a = adam_args(1, 1e-3, 0.1, 1);
+    const gm_adam_span whole = {0, 0, n};
     for (int run = 0; run < 2; run++) {
         gm_real *gp = cc_to_gpu(&e, p0, sizeof(gm_real) * n), *gm = e.gpu->alloc(e.gpu, sizeof(gm_real) * n);
         gm_real *gv = e.gpu->alloc(e.gpu, sizeof(gm_real) * n);
         cr_assert(gm && gv, "%s", gm_error());
-        e.gpu->adam_update(e.gpu, gp, gg, gm, gv, n, &a);
+        e.gpu->adam_update(e.gpu, gp, gg, gm, gv, 1, &whole, &a);
         res[run] = cc_from_gpu(&e, gp, n);
         e.gpu->free(e.gpu, gp), e.gpu->free(e.gpu, gm), e.gpu->free(e.gpu, gv);
     }

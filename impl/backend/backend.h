@@ -55,6 +55,12 @@ typedef struct {
     int normalize_grad;  // g <- g / (||g||_F + 1e-6) per tensor first (the AdamW baseline record)
 } gm_adam_args;
 
+// One tensor of an Adam step: n elements at p + offset (its gradient at g + offset), its moments at
+// m + state_offset and v + state_offset.
+typedef struct {
+    size_t offset, state_offset, n;
+} gm_adam_span;
+
 // A Newton-Schulz coefficient set: one (a, b, c) triple per iteration for the odd quintic
 // p(x) = a x + b x^3 + c x^5 applied to the singular values of X (X <- a X + (b A + c A^2) X with
 // A = X X^T), and the normalization X = G / (norm_scale * ||G||_F + norm_eps). The sets themselves
@@ -187,10 +193,14 @@ typedef struct {
       (gm_real * losses, gm_real * dlogits, const gm_real *logits, const int32_t *targets, int N, int V, double cap,   \
        double dloss_scale),                                                                                            \
       (losses, dlogits, logits, targets, N, V, cap, dloss_scale))                                                      \
-    /* ---- Adam/AdamW over one tensor of n elements (optim/adam.h for the formula): the norm for                     \
-       normalize_grad in fp64 in a fixed order, then elementwise p, m, v. ---- */                                     \
-    X(adam_update, (gm_real * p, const gm_real *g, gm_real *m, gm_real *v, size_t n, const gm_adam_args *a),          \
-      (p, g, m, v, n, a))                                                                                              \
+    /* ---- Adam/AdamW over `count` tensors (gm_adam_span) with the same scalars (optim/adam.h for the                \
+       formula): each tensor's norm for normalize_grad in fp64 in a fixed order, then elementwise p, m, v.            \
+       A backend may run the tensors in any order or concurrently: each result depends on its own                     \
+       tensor only. ---- */                                                                                           \
+    X(adam_update,                                                                                                    \
+      (gm_real * p, const gm_real *g, gm_real *m, gm_real *v, int count, const gm_adam_span *spans,                   \
+       const gm_adam_args *a),                                                                                        \
+      (p, g, m, v, count, spans, a))                                                                                  \
     /* ---- momentum: buf = mu*buf + gmul*g; then, when u is not NULL, u = nesterov ? gmul*g + mu*buf : buf           \
        (buf after its update). mu and gmul are rounded to gm_real once. ---- */                                       \
     X(momentum, (gm_real * buf, gm_real * u, const gm_real *g, size_t n, double mu, double gmul, int nesterov),        \

@@ -163,12 +163,14 @@ void gm_cost_xent_fwd_bwd(gm_kernel_cost *c, gm_real *losses, gm_real *dlogits, 
 
 // ~13 flops per element (moments, bias-corrected step with sqrt and divide); reads g (twice with
 // normalize_grad), read-modify-writes p, m, v.
-void gm_cost_adam_update(gm_kernel_cost *c, gm_real *p, const gm_real *g, gm_real *m, gm_real *v, size_t n,
-                         const gm_adam_args *a) {
+void gm_cost_adam_update(gm_kernel_cost *c, gm_real *p, const gm_real *g, gm_real *m, gm_real *v, int count,
+                         const gm_adam_span *spans, const gm_adam_args *a) {
     (void)p, (void)g, (void)m, (void)v;
+    size_t n = 0;
+    for (int i = 0; i < count; i++) n += spans[i].n;
     const double dn = (double)n;
     *c = (gm_kernel_cost){(13 + 2 * a->normalize_grad) * dn, F * (7 + a->normalize_grad) * dn, ""};
-    snprintf(c->shape, sizeof c->shape, "%zu", n);
+    snprintf(c->shape, sizeof c->shape, "%zu in %d tensors", n, count);
 }
 
 // buf = mu buf + gmul g (3 flops), u = ... (3 more): reads g, read-modify-writes buf, writes u.

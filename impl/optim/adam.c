@@ -21,15 +21,15 @@ int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, co
     a->be = be;
     a->views = views;
     a->n = n;
-    a->state_offset = malloc((size_t)(n > 0 ? n : 1) * sizeof *a->state_offset);
-    for (int i = 0; a->state_offset && i < n; i++) {
-        a->state_offset[i] = a->state_numel;
-        a->state_numel += gm_view_numel(&views[i]);
+    a->spans = malloc((size_t)(n > 0 ? n : 1) * sizeof *a->spans);
+    for (int i = 0; a->spans && i < n; i++) {
+        a->spans[i] = (gm_adam_span){views[i].offset, a->state_numel, gm_view_numel(&views[i])};
+        a->state_numel += a->spans[i].n;
     }
     size_t bytes = moment_bytes(a->state_numel);
-    if (a->state_offset) a->m = be->alloc(be, bytes);
+    if (a->spans) a->m = be->alloc(be, bytes);
     if (a->m) a->v = be->alloc(be, bytes);
-    if (!a->state_offset || !a->m || !a->v) {
+    if (!a->spans || !a->m || !a->v) {
         gm_adam_free(a);
         return gm_fail("adam: cannot allocate %zu state elements: %s", a->state_numel, gm_error());
     }
@@ -38,9 +38,9 @@ int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, co
 
 void gm_adam_free(gm_adam *a) {
     if (a->be) a->be->free(a->be, a->m), a->be->free(a->be, a->v);
-    free(a->state_offset);
+    free(a->spans);
     a->m = a->v = NULL;
-    a->state_offset = NULL;
+    a->spans = NULL;
 }
 
 void gm_adam_step(gm_adam *a, gm_real *params, const gm_real *grads, double lr_mult) {
@@ -55,9 +55,5 @@ void gm_adam_step(gm_adam *a, gm_real *params, const gm_real *grads, double lr_m
                                .decay = 1.0 - lr * a->hp.weight_decay,
                                .apply_decay = a->hp.weight_decay != 0,
                                .normalize_grad = a->hp.normalize_grad};
-    for (int i = 0; i < a->n; i++) {
-        const gm_opt_view *vw = &a->views[i];
-        a->be->adam_update(a->be, params + vw->offset, grads + vw->offset, a->m + a->state_offset[i],
-                           a->v + a->state_offset[i], gm_view_numel(vw), &args);
-    }
+    a->be->adam_update(a->be, params, grads, a->m, a->v, a->n, a->spans, &args);
 }

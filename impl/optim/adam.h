@@ -3,8 +3,8 @@
 //   p <- p (1 - lr wd)                          (AdamW: decoupled decay, skipped when wd = 0)
 //   p <- p - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // with an optional per-tensor gradient normalization g <- g / (||g||_F + 1e-6) before the step
-// (the AdamW baseline record's code had it). The moments live in backend memory; each tensor's
-// step is one backend kernel (adam_update).
+// (the AdamW baseline record's code had it). The moments live in backend memory; a step is one
+// backend kernel (adam_update) over all the group's tensors.
 #ifndef GM_OPTIM_ADAM_H
 #define GM_OPTIM_ADAM_H
 
@@ -22,8 +22,8 @@ typedef struct {
     const gm_backend *be;
     const gm_opt_view *views;
     int n;
-    gm_real *m, *v;        // backend memory: moments, packed view after view (state_offset[i])
-    size_t *state_offset;  // host
+    gm_real *m, *v;        // backend memory: moments, packed view after view (spans[i].state_offset)
+    gm_adam_span *spans;   // host (n): each view's place in the parameters and in the moments
     size_t state_numel;
     long t;          // steps taken (bias correction uses t after increment: 1-based)
 } gm_adam;

@@ -1,5 +1,7 @@
 // The CPU backend struct: host memory, the kernels of this folder, and the error slot its sync
 // reports.
+#include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +34,21 @@ void gm_cpu_copy(const gm_backend *be, void *dst, const void *src, size_t bytes)
     if (bytes) memmove(dst, src, bytes);
 }
 
+// Zero (the gradient reset: every parameter's gradient, each step) goes through memset, whose
+// streaming stores do not first read the lines they overwrite: about 3x a store loop's rate on the
+// 2-core EPYC VM. One slice per thread either way.
 void gm_cpu_fill(const gm_backend *be, gm_real *p, gm_real value, size_t n) {
     (void)be;
-    for (size_t i = 0; i < n; i++) p[i] = value;
+    const int zero = value == 0 && !signbit(value);
+#pragma omp parallel if (n > GM_CPU_PAR_MIN)
+    {
+        size_t lo, hi;
+        gm_cpu_slice(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        if (zero)
+            memset(p + lo, 0, (hi - lo) * sizeof *p);
+        else
+            for (size_t i = lo; i < hi; i++) p[i] = value;
+    }
 }
 
 // The first failure since the last sync. Kernels run on the calling thread (and its OpenMP team),

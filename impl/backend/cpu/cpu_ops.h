@@ -10,6 +10,12 @@
 // run 2 at a time on 2 cores) slow both down by orders of magnitude.
 #define GM_CPU_PAR_MIN ((size_t)1 << 16)
 
+// Items [*lo, *hi) of n for thread t of nt: contiguous slices in thread order.
+static inline void gm_cpu_slice(size_t n, int t, int nt, size_t *lo, size_t *hi) {
+    *lo = n * (size_t)t / (size_t)nt;
+    *hi = n * (size_t)(t + 1) / (size_t)nt;
+}
+
 #define GM_CPU_PROTO(name, params, args) void gm_cpu_##name(const gm_backend *be, GM_UNPACK params);
 GM_BACKEND_KERNELS(GM_CPU_PROTO)
 #undef GM_CPU_PROTO

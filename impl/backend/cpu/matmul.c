@@ -7,12 +7,11 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/cpu_ops.h"
 
-
-
 // Rows [lo, hi) of `rows` for thread `t` of `nt`.
 static void slice(int rows, int t, int nt, int *lo, int *hi) {
-    *lo = (int)((long)rows * t / nt);
-    *hi = (int)((long)rows * (t + 1) / nt);
+    size_t a, b;
+    gm_cpu_slice((size_t)rows, t, nt, &a, &b);
+    *lo = (int)a, *hi = (int)b;
 }
 
 static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_get_max_threads() : 1; }

@@ -1,5 +1,5 @@
-// Adam/AdamW over one tensor (the formula in optim/adam.h), in fp32 as the CPU reference computes
-// in the parameter dtype. Every operation is an explicitly rounded intrinsic (__fmul_rn, ...), so
+// Adam/AdamW over a group of tensors (the formula in optim/adam.h), one tensor after another on
+// the stream, in fp32 as the CPU reference computes in the parameter dtype. Every operation is an explicitly rounded intrinsic (__fmul_rn, ...), so
 // nvcc contracts nothing into an FMA and the update is the CPU's bit for bit, given the same
 // gradient scale. The scale of normalize_grad, 1 / (||g||_F + 1e-6), comes from the fp64 sum of
 // squares of reduce.cuh (deterministic, but not the CPU's index order: it agrees to rounding), and
@@ -34,9 +34,10 @@ __global__ static void adam_kernel(float *p, const float *g, float *m, float *v,
     }
 }
 
-void gm_cuda_adam_update(const gm_backend *be, gm_real *p, const gm_real *g, gm_real *m, gm_real *v, size_t n,
-                         const gm_adam_args *a) {
-    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+// One tensor. The scale's scratch slot is reused by the next tensor's kernels, queued after these
+// on the same stream.
+static void adam_tensor(gm_cuda_ctx *c, float *p, const float *g, float *m, float *v, size_t n,
+                        const gm_adam_args *a) {
     if (!n) return;
     float *gscale = NULL;
     if (a->normalize_grad) {
@@ -51,4 +52,12 @@ void gm_cuda_adam_update(const gm_backend *be, gm_real *p, const gm_real *g, gm_
         p, g, m, v, n, gscale, (float)a->step_size, (float)a->bc2_sqrt, (float)a->eps, (float)a->decay, a->apply_decay,
         (float)a->beta1, (float)a->beta2, (float)(1.0 - a->beta1), (float)(1.0 - a->beta2));
     GM_CU_LAUNCHED(c);
+}
+
+void gm_cuda_adam_update(const gm_backend *be, gm_real *p, const gm_real *g, gm_real *m, gm_real *v, int count,
+                         const gm_adam_span *spans, const gm_adam_args *a) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    for (int i = 0; i < count; i++)
+        adam_tensor(c, p + spans[i].offset, g + spans[i].offset, m + spans[i].state_offset, v + spans[i].state_offset,
+                    spans[i].n, a);
 }
