@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+import ctypes
+
 import torch
 
 import peers_llmc
@@ -39,6 +41,30 @@ def arg(name, default):
         if a.startswith(f"--{name}="):
             return int(a.split("=", 1)[1])
     return default
+
+
+def openblas():
+    """The OpenBLAS this process mapped for torch (ctypes handle), or None. torch.set_num_threads
+    sets torch's own pool only: Debian's torch calls OpenBLAS (pthreads build), whose thread count
+    only openblas_set_num_threads changes (a 2048^3 sgemm ran at the 2-thread rate after
+    torch.set_num_threads(1))."""
+    for path in sorted({l.split()[-1] for l in open("/proc/self/maps") if "openblas" in l}):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_num_threads()
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def torch_threads(n, blas):
+    """torch's pool and its OpenBLAS at n threads; returns how the report states it."""
+    torch.set_num_threads(n)
+    if not blas:
+        return f"{n} intra-op, BLAS threads not set (no OpenBLAS found in the process)"
+    blas.openblas_set_num_threads(n)
+    return f"{n} intra-op, OpenBLAS {blas.openblas_get_num_threads()}"
 
 
 def load():
@@ -98,7 +124,7 @@ def med(x):
     return statistics.median(x)
 
 
-def write_llmc(f, peer, skip, t, ours, torch_t, threads, steps, rounds):
+def write_llmc(f, peer, skip, t, ours, torch_t, torch_threads_text, threads, steps, rounds):
     f.write("## llm.c's CPU trainer, GPT-2 124M, batch 4 x 64 tokens\n\n")
     if skip or not t:
         f.write(f"llm.c skipped: {skip or 'no steps timed'}.\n\n")
@@ -120,7 +146,7 @@ def write_llmc(f, peer, skip, t, ours, torch_t, threads, steps, rounds):
     f.write(f"| llm.c train_gpt2 | {omp or threads} OpenMP{'' if omp else ' (OMP_NUM_THREADS unset)'} "
             f"| {med(t):.3f} ({min(t):.3f}) | {med(t) / med(ours):.2f} |\n")
     if torch_t:
-        f.write(f"| PyTorch adamw | {threads} intra-op | {med(torch_t):.3f} ({min(torch_t):.3f}) | "
+        f.write(f"| PyTorch adamw | {torch_threads_text} | {med(torch_t):.3f} ({min(torch_t):.3f}) | "
                 f"{med(torch_t) / med(ours):.2f} |\n")
     ratio = med(t) / med(ours)
     f.write(f"\nTarget: our adamw step at least 3x faster than llm.c's CPU step at equal shapes. Measured in this "
@@ -145,6 +171,8 @@ def main():
     models = {}
     llmc, llmc_times, llmc_skip = None, [], None
     llmc_dir = os.environ.get("LLMC_DIR", "")
+    blas = openblas()
+    step_threads = ns_threads = ""
     with tempfile.TemporaryDirectory() as tmp:
         try:
             if (batch, seq) != (4, 64):
@@ -166,7 +194,7 @@ def main():
                         m = peers_model.GPT(config)
                         models[preset] = (m, peers_model.optimizers(m, config), config)
                     m, opts, c = models[preset]
-                    torch.set_num_threads(threads)
+                    step_threads = torch_threads(threads, blas)
                     print(f"peers: round {r + 1}/{rounds}: torch {name}", file=sys.stderr, flush=True)
                     theirs[preset] += run_torch(m, opts, c, steps, batch, seq, gen)
                 if name == "adamw" and llmc:
@@ -178,7 +206,7 @@ def main():
                         print(f"peers: llm.c skipped: {llmc_skip}", file=sys.stderr, flush=True)
         models.clear()
         ns = {s: {"ours": [], "torch bf16": [], "torch fp32": []} for s in NS_SHAPES}
-        torch.set_num_threads(1)
+        ns_threads = torch_threads(1, blas)
         for r in range(rounds):
             for rows, cols in NS_SHAPES:
                 print(f"peers: round {r + 1}/{rounds}: NS {rows}x{cols}", file=sys.stderr, flush=True)
@@ -215,7 +243,7 @@ def main():
             o = ours[name]
             if theirs.get(preset) and name == preset:
                 p = theirs[preset]
-                f.write(f"| {name} | {threads} OpenMP, BLAS 1 each | {med(o):.3f} ({min(o):.3f}) | {threads} intra-op "
+                f.write(f"| {name} | {threads} OpenMP, BLAS 1 each | {med(o):.3f} ({min(o):.3f}) | {step_threads} "
                         f"| {med(p):.3f} ({min(p):.3f}) | {med(p) / med(o):.2f} |\n")
             else:
                 f.write(f"| {name} | {threads} OpenMP, BLAS 1 each | {med(o):.3f} ({min(o):.3f}) | | | |\n")
@@ -224,11 +252,12 @@ def main():
                 f"gram-ns / softcap = {g / s:.2f}. PyTorch's softcap step runs Muon with its Newton-Schulz in fp32 "
                 f"(bf16 matmuls on this CPU are far slower, table below); ours emulates the records' bf16 in fp32 "
                 f"arithmetic.\n\n")
-        write_llmc(f, llmc, llmc_skip, llmc_times, ours["adamw"], theirs["adamw"], threads, steps, rounds)
+        write_llmc(f, llmc, llmc_skip, llmc_times, ours["adamw"], theirs["adamw"], step_threads, threads, steps,
+                   rounds)
         f.write("## Newton-Schulz, one matrix, one thread\n\n")
         f.write("The speedrun's quintic, 5 steps. Ours: `build/bench/ns_time` (fp32 OpenBLAS, bf16 emulated as "
-                "trained), 3 calls per round after a warm-up. PyTorch: `torch.set_num_threads(1)`, the records' "
-                "formulation in fp32 (3 calls per round after a warm-up) and in bf16 as on GPUs (one call in the "
+                "trained), 3 calls per round after a warm-up. PyTorch (" + ns_threads + "; `torch.set_num_threads` "
+                "alone leaves Debian's OpenBLAS on every core): the records' formulation in fp32 (3 calls per round after a warm-up) and in bf16 as on GPUs (one call in the "
                 "first round only: bf16 matmuls have no hardware support here and take seconds to minutes). "
                 "Median (min) ms.\n\n")
         f.write("| shape | ours (bf16 emulated) | PyTorch bf16 | PyTorch fp32 | PyTorch fp32 / ours | PyTorch bf16 / ours |\n"
