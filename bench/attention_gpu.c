@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
     snprintf(base, sizeof base, "%s/%s", out, name ? name : "");
     if (!name) snprintf(base, sizeof base, "%s/gpu-attention-%s", out, preset);
     snprintf(csv, sizeof csv, "%s.csv", base), snprintf(md, sizeof md, "%s.md", base);
-    if (gm_mkdir_p(out)) gm_die_last();
+    if (gm_mkdir_p(out, NULL)) gm_die_last();
     write_csv(&b, rows, nrows, csv);
     write_md(&b, rows, nrows, md, preset, cmdline, load, doc_len);
     printf("%s\n", md);

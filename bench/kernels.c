@@ -449,7 +449,7 @@ int main(int argc, char **argv) {
     if (name) snprintf(base, sizeof base, "%s/%s", out, name);
     else snprintf(base, sizeof base, "%s/%s-%s-%s", out, slug, preset, scale);
     snprintf(csv, sizeof csv, "%s.csv", base), snprintf(md, sizeof md, "%s.md", base), snprintf(png, sizeof png, "%s.png", base);
-    if (gm_mkdir_p(out)) gm_die_last();
+    if (gm_mkdir_p(out, NULL)) gm_die_last();
 
     results r = {0};
     r.steps = steps, r.threads = omp_get_max_threads();

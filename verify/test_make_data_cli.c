@@ -140,7 +140,7 @@ Test(make_data_cli, a_folder_it_did_not_write_is_refused_and_kept) {
     snprintf(sub, sizeof sub, "%s/fineweb10B", out);
     snprintf(dict, sizeof dict, "%s/d.dict", dir);
     write_dict(dict);
-    cr_assert_eq(gm_mkdir_p(sub), 0, "%s", gm_error());
+    cr_assert_eq(gm_mkdir_p(sub, NULL), 0, "%s", gm_error());
     put_file(sub, "fineweb_val_000000.bin", "someone else's shard");
     put_file(out, "notes.txt", "mine");
     cr_assert_eq(run_make_data(dir, "data", &se), 1, "make_data replaced a folder it did not write: %s", se);
@@ -163,7 +163,7 @@ Test(make_data_cli, its_own_dataset_is_replaced_and_nothing_else) {
     snprintf(out, sizeof out, "%s/ds", dir);
     snprintf(dict, sizeof dict, "%s/d.dict", dir);
     write_dict(dict);
-    cr_assert_eq(gm_mkdir_p(out), 0);  // an empty folder is fine
+    cr_assert_eq(gm_mkdir_p(out, NULL), 0);  // an empty folder is fine
     cr_assert_eq(run_make_data(dir, "ds", &se), 0, "%s", se);
     free(se);
     int files = th_dir_entries(out);

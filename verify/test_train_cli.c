@@ -182,6 +182,8 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
              "same flags and world size\n", dir);
     cr_assert_str_eq(err, path);
     free(out), free(err);
+    snprintf(path, sizeof path, "%s/r2", dir);  // refused before anything was written: no folder left
+    cr_assert_not(th_file_exists(path), "the refused run left %s behind", path);
     // A folder instead of the checkpoint file once said "read error".
     snprintf(extra, sizeof extra, "--resume=%s/run --out_dir=%s/r4", dir, dir);
     cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);
@@ -189,6 +191,8 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
              dir, dir);
     cr_assert_str_eq(err, path);
     free(out), free(err);
+    snprintf(path, sizeof path, "%s/r4", dir);
+    cr_assert_not(th_file_exists(path), "the refused run left %s behind", path);
     // A truncated checkpoint.
     snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
     char *data;
@@ -200,6 +204,8 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
     cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);
     cr_assert(strstr(err, "truncated") && strstr(err, "ckpt.bin"), "%s", err);
     free(out), free(err);
+    snprintf(path, sizeof path, "%s/r3", dir);
+    cr_assert_not(th_file_exists(path), "the refused run left %s behind", path);
     th_rmtree(dir);
     free(dir);
 }

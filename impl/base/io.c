@@ -151,15 +151,20 @@ void gm_unmap(gm_mapping *m) {
     m->len = 0;
 }
 
-int gm_mkdir_p(const char *path) {
+int gm_mkdir_p(const char *path, size_t *created) {
     char buf[4096];
+    if (created) *created = 0;
     if (strlen(path) >= sizeof buf) return gm_fail("%s: path too long", path);
     strcpy(buf, path);
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return gm_fail("%s: cannot create: %s", buf, strerror(errno));
+            if (mkdir(buf, 0755) == 0) {
+                if (created && !*created) *created = (size_t)(p - buf);
+            } else if (errno != EEXIST) {
+                return gm_fail("%s: cannot create: %s", buf, strerror(errno));
+            }
             *p = c;
             if (c == '\0') break;
         }
@@ -167,4 +172,17 @@ int gm_mkdir_p(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return gm_fail("%s: not a folder", path);
     return 0;
+}
+
+void gm_rmdir_created(const char *path, size_t created) {
+    char buf[4096];
+    if (!created || strlen(path) >= sizeof buf) return;
+    strcpy(buf, path);
+    for (size_t n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--) buf[n - 1] = '\0';
+    for (size_t len = strlen(buf); len >= created; len = strlen(buf)) {
+        if (rmdir(buf) != 0) return;  // not empty (or gone): what is left is not ours to remove
+        char *slash = strrchr(buf, '/');
+        if (!slash) return;
+        *slash = '\0';
+    }
 }

@@ -28,8 +28,12 @@ void gm_atomic_abort(gm_atomic_file *af);
 // One-shot atomic write of a buffer.
 int gm_write_file_atomic(const char *path, const void *data, size_t n);
 
-// Create a folder and its missing parents (mkdir -p); an existing folder is fine.
-int gm_mkdir_p(const char *path);
+// Create a folder and its missing parents (mkdir -p); an existing folder is fine. *created (when
+// not NULL): the length of the shortest prefix of path this call created, 0 when it created none.
+int gm_mkdir_p(const char *path, size_t *created);
+// Undo gm_mkdir_p where nothing was put in: remove path and then its parents down to the prefix of
+// length `created`, each only while empty. created == 0: nothing.
+void gm_rmdir_created(const char *path, size_t created);
 
 // Read-only memory mapping of a whole file (a zero-length file maps to data == NULL, len == 0).
 typedef struct {

@@ -47,6 +47,7 @@ struct gm_trainer {
     char *config_core;  // config JSON without the run-control fields, with the world size (resume must match it)
     int verbose;
     int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run where the file system can; -1 elsewhere
+    size_t dir_created; // rank 0: out_dir's folders this run created (gm_mkdir_p), removed again if a refusal leaves them empty
     int continues;      // rank 0: --resume names out_dir's own checkpoint (the log is appended to)
     int step;           // the step being run, for the error record
 };
@@ -225,7 +226,7 @@ static int prepare_out_dir(trainer *t) {
     const gm_run_config *rc = t->rc;
     const char *dir = rc->out_dir;
     if (t->comm->rank != 0) return 0;
-    if (gm_mkdir_p(dir)) return gm_fail("--out_dir: %s", gm_error());
+    if (gm_mkdir_p(dir, &t->dir_created)) return gm_fail("--out_dir: %s", gm_error());
     // Locked for the whole run, so two train processes (another terminal, or the ranks of a
     // --comm=single job) never write one folder.
     t->dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -355,7 +356,9 @@ static int check_val_tokens(const trainer *t) {
 // was cleared before the step, so a message there is the kernel's).
 static int step_fault(int s, const char *what, double l) {
     if (isfinite(l) || gm_error()[0]) return gm_fail("step %d: %s: %s", s, what, gm_error());
-    return gm_fail("step %d: %s loss is %g (not finite): training stopped, no checkpoint written for this step", s, what, l);
+    // fabs: a NaN computed on x86 has its sign bit set, and "-nan" reads like a value.
+    return gm_fail("step %d: %s loss is %g (not finite): training stopped, no checkpoint written for this step", s, what,
+                   isnan(l) ? fabs(l) : l);
 }
 
 static int validate(trainer *t, double *loss) {
@@ -380,7 +383,7 @@ static int dump_matrices(trainer *t, const gm_real *buf, const size_t *offsets, 
     if (t->comm->rank != 0) return 0;
     char dir[700], path[1000], name[GM_MATFILE_NAME_MAX];
     snprintf(dir, sizeof dir, "%s/matrices", t->rc->out_dir);
-    if (gm_mkdir_p(dir)) return -1;
+    if (gm_mkdir_p(dir, NULL)) return -1;
     const int g = GM_GROUP_MATRIX - 1;
     for (int i = 0; i < t->opt.nviews[g]; i++) {
         const gm_opt_view *v = &t->opt.views[g][i];
@@ -632,6 +635,8 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
 fail:
     rc_ = -1;
     log_error(t);
+    // A run refused before it wrote anything leaves no empty folder behind.
+    if (t->comm->rank == 0) gm_rmdir_created(rc->out_dir, t->dir_created);
 done:
     gm_trainer_close(t);
     return rc_;
