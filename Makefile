@@ -12,10 +12,12 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvc
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),/usr/local/cuda)
 
 WARN := -Wall -Wextra -Werror
-# -fno-math-errno: nothing here reads errno after a math function, and a sqrtf that may set it
-# keeps a loop from vectorizing (the Adam update). Results are unchanged: IEEE sqrt in a vector
-# lane is the scalar one; -std=c11 keeps FMA contraction off.
-CFLAGS_COMMON = -std=c11 -D_DEFAULT_SOURCE -Iimpl -g $(WARN) -fopenmp -fno-math-errno $(MPI_CFLAGS)
+# -fno-math-errno, -fno-trapping-math: nothing here reads errno after a math function or tests
+# floating-point exception flags, and either one keeps a loop from vectorizing (a sqrtf that may set
+# errno in the Adam update; a compare-and-select that may raise a flag in ReLU^2). Values are
+# unchanged: a vector lane computes what the scalar code did, and -std=c11 keeps FMA contraction
+# off (no flag here lets the compiler reassociate).
+CFLAGS_COMMON = -std=c11 -D_DEFAULT_SOURCE -Iimpl -g $(WARN) -fopenmp -fno-math-errno -fno-trapping-math $(MPI_CFLAGS)
 CFLAGS ?= -O2 -march=x86-64-v2
 # Open MPI's flags come from its wrapper (the build sub-make parses this after `make deps`).
 MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
