@@ -2,8 +2,9 @@
 # make bundle-check: prove the bundle needs none of this machine's libraries but glibc's and
 # CUDA's. In a private mount namespace, /usr/lib/x86_64-linux-gnu (and so /lib/x86_64-linux-gnu,
 # a link to it) is replaced by a folder holding only glibc and what the shell tools the scripts and
-# tests call need (sh, bash, python3, coreutils, sed, grep, tar, pgrep: libtinfo, libz, libexpat,
-# libselinux, libacl, libpcre2, libproc2 and its own). Then every ELF file of a pristine copy of
+# tests call need (sh, bash, python3, coreutils, sed, grep, tar, pgrep, and unshare/mount for the
+# full-disk tests' tmpfs: libtinfo, libz, libexpat, libselinux, libacl, libpcre2, libproc2,
+# libmount, libblkid and its own). Then every ELF file of a pristine copy of
 # the bundle must resolve each library into the bundle's lib/ (ldd, shown), and the CPU suite
 # (release and fp64 builds, MPI tests included) runs from it.
 #   ci/bundle_check.sh BUNDLE [criterion flags]
@@ -21,7 +22,8 @@ mkdir "$work/syslib"
 keep=$(
     ls "$SYS" | grep -E '^(libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|ld-linux-x86-64)[.-]'
     for t in /bin/sh /bin/bash /usr/bin/python3 /bin/ls /bin/cp /bin/rm /usr/bin/env /bin/sed /bin/grep /bin/tar \
-        /usr/bin/awk /bin/gzip /usr/bin/find /usr/bin/pgrep /usr/bin/tr /bin/date /bin/kill; do
+        /usr/bin/awk /bin/gzip /usr/bin/find /usr/bin/pgrep /usr/bin/tr /bin/date /bin/kill /usr/bin/unshare \
+        /usr/bin/mount /usr/bin/umount /usr/bin/mktemp /bin/rmdir; do
         ldd "$(readlink -f "$t")" | awk '$2 == "=>" {print $1}'
     done
 )
