@@ -1,14 +1,16 @@
-// model_report [--reps=N]: per preset, the parameter count at tiny and full scale (full beside
-// the record's own count, refdata/records/PRESETS.md section 1) and the CPU time of one forward
-// and one forward + backward of a tiny-scale (B, T) batch (median of N runs after one warm-up).
-// Prints a Markdown table; the machine (cores) and build precision are in its header.
+// model_report [--reps=N] [--backend=cpu|cuda|guarded] [--device=N]: per preset, the parameter
+// count at tiny and full scale (full beside the record's own count, refdata/records/PRESETS.md
+// section 1) and the time of one forward and one forward + backward of a tiny-scale (B, T) batch on
+// the backend named (median of N runs after one warm-up; each run ends with the loss read back, so
+// a device's queued work is inside it). Prints a Markdown table; the backend (its name carries the
+// precision) and threads are in its header.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cpu/cpu.h"
+#include "backend/select.h"
 #include "base/args.h"
 #include "base/error.h"
 #include "base/rng.h"
@@ -55,16 +57,23 @@ static double time_ms(gm_model *m, const int32_t *tok, int reps, int bwd) {
 
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
-    int reps = 5;
+    int reps = 5, device = 0;
+    const char *backend = "cpu";
     for (int i = 1; i < argc;) {
         const char *key, *value;
         gm_arg_next(argc, argv, &i, &key, &value);
         if (strcmp(key, "reps") == 0)
             reps = (int)gm_arg_int(key, value, 1, 1000);
+        else if (strcmp(key, "backend") == 0)
+            backend = value;
+        else if (strcmp(key, "device") == 0)
+            device = (int)gm_arg_int(key, value, 0, 1023);
         else
-            gm_die("--%s: unknown flag (model_report [--reps=N])", key);
+            gm_die("--%s: unknown flag (model_report [--reps=N] [--backend=cpu|cuda|guarded] [--device=N])", key);
     }
-    printf("# Model report: parameters and CPU step time (%s, %d OpenMP threads, median of %d)\n\n", GM_REAL_NAME,
+    const gm_backend *be = gm_backend_open(backend, device);
+    if (!be) gm_die_last();
+    printf("# Model report: parameters and step time (backend %s, %d OpenMP threads, median of %d)\n\n", be->name,
            omp_get_max_threads(), reps);
     printf("| preset | params tiny | params full | record full | match | tiny B x T | fwd ms | fwd+bwd ms |\n");
     printf("|---|---:|---:|---:|---|---|---:|---:|\n");
@@ -73,7 +82,7 @@ int main(int argc, char **argv) {
         size_t tiny = count_params(name, "tiny"), full = count_params(name, "full");
         gm_config cfg;
         gm_model m;
-        if (gm_preset_model(&cfg, name, "tiny") || gm_model_create(&m, &cfg, gm_backend_cpu()) ||
+        if (gm_preset_model(&cfg, name, "tiny") || gm_model_create(&m, &cfg, be) ||
             gm_model_init(&m, 1, GM_INIT_RECORD))
             gm_die_last();
         int N = cfg.batch * cfg.seq_len;

@@ -27,13 +27,15 @@ section_kernels() {
     echo "bench: wrote $csv, ${csv%.csv}.md, ${csv%.csv}.png"
 }
 
-# Per preset: parameter count at tiny and full scale beside the record's own, and the CPU time of
-# one forward and one forward + backward of a tiny batch (build/bench/model_report): Markdown, with
-# the commit, machine and load average it ran on.
+# Per preset: parameter count at tiny and full scale beside the record's own, and the time of one
+# forward and one forward + backward of a tiny batch (build/bench/model_report) on the CPU backend,
+# or the one MARGS names (MARGS="--backend=cuda"): Markdown, with the commit, machine and load
+# average it ran on.
 section_model() {
     mkdir -p reports/bench
     local out=reports/bench/model_report.md
-    "$BUILD/bench/model_report" > "$out.tmp"
+    # shellcheck disable=SC2086  # MARGS: more flags, word-split on purpose
+    "$BUILD/bench/model_report" ${MARGS:-} > "$out.tmp"
     printf '\nMade by `make bench` (section `section_model`) at commit %s on %s (%s threads), load average %s.\n' \
         "$COMMIT" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" \
         "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out.tmp"
@@ -64,7 +66,8 @@ section_peers() {
 }
 
 # BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset,
-# KARGS adds its flags (any build/train key, e.g. KARGS="--backend=cuda" or "--ortho=gram-ns");
+# KARGS adds its flags (any build/train key, e.g. KARGS="--backend=cuda" or "--ortho=gram-ns"), MARGS the
+# model report's (--backend=cuda);
 # PEERS_ARGS="--rounds=3 --steps=4" the peers section's counts.
 read -r -a SECTIONS <<< "${BENCH_SECTIONS:-section_ns section_kernels section_model section_attention_gpu section_peers}"
 for s in "${SECTIONS[@]}"; do

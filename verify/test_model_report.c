@@ -1,0 +1,40 @@
+// bench/model_report: the backend it times is the one named (--backend), stated in its header; the
+// six presets' full-scale parameter counts match the records'; bad flags are one line and exit 1.
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+static int count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+Test(model_report, times_the_backend_named_and_matches_the_records_counts, .timeout = 300) {
+    char cmd[4400], *out, *err;
+    snprintf(cmd, sizeof cmd, "'%s' --reps=1 --backend=cpu", th_bin_path("bench/model_report"));
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "(backend cpu-"), "%s", out);
+    cr_expect_eq(count(out, " | yes | "), 6, "six presets whose full count is the record's: %s", out);
+    cr_expect_null(strstr(out, " | NO | "), "%s", out);
+    free(out), free(err);
+}
+
+Test(model_report, bad_flags_are_refused_with_one_line, .timeout = 60) {
+    const char *cases[][2] = {{"--backend=tpu", "--backend: unknown backend 'tpu'"},
+                              {"--reps=0", "--reps"},
+                              {"--device=-1", "--device"},
+                              {"--colour=red", "--colour: unknown flag"}};
+    for (int i = 0; i < 4; i++) {
+        char cmd[4400], *out, *err;
+        snprintf(cmd, sizeof cmd, "'%s' %s", th_bin_path("bench/model_report"), cases[i][0]);
+        cr_expect_eq(th_run(cmd, &out, &err), 1, "%s: %s", cases[i][0], err);
+        cr_expect(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
+        cr_expect_eq(count(err, "\n"), 1, "%s: not one line: %s", cases[i][0], err);
+        cr_expect_str_eq(out, "", "%s: wrote a report: %s", cases[i][0], out);
+        free(out), free(err);
+    }
+}
