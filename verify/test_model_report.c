@@ -24,17 +24,8 @@ Test(model_report, times_the_backend_named_and_matches_the_records_counts, .time
 }
 
 Test(model_report, bad_flags_are_refused_with_one_line, .timeout = 60) {
-    const char *cases[][2] = {{"--backend=tpu", "--backend: unknown backend 'tpu'"},
-                              {"--reps=0", "--reps"},
-                              {"--device=-1", "--device"},
-                              {"--colour=red", "--colour: unknown flag"}};
-    for (int i = 0; i < 4; i++) {
-        char cmd[4400], *out, *err;
-        snprintf(cmd, sizeof cmd, "'%s' %s", th_bin_path("bench/model_report"), cases[i][0]);
-        cr_expect_eq(th_run(cmd, &out, &err), 1, "%s: %s", cases[i][0], err);
-        cr_expect(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
-        cr_expect_eq(count(err, "\n"), 1, "%s: not one line: %s", cases[i][0], err);
-        cr_expect_str_eq(out, "", "%s: wrote a report: %s", cases[i][0], out);
-        free(out), free(err);
-    }
+    th_expect_refused("bench/model_report", "--backend=tpu", "--backend: unknown backend 'tpu'");
+    th_expect_refused("bench/model_report", "--reps=0", "--reps");
+    th_expect_refused("bench/model_report", "--device=-1", "--device");
+    th_expect_refused("bench/model_report", "--colour=red", "--colour: unknown flag");
 }
