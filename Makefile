@@ -13,8 +13,9 @@ CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),/usr/local/cuda)
 
 WARN := -Wall -Wextra -Werror
 # -fno-math-errno, -fno-trapping-math: nothing here reads errno after a math function or tests
-# floating-point exception flags, and either one keeps a loop from vectorizing (a sqrtf that may set
-# errno in the Adam update; a compare-and-select that may raise a flag in ReLU^2). Values are
+# floating-point exception flags, and either one keeps loops from vectorizing (a sqrtf that may set
+# errno in the Adam update; a compare-and-select that may raise a flag in ReLU^2, and the exp/tanh
+# loops of attention and the softcapped cross-entropy). Values are
 # unchanged: a vector lane computes what the scalar code did, and -std=c11 keeps FMA contraction
 # off (no flag here lets the compiler reassociate).
 CFLAGS_COMMON = -std=c11 -D_DEFAULT_SOURCE -Iimpl -g $(WARN) -fopenmp -fno-math-errno -fno-trapping-math $(MPI_CFLAGS)

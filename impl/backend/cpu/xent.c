@@ -4,11 +4,7 @@
 // them into dloss/dlogits. Probabilities are never stored beyond the row.
 //
 // fp32 uses the vectorizable exp/tanh of fastmath.h; fp64 keeps libm's.
-// No FP-exception traps to preserve: lets GCC if-convert, hence vectorize, the exp/tanh loops
-// (results are unchanged; only speculation of non-trapping arithmetic is allowed).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
+// The exp/tanh loops vectorize because the build has -fno-trapping-math (Makefile: why).
 #include <math.h>
 #include <stdlib.h>
 
