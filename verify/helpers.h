@@ -28,8 +28,9 @@ void th_py_check(const char *script, const char *check);
 // Number of lines in s (a final line without '\n' counts).
 int th_count_lines(const char *s);
 // Run the program `name` (under GM_BIN, e.g. "bench/kernels") with `args`: it must exit 1 with one
-// line on stderr that contains `want`, and write nothing to stdout.
-void th_expect_refused(const char *name, const char *args, const char *want);
+// line on stderr that contains `want`, and when `quiet`, write nothing to stdout (train prints its
+// start line before the checks that need the data).
+void th_expect_refused(const char *name, const char *args, const char *want, int quiet);
 int th_file_exists(const char *path);
 // Number of entries in a folder (excluding . and ..), -1 when it does not exist.
 int th_dir_entries(const char *dir);

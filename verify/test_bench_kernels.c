@@ -84,7 +84,7 @@ Test(bench_kernels, rows_are_the_calls_of_the_real_step, .timeout = 120) {
 }
 
 Test(bench_kernels, bad_flags_are_refused_with_one_line, .timeout = 60) {
-    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ortho=qr", "--ortho: 'qr' is not one of");
-    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --steps=0", "--steps");
-    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --backend=tpu", "--backend");
+    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ortho=qr", "--ortho: 'qr' is not one of", 1);
+    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --steps=0", "--steps", 1);
+    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --backend=tpu", "--backend", 1);
 }

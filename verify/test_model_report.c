@@ -24,8 +24,8 @@ Test(model_report, times_the_backend_named_and_matches_the_records_counts, .time
 }
 
 Test(model_report, bad_flags_are_refused_with_one_line, .timeout = 60) {
-    th_expect_refused("bench/model_report", "--backend=tpu", "--backend: unknown backend 'tpu'");
-    th_expect_refused("bench/model_report", "--reps=0", "--reps");
-    th_expect_refused("bench/model_report", "--device=-1", "--device");
-    th_expect_refused("bench/model_report", "--colour=red", "--colour: unknown flag");
+    th_expect_refused("bench/model_report", "--backend=tpu", "--backend: unknown backend 'tpu'", 1);
+    th_expect_refused("bench/model_report", "--reps=0", "--reps", 1);
+    th_expect_refused("bench/model_report", "--device=-1", "--device", 1);
+    th_expect_refused("bench/model_report", "--colour=red", "--colour: unknown flag", 1);
 }

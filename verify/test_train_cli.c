@@ -134,15 +134,13 @@ Test(train_cli, gram_ns_and_no_checkpoint, .timeout = 120) {
     free(dir);
 }
 
-// Run train with `extra`; it must exit 1 with one stderr line containing `fault`.
+// Run train on test data with `extra`; it must be refused (th_expect_refused) naming `fault`.
 static void refused(const char *preset, const char *extra, const char *fault) {
-    char *dir = th_tmpdir(), *out, *err;
+    char *dir = th_tmpdir(), flags[4096], args[4200];
     th_make_train_data(dir);
-    int rc = th_train(dir, preset, extra, &out, &err);
-    cr_assert_eq(rc, 1, "'%s' exited %d: %s", extra, rc, err);
-    cr_assert_eq(th_count_lines(err), 1, "not one line: %s", err);
-    cr_assert(strstr(err, fault), "expected '%s' in: %s", fault, err);
-    free(out), free(err);
+    th_test_flags(flags, sizeof flags, dir, extra);
+    snprintf(args, sizeof args, "--preset=%s --scale=tiny %s", preset, flags);
+    th_expect_refused("train", args, fault, 0);
     th_rmtree(dir);
     free(dir);
 }

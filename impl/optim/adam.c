@@ -19,7 +19,6 @@ int gm_adam_init(gm_adam *a, const gm_backend *be, const gm_adam_hparams *hp, co
     memset(a, 0, sizeof *a);
     a->hp = *hp;
     a->be = be;
-    a->views = views;
     a->n = n;
     a->spans = malloc((size_t)(n > 0 ? n : 1) * sizeof *a->spans);
     for (int i = 0; a->spans && i < n; i++) {

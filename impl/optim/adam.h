@@ -20,7 +20,6 @@ typedef struct {
 typedef struct {
     gm_adam_hparams hp;
     const gm_backend *be;
-    const gm_opt_view *views;
     int n;
     gm_real *m, *v;        // backend memory: moments, packed view after view (spans[i].state_offset)
     gm_adam_span *spans;   // host (n): each view's place in the parameters and in the moments
