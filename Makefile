@@ -3,7 +3,14 @@
 # fresh Debian machine `make verify` alone installs what it needs, builds and tests.
 
 SHELL := /bin/bash
-BUILD ?= build
+# CUDA_ARCH: what nvcc compiles the .cu files for. sm_XX[a] (default sm_90a, the H100): machine code
+# for that GPU plus compute_XX PTX; compute_XX: PTX only, for an older GPU's driver to compile or a
+# CUDA runtime that executes PTX itself (a functional simulator). Below compute_80 the tensor-core
+# attention (mma.sync, bf16) is compiled out and the scalar kernels take over. A build for another
+# architecture goes to its own folder, build-<arch>, so it never mixes with the default build.
+CUDA_ARCH ?= sm_90a
+comma := ,
+BUILD ?= $(if $(filter sm_90a,$(CUDA_ARCH)),build,build-$(CUDA_ARCH))
 CC ?= gcc
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -29,16 +36,19 @@ LDLIBS_COMMON = -lopenblas -llapacke -lz -lm -fopenmp $(MPI_LIBS) -lpthread
 ifneq ($(NVCC),)
   CUDA_DEFS := -DGM_HAVE_CUDA -I$(CUDA_HOME)/include
   CU_SRC := $(shell find impl -name '*.cu' | sort)
-  NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA \
-    -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 \
-    -Xcompiler -Wall,-Wextra,-Werror -lineinfo
+  CUDA_ARCH_NUM := $(patsubst sm_%,%,$(patsubst compute_%,%,$(patsubst %a,%,$(CUDA_ARCH))))
+  GENCODE_PTX := -gencode=arch=compute_$(CUDA_ARCH_NUM)$(comma)code=compute_$(CUDA_ARCH_NUM)
+  CUDA_GENCODE := $(if $(filter compute_%,$(CUDA_ARCH)),$(GENCODE_PTX),\
+    -gencode=arch=compute_$(patsubst sm_%,%,$(CUDA_ARCH))$(comma)code=$(CUDA_ARCH) $(GENCODE_PTX))
+  NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA -DGM_CUDA_ARCH=$(CUDA_ARCH_NUM)0 \
+    $(CUDA_GENCODE) -Xcompiler -Wall,-Wextra,-Werror -lineinfo
   # -lineinfo: compute-sanitizer and Nsight name the source line of a device fault.
   # --as-needed: a program gets only the CUDA libraries its objects call (make_data none). cuSOLVER
   # (the SVD orthogonalizer, cuda/svd_polar.cu) and NCCL (--comm=nccl, dist/comm_nccl.c) are loaded
   # at run time where used, so no program needs them to start.
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
     -lstdc++ -Wl,--no-as-needed
-  CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
+  CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) ($(CUDA_ARCH)$(if $(filter sm_%,$(CUDA_ARCH)), + compute_$(CUDA_ARCH_NUM) PTX))
 else
   CU_SRC :=
   CUDA_NOTE := CUDA: nvcc not found (PATH, /usr/local/cuda/bin): building the CPU backend only

@@ -30,6 +30,12 @@ Test(bf16, specials) {
     cr_assert(isnan(gm_bf16_to_f32(gm_f32_to_bf16(NAN))));
     // A NaN whose payload sits only in the low bits must not round into infinity.
     cr_assert(isnan(gm_bf16_to_f32(gm_f32_to_bf16(gm_bits_f32(0x7F800001u)))));
+    // Every NaN, of either sign and any payload, becomes 0x7FFF: __float2bfloat16_rn's canonical NaN.
+    const uint32_t nans[] = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FA5A5A5u};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        cr_assert_eq(gm_f32_to_bf16(gm_bits_f32(nans[i])), 0x7FFF, "NaN %08x", nans[i]);
+        cr_assert_eq(gm_f32_bits(gm_round_bf16(gm_bits_f32(nans[i]))), 0x7FFF0000u, "NaN %08x", nans[i]);
+    }
     cr_assert_eq(gm_f32_to_bf16(FLT_MAX), 0x7F80, "FLT_MAX rounds up to infinity");
     cr_assert_eq(gm_f32_to_bf16(-0.0f), 0x8000);
     cr_assert_eq(gm_bf16_to_f32(0x3F80), 1.0f);

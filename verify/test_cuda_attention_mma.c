@@ -49,6 +49,14 @@
 #include "base/rng.h"
 #include "cuda_check.h"
 
+// A GPU, and a build with the tensor-core kernels (CUDA_ARCH compute_80 or later).
+#define REQUIRE_MMA()                                                                                        \
+    do {                                                                                                     \
+        CC_REQUIRE_GPU();                                                                                    \
+        if (!gm_cuda_attn_mma_built())                                                                       \
+            cr_skip_test("GPU test skipped: no tensor-core attention in this build (CUDA_ARCH < compute_80)"); \
+    } while (0)
+
 #define U16 0x1p-8
 #define U32 0x1p-24
 #define BAR 2.0
@@ -299,7 +307,7 @@ static void run_cases(const cc_attn_case *cases, size_t count) {
 }
 
 Test(cuda_attn_mma, head_dim_64) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     const cc_attn_case cases[] = {
         {"T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
         {"causal, T = 200 (not a multiple of the tiles)", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
@@ -314,7 +322,7 @@ Test(cuda_attn_mma, head_dim_64) {
 }
 
 Test(cuda_attn_mma, head_dim_128) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     const cc_attn_case cases[] = {
         {"T = 65 (one tile and a row), docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
         {"causal, several tiles, peaky softmax", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
@@ -329,7 +337,7 @@ Test(cuda_attn_mma, head_dim_128) {
 
 // Counting only (cheap on the host), at lengths where the record's window ends inside the sequence.
 Test(cuda_attn_mma, counting_long_windows) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     const cc_attn_case cases[] = {
         {"record's block 128, window 14, docs", 2600, 1, 128, 128, 14, 1, 1.0, {0, 1000, 1001, 1791, 1792, 2500, -1}},
         {"record's block 128, window 14, no docs", 2600, 1, 64, 128, 14, 0, 1.0, {-1}},
@@ -346,7 +354,7 @@ Test(cuda_attn_mma, counting_long_windows) {
 // of |dout|; A and K from the inputs and the window), so no host pass over 10^8 pairs is needed;
 // dq and dk get their element-wise bars in the small cases above. Every output run twice, bitwise.
 Test(cuda_attn_mma, record_shape_window_14) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     cc_env e = cc_begin();
     const gm_backend *gpu = e.gpu;
     const int B = 1, T = 8192, NH = 6, HD = 128, block = 128, window = 14;
@@ -423,7 +431,7 @@ Test(cuda_attn_mma, record_shape_window_14) {
 // The kernels round q, k, v to bf16 (nearest even) as they load them: raw fp32 inputs and the
 // same inputs rounded on the host (base/bf16.h, the same rounding) give the same bits.
 Test(cuda_attn_mma, rounds_inputs_on_load) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     cc_env e = cc_begin();
     const gm_backend *gpu = e.gpu;
     const int HDS[2] = {64, 128};
@@ -478,7 +486,7 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
 // The backend's attn_fwd / attn_bwd run the tensor cores at head_dim 64 and 128 and the naive
 // kernels otherwise: bitwise the results of the implementation asked for by name.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     cc_env e = cc_begin();
     const gm_backend *gpu = e.gpu;
     const int HDS[3] = {64, 128, 48};
@@ -526,10 +534,10 @@ static void expect_refused(int HD, int offset) {
     cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
 }
 Test(cuda_attn_mma, refuses_head_dim_32) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     expect_refused(32, 0);
 }
 Test(cuda_attn_mma, refuses_unaligned_tensor) {
-    CC_REQUIRE_GPU();
+    REQUIRE_MMA();
     expect_refused(64, 1);
 }

@@ -45,6 +45,11 @@ static int check_shape(gm_cuda_ctx *c, int B, int T, int NH, int HD, gm_attn_mas
 // do not take.
 static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
     const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
+    if (impl == GM_CUDA_ATTN_MMA && !gm_cuda_attn_mma_built()) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
+                     "not in this build (CUDA_ARCH below compute_80)");
+        return -1;
+    }
     if (impl == GM_CUDA_ATTN_AUTO) return fits ? GM_CUDA_ATTN_MMA : GM_CUDA_ATTN_NAIVE;
     if (impl == GM_CUDA_ATTN_MMA && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",

@@ -18,6 +18,10 @@ extern "C" {
 
 typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2 } gm_cuda_attn_impl;
 
+// 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
+// auto always runs naive and asking for mma is an error.
+int gm_cuda_attn_mma_built(void);
+
 void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q,
                            const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
                            gm_attn_mask mask);

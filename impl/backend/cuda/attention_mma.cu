@@ -74,6 +74,12 @@
 
 #include "backend/attn_mask.h"
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention.h"
+
+// mma.sync with bf16 operands needs sm_80; a build for an older architecture (CUDA_ARCH, Makefile)
+// has none of the code below, and the dispatcher runs the scalar kernels.
+#if GM_CUDA_ARCH >= 800
+extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 
 #define MAX_HD 128
 #define NWARPS 8
@@ -619,3 +625,18 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const
         LAUNCH(c, attn_dkdv_128, grid, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
     }
 }
+#else
+extern "C" int gm_cuda_attn_mma_built(void) { return 0; }
+int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void)HD, (void)ptrs, (void)n, 0; }
+static void absent(gm_cuda_ctx *c) {
+    gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
+}
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *, float *, const float *, const float *, const float *, int, int,
+                          int, int, double, gm_attn_mask) {
+    absent(c);
+}
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *, float *, float *, const float *, const float *, const float *,
+                          const float *, const float *, const float *, int, int, int, int, double, gm_attn_mask) {
+    absent(c);
+}
+#endif

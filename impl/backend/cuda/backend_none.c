@@ -5,6 +5,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/gemm.h"
 #include "base/error.h"
 
 const gm_backend *gm_backend_cuda(int device) {
@@ -35,6 +36,18 @@ void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real
                            gm_attn_mask mask) {
     (void)impl, (void)be, (void)dq, (void)dk, (void)dv, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse;
     (void)B, (void)T, (void)NH, (void)HD, (void)scale, (void)mask;
+    gm_fail("cuda backend: built without CUDA");
+}
+int gm_cuda_attn_mma_built(void) { return 0; }
+gm_cuda_libs gm_cuda_libs_of(const gm_backend *be) {
+    (void)be;
+    return GM_CUDA_LIBS_VENDOR;
+}
+void gm_cuda_gemm_with(gm_cuda_libs impl, const gm_backend *be, int transa, int transb, int m, int n, int k,
+                       float alpha, gm_gemm_type ab, const void *A, int lda, long long sa, const void *B, int ldb,
+                       long long sb, float beta, gm_gemm_type ct, void *C, int ldc, long long sc, int nb) {
+    (void)impl, (void)be, (void)transa, (void)transb, (void)m, (void)n, (void)k, (void)alpha, (void)ab, (void)A;
+    (void)lda, (void)sa, (void)B, (void)ldb, (void)sb, (void)beta, (void)ct, (void)C, (void)ldc, (void)sc, (void)nb;
     gm_fail("cuda backend: built without CUDA");
 }
 #else

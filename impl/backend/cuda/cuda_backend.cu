@@ -1,10 +1,10 @@
-// The CUDA backend struct: device memory on one stream, the cuBLAS handle, scratch buffers,
+// The CUDA backend struct: device memory on one stream, the library choice (gemm.h), scratch buffers,
 // error recording for sync, and the kernels of this folder (gm_cuda_<name> for every entry of
 // GM_BACKEND_KERNELS).
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
@@ -136,6 +136,12 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     gm_cuda_ctx *c = &cuda_ctx;
     memset(c, 0, sizeof *c);
     c->device = device;
+    const char *libs = getenv("GM_CUDA_LIBS");
+    if (libs && *libs && strcmp(libs, "vendor") && strcmp(libs, "ref")) {
+        gm_fail("cuda backend: GM_CUDA_LIBS: unknown value '%s' (vendor, ref)", libs);
+        return NULL;
+    }
+    c->libs = libs && !strcmp(libs, "ref") ? GM_CUDA_LIBS_REF : GM_CUDA_LIBS_VENDOR;
     if ((e = cudaSetDevice(device)) != cudaSuccess) {
         gm_fail("cuda backend: cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
         return NULL;
@@ -145,14 +151,6 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
         gm_fail("cuda backend: cudaStreamCreate: %s", cudaGetErrorString(e));
         return NULL;
     }
-    cublasStatus_t st = cublasCreate(&c->blas);
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetStream(c->blas, c->stream);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        gm_fail("cuda backend: cuBLAS set-up: %s", cublasGetStatusString(st));
-        cudaStreamDestroy(c->stream);
-        return NULL;
-    }
-
     gm_backend *be = &cuda_backend;
     memset(be, 0, sizeof *be);
     be->name = "cuda";

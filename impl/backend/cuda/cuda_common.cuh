@@ -8,6 +8,7 @@
 #include <cusolverDn.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/gemm.h"
 
 static_assert(sizeof(gm_real) == sizeof(float), "the CUDA backend keeps fp32 master values (no -DGM_FP64)");
 
@@ -44,7 +45,8 @@ enum {
 typedef struct {
     int device;
     cudaStream_t stream;
-    cublasHandle_t blas;
+    gm_cuda_libs libs;          // vendor libraries or their references (gemm.h), from GM_CUDA_LIBS
+    cublasHandle_t blas;        // made on the first vendor GEMM (gm_cuda_blas)
     cusolverDnHandle_t solver;  // made on the first SVD orthogonalization (svd_polar.cu)
     gesvdjInfo_t svdj;
     void *scr[GM_SCR_COUNT];
@@ -61,6 +63,15 @@ static inline gm_cuda_ctx *gm_cuda_ctx_of(const gm_backend *be) { return (gm_cud
 void gm_cuda_note(gm_cuda_ctx *c, const char *file, int line, const char *what, const char *err);
 // Scratch slot `slot` with at least `bytes`; NULL (error noted) when it cannot be allocated.
 void *gm_cuda_scratch(gm_cuda_ctx *c, int slot, size_t bytes);
+
+// The cuBLAS handle on the backend's stream, made on first use; NULL (noted) when it cannot be, or
+// under GM_CUDA_LIBS=ref.
+cublasHandle_t gm_cuda_blas(gm_cuda_ctx *c);
+// The backend's GEMM (gemm.h: column-major C = alpha op(A) op(B) + beta C on nb matrices), by
+// cuBLAS or by the reference kernel (impl).
+void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int n, int k, float alpha,
+                  gm_gemm_type ab, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
+                  float beta, gm_gemm_type ct, void *C, int ldc, long long sc, int nb);
 
 #define GM_CU(c, call)                                                                       \
     do {                                                                                     \

@@ -1,4 +1,5 @@
-// Linear layer without bias on cuBLAS: the fp32 operands are rounded to bf16 copies in scratch
+// Linear layer without bias on the backend's GEMM (cuBLAS, or its reference: gemm.h): the fp32
+// operands are rounded to bf16 copies in scratch
 // (round to nearest even), multiplied with fp32 accumulation (CUBLAS_COMPUTE_32F) into fp32
 // outputs; the backward adds into dinp and dW through beta = 1.
 //
@@ -7,7 +8,6 @@
 //   dinp^T (C, N) += W^T * dout^T      -> gemm(N, N, m=C,  n=N,  k=OC, A=W,   B=dout)
 //   dW^T (C, OC) += inp^T * dout       -> gemm(N, T, m=C,  n=OC, k=N,  A=inp, B=dout)
 // (in column-major terms, each named matrix being its row-major buffer).
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -28,13 +28,10 @@ static const __nv_bfloat16 *bf16_copy(gm_cuda_ctx *c, int slot, const float *src
 }
 
 // Column-major C (m, n) = op(A) op(B) + beta C, bf16 A and B, fp32 C, fp32 accumulation.
-static void gemm_bf16(gm_cuda_ctx *c, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                      const __nv_bfloat16 *A, int lda, const __nv_bfloat16 *B, int ldb, float beta, float *Cm,
-                      int ldc) {
-    const float alpha = 1.0f;
-    cublasStatus_t st = cublasGemmEx(c->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb,
-                                     &beta, Cm, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) gm_cuda_note(c, __FILE__, __LINE__, "cublasGemmEx", cublasGetStatusString(st));
+static void gemm_bf16(gm_cuda_ctx *c, int ta, int tb, int m, int n, int k, const __nv_bfloat16 *A, int lda,
+                      const __nv_bfloat16 *B, int ldb, float beta, float *Cm, int ldc) {
+    gm_cuda_gemm(c, c->libs, ta, tb, m, n, k, 1.0f, GM_GEMM_BF16, A, lda, 0, B, ldb, 0, beta, GM_GEMM_F32, Cm, ldc, 0,
+                 1);
 }
 
 void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C,
@@ -48,7 +45,7 @@ void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, 
     const __nv_bfloat16 *w16 = bf16_copy(c, GM_SCR_MM_A, W, (size_t)OC * C);
     const __nv_bfloat16 *x16 = bf16_copy(c, GM_SCR_MM_B, inp, (size_t)N * C);
     if (!w16 || !x16) return;
-    gemm_bf16(c, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w16, C, x16, C, 0.0f, out, OC);
+    gemm_bf16(c, 1, 0, OC, N, C, w16, C, x16, C, 0.0f, out, OC);
 }
 
 void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
@@ -60,11 +57,11 @@ void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const 
     if (dinp) {
         const __nv_bfloat16 *w16 = bf16_copy(c, GM_SCR_MM_B, W, (size_t)OC * C);
         if (!w16) return;
-        gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w16, C, d16, OC, 1.0f, dinp, C);
+        gemm_bf16(c, 0, 0, C, N, OC, w16, C, d16, OC, 1.0f, dinp, C);
     }
     if (dW) {
         const __nv_bfloat16 *x16 = bf16_copy(c, GM_SCR_MM_C, inp, (size_t)N * C);
         if (!x16) return;
-        gemm_bf16(c, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, x16, C, d16, OC, 1.0f, dW, C);
+        gemm_bf16(c, 0, 1, C, OC, N, x16, C, d16, OC, 1.0f, dW, C);
     }
 }

@@ -1,4 +1,4 @@
-// Newton-Schulz on a batch of equal-shape matrices: cuBLAS strided-batched GEMMs with fp32
+// Newton-Schulz on a batch of equal-shape matrices: strided-batched GEMMs (cuBLAS or its reference, gemm.h) with fp32
 // accumulation, in bf16 (cfg->bf16) or fp32 storage. The iteration and its rounding points are
 // those of the CPU's emulation (cpu/newton_schulz.inc), X (m, n) wide, row-major:
 //   X = bf16(G) (transposed when tall), X = bf16(X / (norm_scale ||.||_F + norm_eps))
@@ -16,7 +16,6 @@
 //   A = X X^T      -> gemm(T, N, m, m, n,   Xc, Xc)       (A symmetric: either layout)
 //   B = c A A + bA -> gemm(N, N, m, m, m,   A, A), C = B pre-set to A, beta = b
 //   Y = B X + a X  -> gemm(N, N, n, m, m,   Xc, B^T = Bc), C = Y pre-set to X, beta = a
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -59,21 +58,11 @@ __global__ static void ns_unpack_kernel(const gm_cuda_ortho_desc *d, const void 
     }
 }
 
-// Column-major C = alpha op(A) op(B) + beta C on each of nb matrices, fp32 accumulation.
-static void gemm_batched(gm_cuda_ctx *c, cudaDataType_t t, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                         int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
-                         float beta, void *C, int ldc, long long sc, int nb) {
-    cublasStatus_t st = cublasGemmStridedBatchedEx(c->blas, ta, tb, m, n, k, &alpha, A, t, lda, sa, B, t, ldb, sb,
-                                                   &beta, C, t, ldc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        gm_cuda_note(c, __FILE__, __LINE__, "cublasGemmStridedBatchedEx (newton-schulz)", cublasGetStatusString(st));
-}
-
 void gm_cuda_ns_batch(gm_cuda_ctx *c, const gm_ortho *cfg, const gm_cuda_ortho_desc *d, const double *ss, int nb, int m,
                       int n) {
     const int bf16 = cfg->bf16;
     const size_t esz = bf16 ? 2 : 4, xb = (size_t)nb * m * n * esz, ab = (size_t)nb * m * m * esz;
-    const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const gm_gemm_type t = bf16 ? GM_GEMM_BF16 : GM_GEMM_F32;
     const long long sx = (long long)m * n, sa = (long long)m * m;
     void *X = gm_cuda_scratch(c, GM_SCR_NS_X, xb), *Y = gm_cuda_scratch(c, GM_SCR_NS_Y, xb);
     void *A = gm_cuda_scratch(c, GM_SCR_NS_A, ab), *B = gm_cuda_scratch(c, GM_SCR_NS_B, ab);
@@ -83,12 +72,12 @@ void gm_cuda_ns_batch(gm_cuda_ctx *c, const gm_ortho *cfg, const gm_cuda_ortho_d
     GM_CU_LAUNCHED(c);
     for (int k = 0; k < cfg->steps; k++) {
         const double *abc = gm_ns_triple(cfg->coeffs, k);
-        gemm_batched(c, t, CUBLAS_OP_T, CUBLAS_OP_N, m, m, n, 1.0f, X, n, sx, X, n, sx, 0.0f, A, m, sa, nb);
+        gm_cuda_gemm(c, c->libs, 1, 0, m, m, n, 1.0f, t, X, n, sx, X, n, sx, 0.0f, t, A, m, sa, nb);
         GM_CU(c, cudaMemcpyAsync(B, A, ab, cudaMemcpyDeviceToDevice, c->stream));
-        gemm_batched(c, t, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, (float)abc[2], A, m, sa, A, m, sa, (float)abc[1], B, m,
-                     sa, nb);
+        gm_cuda_gemm(c, c->libs, 0, 0, m, m, m, (float)abc[2], t, A, m, sa, A, m, sa, (float)abc[1], t, B, m, sa,
+                     nb);
         GM_CU(c, cudaMemcpyAsync(Y, X, xb, cudaMemcpyDeviceToDevice, c->stream));
-        gemm_batched(c, t, CUBLAS_OP_N, CUBLAS_OP_N, n, m, m, 1.0f, X, n, sx, B, m, sa, (float)abc[0], Y, n, sx, nb);
+        gm_cuda_gemm(c, c->libs, 0, 0, n, m, m, 1.0f, t, X, n, sx, B, m, sa, (float)abc[0], t, Y, n, sx, nb);
         void *swap = X;
         X = Y, Y = swap;
     }

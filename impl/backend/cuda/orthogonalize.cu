@@ -58,10 +58,12 @@ static void order_by_shape(const gm_ortho_item *items, int count, int *order) {
     }
 }
 
-static const char *status_text(int st) {
+static const char *status_text(const gm_cuda_ctx *c, int st) {
     switch (st) {
     case GM_ORTHO_NONFINITE: return "the input has a non-finite entry; refusing to orthogonalize";
-    case GM_ORTHO_SVD_NOCONV: return "cuSOLVER gesvdj did not converge";
+    case GM_ORTHO_SVD_NOCONV:
+        return c->libs == GM_CUDA_LIBS_REF ? "the reference Jacobi SVD did not converge"
+                                           : "cuSOLVER gesvdj did not converge";
     default: return "cuSOLVER gesvdj rejected an argument";
     }
 }
@@ -138,7 +140,7 @@ void gm_cuda_orthogonalize(const gm_backend *be, const gm_ortho *cfg, int count,
             char what[160];
             snprintf(what, sizeof what, "orthogonalize %s (%d x %d)", it->name ? it->name : "(unnamed)", it->rows,
                      it->cols);
-            gm_cuda_note(c, __FILE__, __LINE__, what, status_text(st[i]));
+            gm_cuda_note(c, __FILE__, __LINE__, what, status_text(c, st[i]));
             break;
         }
 done:

@@ -1,5 +1,6 @@
-// The SVD reference orthogonalizer on the GPU: cuSOLVER's Jacobi SVD (gesvdj, economy size, fp32)
-// and the polar factor built from it with the CPU path's rank rule (cpu/svd_polar.inc): the
+// The SVD reference orthogonalizer on the GPU: cuSOLVER's Jacobi SVD (gesvdj, economy size, fp32),
+// or under GM_CUDA_LIBS=ref its plain reference (a one-sided Jacobi SVD in fp64, below), and the
+// polar factor built from either with the CPU path's rank rule (cpu/svd_polar.inc): the
 // directions whose singular value is not above max(m, n) eps32 s_max are dropped, so a
 // rank-deficient G gives the partial isometry U_r V_r^T, as on the CPU.
 //
@@ -11,7 +12,6 @@
 // programs of the CUDA backend start without it (training orthogonalizes with Newton-Schulz), and
 // an SVD where it is absent fails at the next sync with one line saying what could not be loaded.
 // GM_CUSOLVER_LIB names the library file when it is not on the loader's path.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <dlfcn.h>
@@ -101,7 +101,10 @@ static int solver_ready(gm_cuda_ctx *c) {
     return 0;
 }
 
+static void jacobi_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status);
+
 void gm_cuda_svd_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status) {
+    if (c->libs == GM_CUDA_LIBS_REF) return jacobi_polar(c, d, status);
     if (solver_ready(c)) return;
     const int mm = d->cols, nn = d->rows, k = mm < nn ? mm : nn, maxmn = mm < nn ? nn : mm;
     float *A = (float *)gm_cuda_scratch(c, GM_SCR_SVD_A, sizeof(float) * mm * nn);
@@ -124,9 +127,120 @@ void gm_cuda_svd_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status)
     rank_mask_kernel<<<gm_cuda_blocks((size_t)mm * k, 256), 256, 0, c->stream>>>(U, S, mm, k, maxmn, info, status);
     GM_CU_LAUNCHED(c);
     // Q (mm, nn) = scale * U V^T, column-major: G's polar factor, row-major.
-    const float zero = 0.0f;
-    cublasStatus_t bs =
-        cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, mm, nn, k, &d->scale, U, mm, V, nn, &zero, d->out, mm);
-    if (bs != CUBLAS_STATUS_SUCCESS)
-        gm_cuda_note(c, __FILE__, __LINE__, "cublasSgemm (svd polar factor)", cublasGetStatusString(bs));
+    gm_cuda_gemm(c, c->libs, 0, 1, mm, nn, k, d->scale, GM_GEMM_F32, U, mm, 0, V, nn, 0, 0.0f, GM_GEMM_F32, d->out,
+                 mm, 0, 1);
+}
+
+// ---- the reference: one-sided Jacobi (Hestenes) in fp64, one block per matrix ----
+//
+// W (p, L) holds G's p = min(rows, cols) short-side vectors of length L = max(rows, cols): G's rows
+// when it is wide, its columns when it is tall. Rotations of pairs of W's rows, accumulated in
+// R (p, p) (starting at I), make them orthogonal: then W = R G' (G' = G or G^T), the rows of W are
+// s_i v_i^T and G' = R^T diag(s) V^T, so the polar factor is Q' = sum over kept i of
+// R[i,:]^T W[i,:] / s_i, with the CPU's rank rule on s. Cyclic sweeps over the pairs, the rotation
+// of Demmel and Veselic: zeta = (beta - alpha) / (2 gamma), t = sign(zeta) / (|zeta| + sqrt(1 +
+// zeta^2)), c = 1 / sqrt(1 + t^2), s = c t; w_i <- c w_i - s w_j, w_j <- s w_i + c w_j. A sweep
+// where every pair has |gamma| <= 1e-15 sqrt(alpha beta) ends it; 60 sweeps without that is
+// non-convergence. Slow (one block, every pair in turn) and plain: a reference, not a kernel.
+#define JAC_THREADS 128
+#define JAC_SWEEPS 60
+
+// The block's sums of x, y, z (fixed order: per thread, then a tree in shared memory).
+static __device__ void block_sum3(double *x, double *y, double *z, double (*sh)[3]) {
+    const int t = threadIdx.x;
+    sh[t][0] = *x, sh[t][1] = *y, sh[t][2] = *z;
+    __syncthreads();
+    for (int o = JAC_THREADS / 2; o > 0; o >>= 1) {
+        if (t < o)
+            for (int q = 0; q < 3; q++) sh[t][q] += sh[t + o][q];
+        __syncthreads();
+    }
+    *x = sh[0][0], *y = sh[0][1], *z = sh[0][2];
+    __syncthreads();
+}
+
+// W (p, L) and R (p, p): fp64 scratch of this matrix; out (rows, cols) row-major.
+__global__ static void __launch_bounds__(JAC_THREADS)
+    jacobi_polar_kernel(const float *G, float *out, int rows, int cols, float scale, double *W, double *R,
+                        int *status) {
+    __shared__ double sh[JAC_THREADS][3];
+    __shared__ int rotated;
+    const int tall = rows > cols, p = tall ? cols : rows, L = tall ? rows : cols, t = threadIdx.x;
+    for (int e = t; e < p * L; e += JAC_THREADS) {  // W[i][l] = G'[i][l]
+        const int i = e / L, l = e % L;
+        W[e] = tall ? (double)G[(size_t)l * cols + i] : (double)G[(size_t)i * cols + l];
+    }
+    for (int e = t; e < p * p; e += JAC_THREADS) R[e] = e / p == e % p ? 1.0 : 0.0;
+    __syncthreads();
+    int sweep = 0;
+    for (; sweep < JAC_SWEEPS; sweep++) {
+        if (t == 0) rotated = 0;
+        __syncthreads();
+        for (int i = 0; i < p - 1; i++)
+            for (int j = i + 1; j < p; j++) {
+                double al = 0, be = 0, ga = 0;
+                for (int l = t; l < L; l += JAC_THREADS) {
+                    const double wi = W[(size_t)i * L + l], wj = W[(size_t)j * L + l];
+                    al += wi * wi, be += wj * wj, ga += wi * wj;
+                }
+                block_sum3(&al, &be, &ga, sh);
+                if (!(fabs(ga) > 1e-15 * sqrt(al * be))) continue;  // already orthogonal (or zero)
+                const double zeta = (be - al) / (2 * ga);
+                const double tn = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+                const double cs = 1 / sqrt(1 + tn * tn), sn = cs * tn;
+                for (int l = t; l < L; l += JAC_THREADS) {
+                    const double wi = W[(size_t)i * L + l], wj = W[(size_t)j * L + l];
+                    W[(size_t)i * L + l] = cs * wi - sn * wj, W[(size_t)j * L + l] = sn * wi + cs * wj;
+                }
+                for (int l = t; l < p; l += JAC_THREADS) {
+                    const double ri = R[(size_t)i * p + l], rj = R[(size_t)j * p + l];
+                    R[(size_t)i * p + l] = cs * ri - sn * rj, R[(size_t)j * p + l] = sn * ri + cs * rj;
+                }
+                if (t == 0) rotated = 1;
+                __syncthreads();
+            }
+        __syncthreads();
+        if (!rotated) break;
+        __syncthreads();
+    }
+    if (sweep == JAC_SWEEPS) {
+        if (t == 0) *status = GM_ORTHO_SVD_NOCONV;
+        return;
+    }
+    // s_i = ||W[i,:]||, kept to W[i,:] / s_i in place (0 when dropped); s_max first, as floats.
+    __shared__ float smax;
+    if (t == 0) {
+        float m = 0.0f;
+        for (int i = 0; i < p; i++) {
+            double ss = 0;
+            for (int l = 0; l < L; l++) ss += W[(size_t)i * L + l] * W[(size_t)i * L + l];
+            m = fmaxf(m, (float)sqrt(ss));
+        }
+        smax = m;
+    }
+    __syncthreads();
+    const float tol = (float)L * EPS32 * smax;
+    for (int i = 0; i < p; i++) {
+        double ss = 0;  // every thread the same sum, in the same order
+        for (int l = 0; l < L; l++) ss += W[(size_t)i * L + l] * W[(size_t)i * L + l];
+        const double s = sqrt(ss), inv = (float)s > tol ? 1 / s : 0.0;
+        __syncthreads();
+        for (int l = t; l < L; l += JAC_THREADS) W[(size_t)i * L + l] *= inv;
+    }
+    __syncthreads();
+    for (int e = t; e < rows * cols; e += JAC_THREADS) {  // out[r][c] = scale * Q'[a][b], (a, b) = (c, r) when tall
+        const int r = e / cols, cc = e % cols, a = tall ? cc : r, b = tall ? r : cc;
+        double q = 0;
+        for (int i = 0; i < p; i++) q += R[(size_t)i * p + a] * W[(size_t)i * L + b];
+        out[e] = (float)(scale * q);
+    }
+}
+
+static void jacobi_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status) {
+    const int p = d->rows < d->cols ? d->rows : d->cols, L = d->rows < d->cols ? d->cols : d->rows;
+    double *W = (double *)gm_cuda_scratch(c, GM_SCR_SVD_A, sizeof(double) * p * L);
+    double *R = (double *)gm_cuda_scratch(c, GM_SCR_SVD_U, sizeof(double) * p * p);
+    if (!W || !R) return;
+    jacobi_polar_kernel<<<1, JAC_THREADS, 0, c->stream>>>(d->G, d->out, d->rows, d->cols, d->scale, W, R, status);
+    GM_CU_LAUNCHED(c);
 }
