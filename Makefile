@@ -72,7 +72,7 @@ SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: help deps build verify bench refdata repro train data clean bundle bundle-check FORCE
+.PHONY: help deps build verify gpu-check bench refdata repro train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
 
 help:
@@ -91,6 +91,8 @@ help:
 	@echo "  make train      one run into runs/PRESET-SCALE: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help);"
 	@echo "                  a second run there needs ARGS='--overwrite=1' (replace) or '--resume=runs/softcap-tiny/ckpt.bin'"
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
+	@echo "  make gpu-check  the GPU suites on another CUDA runtime: CUDA_ARCH=compute_75 CUDA_RUNTIME_DIR=dir"
+	@echo "                  [GPU_WORKDIR=dir] [GPU_TESTS='cuda_*/*']; GM_CUDA_LIBS=ref keeps cuBLAS/cuSOLVER out"
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
@@ -220,6 +222,24 @@ repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 
 data/gcide/val_000000.bin: | build
 	$(MAKE) --no-print-directory data
+
+# ---- the GPU suites on another CUDA runtime library (README "The CUDA backend without a GPU") ----
+# CUDA_RUNTIME_DIR: the folder of the libcudart.so.13 to run with (it goes first on LD_LIBRARY_PATH);
+# GPU_WORKDIR: the working directory of the tests (a runtime that reads its configuration from
+# there); GPU_TESTS: Criterion's --filter (default every cuda_* suite). GM_CUDA_LIBS=ref in the
+# environment keeps cuBLAS and cuSOLVER out (gemm.h). GM_REQUIRE_GPU=1: a runtime that finds no
+# device fails the run instead of skipping it.
+CUDA_RUNTIME_DIR ?=
+GPU_WORKDIR ?= $(CURDIR)
+GPU_TESTS ?= cuda_*/*
+gpu-check: $(DEPS_STAMP)
+	@test -n "$(NVCC)" || { echo "gpu-check: error: nvcc not found (PATH, /usr/local/cuda/bin)"; exit 1; }
+	@test -z "$(CUDA_RUNTIME_DIR)" || test -d "$(CUDA_RUNTIME_DIR)" || \
+	  { echo "gpu-check: error: CUDA_RUNTIME_DIR=$(CUDA_RUNTIME_DIR): no such folder"; exit 1; }
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/verify/gm_verify $(BINS) $(BENCH_BINS)
+	cd "$(GPU_WORKDIR)" && GM_REQUIRE_GPU=1 OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) \
+	  GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(if $(CUDA_RUNTIME_DIR),LD_LIBRARY_PATH=$(CUDA_RUNTIME_DIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}) \
+	  $(CURDIR)/$(BUILD)/verify/gm_verify --filter '$(GPU_TESTS)' --jobs 1
 
 # ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
 BUNDLE ?= $(BUILD)/bundle

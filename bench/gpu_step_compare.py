@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The whole training step on a second backend against the CPU: every preset at the test scale.
 
-  gpu_step_compare.py --build DIR [--backend cuda] [--presets "adamw ..."] [--steps N]
+  gpu_step_compare.py --build DIR [--backend cuda] [--ref cpu] [--presets "adamw ..."] [--steps N]
                       [--halt N] [--out FILE] [--work DIR]
 
-For each preset, on made-up test-scale shards (ids below 120, documents of 10 to 70 tokens):
-  plain    N steps on cpu and on the backend;
+--ref names the CPU side: cpu (fp32 matmuls), or cpu-bf16mm (matmul operands rounded to bf16 as
+the CUDA backend rounds them, so what is left between the two is the order of fp32 sums and the
+GPU's transcendental functions). For each preset, on made-up test-scale shards (ids below 120, documents of 10 to 70 tokens):
+  plain    N steps on the --ref backend and on the backend;
   accum    the same with --grad_accum=2 on both;
-  resume   halted at step --halt on the backend and resumed on cpu to step N (and the reverse),
+  resume   halted at step --halt on the backend and resumed on --ref to step N (and the reverse),
            each against the uninterrupted run of the backend it finished on.
 Every row gives the train losses' largest difference over the steps, the final validation
 losses, and the checkpoints' differences from ckpt_diff (parameters and every optimizer state:
@@ -87,6 +89,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--ref", default="cpu")
     ap.add_argument("--presets", default=PRESETS)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--halt", type=int, default=2)
@@ -104,8 +107,8 @@ def main():
               "--log_every=0", "--train_data=" + os.path.join(work, "train_*.bin"),
               "--val_data=" + os.path.join(work, "val_*.bin"), "--overwrite=1"]
 
-    lines = ["| preset | case | max \\|Δ train loss\\| over steps | final val loss (%s / cpu) | params max rel | "
-             "states max rel | worst normwise | bitwise | step/loader/Adam t equal | seconds (%s) |" % (a.backend, a.backend),
+    lines = ["| preset | case | max \\|Δ train loss\\| over steps | final val loss (%s / %s) | params max rel | "
+             "states max rel | worst normwise | bitwise | step/loader/Adam t equal | seconds (%s) |" % (a.backend, a.ref, a.backend),
              "|---|---|---|---|---|---|---|---|---|---|"]
     for preset in a.presets.split():
         d = lambda name: os.path.join(work, preset + "-" + name)
@@ -132,16 +135,16 @@ def main():
                 lines.append("| %s | %s | %d non-finite values | | | | | | | |" % (preset, case, nonfinite))
             print(lines[-1], file=sys.stderr, flush=True)
 
-        train("cpu", "cpu")
+        train(a.ref, "cpu")
         row("plain %d steps" % a.steps, d("cpu"), d("gpu"), train(a.backend, "gpu"))
-        train("cpu", "cpu-acc", "--grad_accum=2")
+        train(a.ref, "cpu-acc", "--grad_accum=2")
         row("--grad_accum=2", d("cpu-acc"), d("gpu-acc"), train(a.backend, "gpu-acc", "--grad_accum=2"))
         # Halted on one backend, resumed on the other; compared with the run that never left the latter.
         secs = train(a.backend, "gpu-half", "--halt_at=%d" % a.halt)
-        secs += train("cpu", "gpu-to-cpu", "--resume=" + os.path.join(d("gpu-half"), "ckpt.bin"))
-        row("halted at %d on %s, resumed on cpu" % (a.halt, a.backend), d("cpu"), d("gpu-to-cpu"), secs)
-        train("cpu", "cpu-half", "--halt_at=%d" % a.halt)
-        row("halted at %d on cpu, resumed on %s" % (a.halt, a.backend), d("gpu"), d("cpu-to-gpu"),
+        secs += train(a.ref, "gpu-to-cpu", "--resume=" + os.path.join(d("gpu-half"), "ckpt.bin"))
+        row("halted at %d on %s, resumed on %s" % (a.halt, a.backend, a.ref), d("cpu"), d("gpu-to-cpu"), secs)
+        train(a.ref, "cpu-half", "--halt_at=%d" % a.halt)
+        row("halted at %d on %s, resumed on %s" % (a.halt, a.ref, a.backend), d("gpu"), d("cpu-to-gpu"),
             train(a.backend, "cpu-to-gpu", "--resume=" + os.path.join(d("cpu-half"), "ckpt.bin")))
     text = "\n".join(lines) + "\n"
     if a.out:

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "backend/bf16mm/bf16mm.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/device.h"
@@ -11,6 +12,7 @@
 const gm_backend *gm_backend_open(const char *name, int device) {
     if (!strcmp(name, "cpu")) return gm_backend_cpu();
     if (!strcmp(name, "guarded")) return gm_backend_guarded();
+    if (!strcmp(name, "cpu-bf16mm")) return gm_backend_cpu_bf16mm();
     if (!strcmp(name, "cuda")) {
         char why[256];
         if (gm_cuda_device_count(why, sizeof why) <= 0) return gm_fail("--backend=cuda: no GPU: %s", why), NULL;
@@ -18,5 +20,5 @@ const gm_backend *gm_backend_open(const char *name, int device) {
         if (!be) gm_fail("--backend=cuda --device=%d: %s", device, gm_error());
         return be;
     }
-    return gm_fail("--backend: unknown backend '%s' (cpu, cuda, guarded)", name), NULL;
+    return gm_fail("--backend: unknown backend '%s' (cpu, cuda, guarded, cpu-bf16mm)", name), NULL;
 }

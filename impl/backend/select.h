@@ -1,11 +1,12 @@
-// Backends by name, for programs: --backend=cpu|cuda|guarded [--device=N].
+// Backends by name, for programs: --backend=cpu|cuda|guarded|cpu-bf16mm [--device=N].
 #ifndef GM_BACKEND_SELECT_H
 #define GM_BACKEND_SELECT_H
 
 #include "backend/backend.h"
 
 // "cpu" (fp32 reference, or fp64 in the -DGM_FP64 build), "cuda" (device `device`), "guarded"
-// (the CPU backend with its memory locked between calls: backend/guard/guard.h). NULL + gm_fail
+// (the CPU backend with its memory locked between calls: backend/guard/guard.h), "cpu-bf16mm" (the CPU
+// backend with bf16-rounded matmul operands, the CUDA backend's: backend/bf16mm/bf16mm.h). NULL + gm_fail
 // naming the flag: an unknown name, no CUDA in this build, or no such GPU.
 const gm_backend *gm_backend_open(const char *name, int device);
 

@@ -71,7 +71,7 @@ static const gm_field FIELDS[] = {
     R_INT("overwrite", overwrite, 0, 1, "replace the run already in out_dir (its log.jsonl and ckpt.bin)"),
     R_INT("dump_at", dump_at, -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),
     R_STR("comm", comm, "communicator: single, mpi, nccl, auto"),
-    R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests)"),
+    R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests), cpu-bf16mm (CPU with the CUDA matmul's bf16 operands)"),
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
     R_INT("log_every", log_every, 0, 3600, "seconds between progress lines"),
