@@ -158,8 +158,8 @@ $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
-# The benches the tests run (test_bench_kernels, test_model_report), under the sanitizers too.
-SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report
+# The benches the tests run (test_bench_kernels, test_model_report, test_backend_compare), under the sanitizers too.
+SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report $(SAN)/bin/bench/backend_compare
 $(SAN)/bin/bench/%: $(SAN)/bench/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@

@@ -4,12 +4,12 @@
 // normwise ||b - a|| / ||a|| and whether they are bitwise equal; the other sections (config,
 // step, loader position, Adam step counts) whether their bytes are equal. Prints a Markdown table;
 // a section in one file only is a row too. Exit 0 once both files are read (whatever they hold).
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/args.h"
+#include "base/diff.h"
 #include "base/error.h"
 #include "train/checkpoint.h"
 
@@ -39,19 +39,13 @@ static void compare(const char *name, const void *a, size_t na, const void *b, s
     }
     const float *x = a, *y = b;
     const size_t n = na / sizeof(float);
-    double maxabs = 0, maxref = 0, d2 = 0, r2 = 0;
-    size_t nonfinite = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(x[i]) || !isfinite(y[i])) {
-            nonfinite++;
-            continue;
-        }
-        const double d = fabs((double)y[i] - x[i]);
-        maxabs = fmax(maxabs, d), maxref = fmax(maxref, fabs((double)x[i]));
-        d2 += d * d, r2 += (double)x[i] * x[i];
-    }
-    printf("| %s | %zu | %.3g | %.3g | %.3g | %zu | %s |\n", name, n, maxabs, maxref > 0 ? maxabs / maxref : maxabs,
-           r2 > 0 ? sqrt(d2 / r2) : sqrt(d2), nonfinite, same ? "yes" : "no");
+    double *dx = malloc(sizeof *dx * (n ? n : 1)), *dy = malloc(sizeof *dy * (n ? n : 1));
+    if (!dx || !dy) gm_die("out of memory for %zu values", n);
+    for (size_t i = 0; i < n; i++) dx[i] = x[i], dy[i] = y[i];
+    const gm_diff st = gm_diff_of(dx, dy, n);
+    printf("| %s | %zu | %.3g | %.3g | %.3g | %zu | %s |\n", name, n, st.max_abs, st.rel, st.normwise, st.nonfinite,
+           same ? "yes" : "no");
+    free(dx), free(dy);
 }
 
 int main(int argc, char **argv) {
