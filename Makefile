@@ -50,7 +50,7 @@ BIN_SRC := $(wildcard impl/bin/*.c)
 TEST_SRC := $(wildcard verify/*.c) $(wildcard verify/both/*.c)
 # Programs that only tests run (e.g. under mpirun): verify/prog/*.c -> build/verify/prog/<name>.
 TESTPROG_SRC := $(wildcard verify/prog/*.c)
-TEST64_SRC := $(wildcard verify/fp64/*.c) $(wildcard verify/both/*.c) verify/helpers.c
+TEST64_SRC := $(wildcard verify/fp64/*.c) $(wildcard verify/both/*.c) verify/helpers.c verify/gpu_summary.c
 BENCH_SRC := $(wildcard bench/*.c)
 BINS := $(patsubst impl/bin/%.c,$(BUILD)/%,$(BIN_SRC))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -59,6 +59,9 @@ REL := $(BUILD)/rel
 REL64 := $(BUILD)/rel64
 SAN := $(BUILD)/san
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# The builds without CUDA by design say so where a GPU test or --backend=cuda asks (backend/cuda/device.h).
+SAN_NO_CUDA := -DGM_NO_CUDA_WHY='"the sanitizer build is CPU only by design (ASan/UBSan check the host code; the release build runs the GPU tests)"'
+REL64_NO_CUDA := -DGM_NO_CUDA_WHY='"the fp64 build is CPU only by design (the GPU kernels are fp32/bf16; the release build runs the GPU tests)"'
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
@@ -105,11 +108,11 @@ $(REL)/%.cu.o: %.cu $(DEPS_STAMP)
 # fp64, for gradient checks and the fp64 equivalence bars. CPU only.
 $(REL64)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 $(REL64_NO_CUDA) -MMD -MP -c $< -o $@
 
 $(SAN)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) $(SAN_NO_CUDA) -MMD -MP -c $< -o $@
 
 # Commit and source snapshot embedded in every binary (impl/base/build_info.h).
 BUILD_INFO := $(BUILD)/gen/build_info.c

@@ -5,10 +5,11 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/device.h"
 #include "base/error.h"
 
 const gm_backend *gm_backend_cuda(int device) {
-    gm_fail("cuda backend: device %d: built without CUDA (nvcc was not found)", device);
+    gm_fail("cuda backend: device %d: %s", device, GM_NO_CUDA_WHY);
     return NULL;
 }
 
