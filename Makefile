@@ -3,6 +3,15 @@
 # fresh Debian machine `make verify` alone installs what it needs, builds and tests.
 
 SHELL := /bin/bash
+# Quiet by default: one short line per file compiled, nothing when there is nothing to do; V=1
+# shows every command.
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %-5s %s\n' '$(1)' '$(2)'
+endif
 BUILD ?= build
 CC ?= gcc
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -38,7 +47,7 @@ ifneq ($(NVCC),)
   # at run time where used, so no program needs them to start.
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
     -lstdc++ -Wl,--no-as-needed
-  CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) (sm_90a + compute_90 PTX)
+  CUDA_NOTE := CUDA: nvcc is $(NVCC): the build compiles the $(words $(CU_SRC)) .cu files for sm_90a + compute_90 PTX
 else
   CU_SRC :=
   CUDA_NOTE := CUDA: nvcc not found (PATH, /usr/local/cuda/bin): building the CPU backend only
@@ -64,6 +73,9 @@ SAN_NO_CUDA := -DGM_NO_CUDA_WHY='"the sanitizer build is CPU only by design (ASa
 REL64_NO_CUDA := -DGM_NO_CUDA_WHY='"the fp64 build is CPU only by design (the GPU kernels are fp32/bf16; the release build runs the GPU tests)"'
 
 DEPS_STAMP := $(BUILD)/.deps-ok
+# Objects of the programs are kept (not deleted as intermediates), so an unchanged program is
+# neither relinked nor announced.
+.SECONDARY:
 
 .PHONY: help deps build verify bench refdata repro train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
@@ -80,13 +92,15 @@ help:
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "                  (replaces only a dataset make_data wrote: data/gcide/make_data.txt lists its files)"
 	@echo "  make deps       install missing Debian packages (apt-get), once; stamp in $(DEPS_STAMP)"
-	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh)"
+	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh; BENCH_SECTIONS=, KARGS=, MARGS=,"
+	@echo "                  LLMC_BIN=/path/to/your/train_gpt2 adds llm.c's CPU trainer to the peers section)"
 	@echo "  make train      one run into runs/PRESET-SCALE: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help);"
 	@echo "                  a second run there needs ARGS='--overwrite=1' (replace) or '--resume=runs/softcap-tiny/ckpt.bin'"
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
+	@echo "  V=1             show every command (quiet by default)"
 	@echo ""
 	@echo "  $(CUDA_NOTE)"
 
@@ -98,21 +112,25 @@ $(DEPS_STAMP): ci/deps.sh
 # ---- objects -----------------------------------------------------------------------------------
 $(REL)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
 
 $(REL)/%.cu.o: %.cu $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CUDA,$< (nvcc: sm_90a + compute_90 PTX))
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 # The same sources with gm_real = double (-DGM_FP64): the CPU backend, model and optimizers in
 # fp64, for gradient checks and the fp64 equivalence bars. CPU only.
 $(REL64)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 $(REL64_NO_CUDA) -MMD -MP -c $< -o $@
+	$(call say,CC64,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 $(REL64_NO_CUDA) -MMD -MP -c $< -o $@
 
 $(SAN)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) $(SAN_NO_CUDA) -MMD -MP -c $< -o $@
+	$(call say,CCSAN,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(SANFLAGS) $(SAN_NO_CUDA) -MMD -MP -c $< -o $@
 
 # Commit and source snapshot embedded in every binary (impl/base/build_info.h).
 BUILD_INFO := $(BUILD)/gen/build_info.c
@@ -127,80 +145,96 @@ SAN_LIB_OBJ := $(patsubst %.c,$(SAN)/%.o,$(LIB_SRC))
 
 $(BUILD)/libgptmuon.a: $(REL_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(if $(NVCC),,@echo "$(CUDA_NOTE)")
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 $(BUILD)/libgptmuon64.a: $(REL64_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 $(SAN)/libgptmuon.a: $(SAN_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/%: $(REL)/impl/bin/%.o $(BUILD)/libgptmuon.a
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/bench/%: $(REL)/bench/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/verify/prog/%: $(REL)/verify/prog/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 # The benches the tests run (test_bench_kernels, test_model_report), under the sanitizers too.
 SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report
 $(SAN)/bin/bench/%: $(SAN)/bench/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 
 # All Criterion suites link into one binary per build, so one summary line covers them all.
 $(BUILD)/verify/gm_verify: $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/verify/gm_verify64: $(patsubst %.c,$(REL64)/%.o,$(TEST64_SRC)) $(BUILD)/libgptmuon64.a
 	@mkdir -p $(dir $@)
-	$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon64.a -lcriterion $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon64.a -lcriterion $(LDLIBS_COMMON) -o $@
 $(SAN)/verify/gm_verify: $(patsubst %.c,$(SAN)/%.o,$(TEST_SRC)) $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $(filter %.o,$^) $(SAN)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $(filter %.o,$^) $(SAN)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) -o $@
 
 build: $(DEPS_STAMP)
-	@echo "$(CUDA_NOTE)"
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all
+# The sub-make's one goal: named targets that are up to date would each print "... is up to date".
+.PHONY: build-all
+build-all: $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
 	  $(patsubst verify/prog/%.c,$(BUILD)/verify/prog/%,$(TESTPROG_SRC)) $(patsubst verify/prog/%.c,$(SAN)/bin/%,$(TESTPROG_SRC)) \
 	  $(if $(wildcard verify/fp64/*.c),$(BUILD)/verify/gm_verify64) \
 	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC)) $(SAN_BENCH_BINS)
+	@:
 
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
 verify: build
 	@echo "== tests (release build$(if $(NVCC), with CUDA,)) =="
-	OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
+	$(Q)OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
 	@if [ -x $(BUILD)/verify/gm_verify64 ]; then echo "== tests (fp64 build) =="; \
 	  OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
 	@mkdir -p data
-	$(BUILD)/make_data --out=data/gcide
+	$(Q)$(BUILD)/make_data --out=data/gcide
 
 # Timing harnesses: bench/run.sh runs every program built from bench/*.c and writes reports/.
 bench: build
-	bash bench/run.sh $(BUILD)
+	$(Q)bash bench/run.sh $(BUILD)
 
 # Regenerate the committed PyTorch reference data (needs Debian's python3-torch; CI only reads).
 refdata: build
-	bash refdata/gen/make_refdata.sh $(BUILD)
+	$(Q)bash refdata/gen/make_refdata.sh $(BUILD)
 
 # One run: make train PRESET=softcap SCALE=tiny ARGS="--steps=100"
 PRESET ?= softcap
 SCALE ?= tiny
 ARGS ?=
 train: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
+	$(Q)OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
 
 # Every preset, SEEDS seeds, BUDGET steps each (empty: bench/repro.sh's defaults for the scale):
 # reports/repro/ (tiny) or reports/repro-<scale>/ (table with statistics, curves, README).
@@ -209,17 +243,17 @@ SEEDS ?=
 BUDGET ?=
 OVERLAY ?=
 repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)"
+	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)"
 
 data/gcide/val_000000.bin: | build
-	$(MAKE) --no-print-directory data
+	@$(MAKE) --no-print-directory data
 
 # ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
 BUNDLE ?= $(BUILD)/bundle
 bundle: build
-	NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
+	$(Q)NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
 bundle-check: bundle
-	bash ci/bundle_check.sh $(BUNDLE)
+	$(Q)bash ci/bundle_check.sh $(BUNDLE)
 
 clean:
 	rm -rf $(BUILD)
