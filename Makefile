@@ -85,8 +85,9 @@ help:
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
 	@echo "  make repro      train every preset, 3 seeds, and write the table with its statistics and the curves:"
-	@echo "                  SCALE=tiny (default; 100 steps, ~13 min on 2 cores) -> reports/repro/"
-	@echo "                  SCALE=small (150 steps of 2048 tokens, ~37 min on 2 quiet cores) -> reports/repro-small/"
+	@echo "                  SCALE=tiny (default; 100 steps, ~13 min on 2 cores), SCALE=small (150 steps of 2048 tokens,"
+	@echo "                  ~37 min on 2 quiet cores) -> runs/repro-SCALE/report/, or REPORT=folder (REPORT=reports/repro"
+	@echo "                  rewrites the committed sample); an interrupted repro continues, reusing its finished runs"
 	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
@@ -237,13 +238,15 @@ train: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 	$(Q)OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
 
 # Every preset, SEEDS seeds, BUDGET steps each (empty: bench/repro.sh's defaults for the scale):
-# reports/repro/ (tiny) or reports/repro-<scale>/ (table with statistics, curves, README).
+# runs/repro-<scale>/report/ (table with statistics, curves, README), or the folder REPORT names
+# (REPORT=reports/repro rewrites the committed tiny sample). An interrupted repro continues.
 PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
 SEEDS ?=
 BUDGET ?=
 OVERLAY ?=
+REPORT ?=
 repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)"
+	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(REPORT)"
 
 data/gcide/val_000000.bin: | build
 	@$(MAKE) --no-print-directory data
