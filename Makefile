@@ -3,6 +3,15 @@
 # fresh Debian machine `make verify` alone installs what it needs, builds and tests.
 
 SHELL := /bin/bash
+# Quiet by default: one short line per file compiled, nothing when there is nothing to do; V=1
+# shows every command.
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %-5s %s\n' '$(1)' '$(2)'
+endif
 # CUDA_ARCH: what nvcc compiles the .cu files for. sm_XX[a] (default sm_90a, the H100): machine code
 # for that GPU plus compute_XX PTX; compute_XX: PTX only, for an older GPU's driver to compile or a
 # CUDA runtime that executes PTX itself (a functional simulator). Below compute_80 the tensor-core
@@ -48,7 +57,7 @@ ifneq ($(NVCC),)
   # at run time where used, so no program needs them to start.
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
     -lstdc++ -Wl,--no-as-needed
-  CUDA_NOTE := CUDA: compiling $(words $(CU_SRC)) .cu files with $(NVCC) ($(CUDA_ARCH)$(if $(filter sm_%,$(CUDA_ARCH)), + compute_$(CUDA_ARCH_NUM) PTX))
+  CUDA_NOTE := CUDA: nvcc is $(NVCC): the build compiles the $(words $(CU_SRC)) .cu files for $(CUDA_ARCH)$(if $(filter sm_%,$(CUDA_ARCH)), + compute_$(CUDA_ARCH_NUM) PTX)
 else
   CU_SRC :=
   CUDA_NOTE := CUDA: nvcc not found (PATH, /usr/local/cuda/bin): building the CPU backend only
@@ -60,7 +69,7 @@ BIN_SRC := $(wildcard impl/bin/*.c)
 TEST_SRC := $(wildcard verify/*.c) $(wildcard verify/both/*.c)
 # Programs that only tests run (e.g. under mpirun): verify/prog/*.c -> build/verify/prog/<name>.
 TESTPROG_SRC := $(wildcard verify/prog/*.c)
-TEST64_SRC := $(wildcard verify/fp64/*.c) $(wildcard verify/both/*.c) verify/helpers.c
+TEST64_SRC := $(wildcard verify/fp64/*.c) $(wildcard verify/both/*.c) verify/helpers.c verify/gpu_summary.c
 BENCH_SRC := $(wildcard bench/*.c)
 BINS := $(patsubst impl/bin/%.c,$(BUILD)/%,$(BIN_SRC))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
@@ -69,8 +78,14 @@ REL := $(BUILD)/rel
 REL64 := $(BUILD)/rel64
 SAN := $(BUILD)/san
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+# The builds without CUDA by design say so where a GPU test or --backend=cuda asks (backend/cuda/device.h).
+SAN_NO_CUDA := -DGM_NO_CUDA_WHY='"the sanitizer build is CPU only by design (ASan/UBSan check the host code; the release build runs the GPU tests)"'
+REL64_NO_CUDA := -DGM_NO_CUDA_WHY='"the fp64 build is CPU only by design (the GPU kernels are fp32/bf16; the release build runs the GPU tests)"'
 
 DEPS_STAMP := $(BUILD)/.deps-ok
+# Objects of the programs are kept (not deleted as intermediates), so an unchanged program is
+# neither relinked nor announced.
+.SECONDARY:
 
 .PHONY: help deps build verify gpu-check bench refdata repro train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
@@ -80,14 +95,16 @@ help:
 	@echo ""
 	@echo "  make verify     install dependencies, build, run every test (Criterion; also under ASan/UBSan)"
 	@echo "  make repro      train every preset, 3 seeds, and write the table with its statistics and the curves:"
-	@echo "                  SCALE=tiny (default; 100 steps, ~13 min on 2 cores) -> reports/repro/"
-	@echo "                  SCALE=small (150 steps of 2048 tokens, ~37 min on 2 quiet cores) -> reports/repro-small/"
+	@echo "                  SCALE=tiny (default; 100 steps, ~13 min on 2 cores), SCALE=small (150 steps of 2048 tokens,"
+	@echo "                  ~37 min on 2 quiet cores) -> runs/repro-SCALE/report/, or REPORT=folder (REPORT=reports/repro"
+	@echo "                  rewrites the committed sample); an interrupted repro continues, reusing its finished runs"
 	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "                  (replaces only a dataset make_data wrote: data/gcide/make_data.txt lists its files)"
 	@echo "  make deps       install missing Debian packages (apt-get), once; stamp in $(DEPS_STAMP)"
-	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh)"
+	@echo "  make bench      timing and numerics harnesses -> reports/ (bench/run.sh; BENCH_SECTIONS=, KARGS=, MARGS=,"
+	@echo "                  LLMC_BIN=/path/to/your/train_gpt2 adds llm.c's CPU trainer to the peers section)"
 	@echo "  make train      one run into runs/PRESET-SCALE: PRESET=softcap SCALE=tiny ARGS='--steps=100' (build/train --help);"
 	@echo "                  a second run there needs ARGS='--overwrite=1' (replace) or '--resume=runs/softcap-tiny/ckpt.bin'"
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
@@ -96,6 +113,7 @@ help:
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
+	@echo "  V=1             show every command (quiet by default)"
 	@echo ""
 	@echo "  $(CUDA_NOTE)"
 
@@ -107,21 +125,25 @@ $(DEPS_STAMP): ci/deps.sh
 # ---- objects -----------------------------------------------------------------------------------
 $(REL)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(CUDA_DEFS) -MMD -MP -c $< -o $@
 
 $(REL)/%.cu.o: %.cu $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CUDA,$< (nvcc: $(CUDA_ARCH)$(if $(filter sm_%,$(CUDA_ARCH)), + compute_$(CUDA_ARCH_NUM) PTX)))
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 # The same sources with gm_real = double (-DGM_FP64): the CPU backend, model and optimizers in
 # fp64, for gradient checks and the fp64 equivalence bars. CPU only.
 $(REL64)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 -MMD -MP -c $< -o $@
+	$(call say,CC64,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(CFLAGS) -DGM_FP64 $(REL64_NO_CUDA) -MMD -MP -c $< -o $@
 
 $(SAN)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CCSAN,$<)
+	$(Q)$(CC) $(CFLAGS_COMMON) $(SANFLAGS) $(SAN_NO_CUDA) -MMD -MP -c $< -o $@
 
 # Commit and source snapshot embedded in every binary (impl/base/build_info.h).
 BUILD_INFO := $(BUILD)/gen/build_info.c
@@ -136,92 +158,110 @@ SAN_LIB_OBJ := $(patsubst %.c,$(SAN)/%.o,$(LIB_SRC))
 
 $(BUILD)/libgptmuon.a: $(REL_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(if $(NVCC),,@echo "$(CUDA_NOTE)")
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 $(BUILD)/libgptmuon64.a: $(REL64_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 $(SAN)/libgptmuon.a: $(SAN_LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/%: $(REL)/impl/bin/%.o $(BUILD)/libgptmuon.a
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/bench/%: $(REL)/bench/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/verify/prog/%: $(REL)/verify/prog/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 # The benches the tests run (test_bench_kernels, test_model_report, test_backend_compare), under the sanitizers too.
 SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report $(SAN)/bin/bench/backend_compare
 $(SAN)/bin/bench/%: $(SAN)/bench/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 
 # All Criterion suites link into one binary per build, so one summary line covers them all.
 $(BUILD)/verify/gm_verify: $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
 $(BUILD)/verify/gm_verify64: $(patsubst %.c,$(REL64)/%.o,$(TEST64_SRC)) $(BUILD)/libgptmuon64.a
 	@mkdir -p $(dir $@)
-	$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon64.a -lcriterion $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(filter %.o,$^) $(BUILD)/libgptmuon64.a -lcriterion $(LDLIBS_COMMON) -o $@
 $(SAN)/verify/gm_verify: $(patsubst %.c,$(SAN)/%.o,$(TEST_SRC)) $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) $(filter %.o,$^) $(SAN)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SANFLAGS) $(filter %.o,$^) $(SAN)/libgptmuon.a -lcriterion $(LDLIBS_COMMON) -o $@
 
 build: $(DEPS_STAMP)
-	@echo "$(CUDA_NOTE)"
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
+	@$(MAKE) --no-print-directory -j$(JOBS) build-all
+# The sub-make's one goal: named targets that are up to date would each print "... is up to date".
+.PHONY: build-all
+build-all: $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
 	  $(patsubst verify/prog/%.c,$(BUILD)/verify/prog/%,$(TESTPROG_SRC)) $(patsubst verify/prog/%.c,$(SAN)/bin/%,$(TESTPROG_SRC)) \
 	  $(if $(wildcard verify/fp64/*.c),$(BUILD)/verify/gm_verify64) \
 	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC)) $(SAN_BENCH_BINS)
+	@:
 
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
 verify: build
 	@echo "== tests (release build$(if $(NVCC), with CUDA,)) =="
-	OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
+	$(Q)OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
 	@if [ -x $(BUILD)/verify/gm_verify64 ]; then echo "== tests (fp64 build) =="; \
 	  OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
 	@mkdir -p data
-	$(BUILD)/make_data --out=data/gcide
+	$(Q)$(BUILD)/make_data --out=data/gcide
 
 # Timing harnesses: bench/run.sh runs every program built from bench/*.c and writes reports/.
 bench: build
-	bash bench/run.sh $(BUILD)
+	$(Q)bash bench/run.sh $(BUILD)
 
 # Regenerate the committed PyTorch reference data (needs Debian's python3-torch; CI only reads).
 refdata: build
-	bash refdata/gen/make_refdata.sh $(BUILD)
+	$(Q)bash refdata/gen/make_refdata.sh $(BUILD)
 
 # One run: make train PRESET=softcap SCALE=tiny ARGS="--steps=100"
 PRESET ?= softcap
 SCALE ?= tiny
 ARGS ?=
 train: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
+	$(Q)OMP_WAIT_POLICY=passive $(BUILD)/train --preset=$(PRESET) --scale=$(SCALE) $(ARGS)
 
 # Every preset, SEEDS seeds, BUDGET steps each (empty: bench/repro.sh's defaults for the scale):
-# reports/repro/ (tiny) or reports/repro-<scale>/ (table with statistics, curves, README).
+# runs/repro-<scale>/report/ (table with statistics, curves, README), or the folder REPORT names
+# (REPORT=reports/repro rewrites the committed tiny sample). An interrupted repro continues.
 PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
 SEEDS ?=
 BUDGET ?=
 OVERLAY ?=
+REPORT ?=
 repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)"
+	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(REPORT)"
 
 data/gcide/val_000000.bin: | build
-	$(MAKE) --no-print-directory data
+	@$(MAKE) --no-print-directory data
 
 # ---- the GPU suites on another CUDA runtime library (README "The CUDA backend without a GPU") ----
 # CUDA_RUNTIME_DIR: the folder of the libcudart.so.13 to run with (it goes first on LD_LIBRARY_PATH);
@@ -236,17 +276,20 @@ gpu-check: $(DEPS_STAMP)
 	@test -n "$(NVCC)" || { echo "gpu-check: error: nvcc not found (PATH, /usr/local/cuda/bin)"; exit 1; }
 	@test -z "$(CUDA_RUNTIME_DIR)" || test -d "$(CUDA_RUNTIME_DIR)" || \
 	  { echo "gpu-check: error: CUDA_RUNTIME_DIR=$(CUDA_RUNTIME_DIR): no such folder"; exit 1; }
-	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/verify/gm_verify $(BINS) $(BENCH_BINS)
+	@$(MAKE) --no-print-directory -j$(JOBS) gpu-check-build
 	cd "$(GPU_WORKDIR)" && GM_REQUIRE_GPU=1 OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) \
 	  GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(if $(CUDA_RUNTIME_DIR),LD_LIBRARY_PATH=$(CUDA_RUNTIME_DIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}) \
 	  $(CURDIR)/$(BUILD)/verify/gm_verify --filter '$(GPU_TESTS)' --jobs 1
 
+.PHONY: gpu-check-build
+gpu-check-build: $(BUILD)/verify/gm_verify $(BINS) $(BENCH_BINS)
+
 # ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
 BUNDLE ?= $(BUILD)/bundle
 bundle: build
-	NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
+	$(Q)NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) bash ci/bundle.sh $(BUILD) $(BUNDLE)
 bundle-check: bundle
-	bash ci/bundle_check.sh $(BUNDLE)
+	$(Q)bash ci/bundle_check.sh $(BUNDLE)
 
 clean:
 	rm -rf $(BUILD)

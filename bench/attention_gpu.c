@@ -29,6 +29,7 @@
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/device.h"
 #include "base/args.h"
+#include "base/help.h"
 #include "base/build_info.h"
 #include "base/error.h"
 #include "base/io.h"
@@ -168,8 +169,24 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
     free(hw);
 }
 
+static void usage(void) {
+    printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
+           "                     [--out=DIR] [--name=BASE]\n"
+           "  GPU attention, tensor cores vs naive, forward and backward, at the preset's per-GPU shape for\n"
+           "  T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md. Without a GPU: one line, exit 0.\n"
+           "  --preset    whose attention shape (default softcap)\n"
+           "  --tmin      shortest sequence (default 1024)\n"
+           "  --tmax      longest sequence (default 65536)\n"
+           "  --window    sliding window in blocks, 0 = plain causal (default the preset's final window)\n"
+           "  --doc_len   mean document length of a document mask, 0 = none (default 0)\n"
+           "  --reps      timed samples per (T, kernel) (default 10)\n"
+           "  --out       report folder (default reports/bench)\n"
+           "  --name      report file base (default gpu-attention-<preset>)\n");
+}
+
 int main(int argc, char **argv) {
     gm_runtime_init(argc, argv);
+    if (gm_help_requested(argc, argv)) return usage(), 0;
     const char *preset = "softcap", *out = "reports/bench", *name = NULL;
     int tmin = 1024, tmax = 65536, window = -1, doc_len = 0, reps = 10;
     for (int i = 1; i < argc;) {

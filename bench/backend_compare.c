@@ -47,7 +47,7 @@ static const char *const USAGE =
     "  --device=N      its CUDA device (default 0)\n"
     "  --seed=N        Philox seed of every input (default 1)\n"
     "  --shapes=SET    small, odd (sizes that are not multiples of 32, 128 or 256) or all (default all)\n"
-    "  --out=FILE      write the table to FILE atomically instead of stdout\n";
+    "  --out=FILE      write the table to FILE atomically (default: stdout)\n";
 
 // A shape set: every kernel runs at these sizes.
 typedef struct {

@@ -29,6 +29,7 @@
 #include "backend/select.h"
 #include "backend/timing/timing.h"
 #include "base/args.h"
+#include "base/help.h"
 #include "base/build_info.h"
 #include "base/error.h"
 #include "base/io.h"
@@ -398,8 +399,25 @@ static int bench_flag(const char *k) {
            !strcmp(k, "out") || !strcmp(k, "name");
 }
 
+static void usage(void) {
+    printf("usage: kernels [--preset=NAME] [--scale=SCALE] [--steps=N] [--doc_len=L] [--out=DIR] [--name=BASE]\n"
+           "               [--<build/train flag>=value ...]\n"
+           "       kernels --compare A.csv B.csv\n"
+           "  Per-kernel timing of the real training step on synthetic data; writes OUT/NAME.csv and .md and\n"
+           "  prints the CSV's path. Any build/train flag is passed to the run configuration (build/train\n"
+           "  --help lists them with their defaults), e.g. --backend=cuda, --batch=4, --ortho=gram-ns.\n"
+           "  --preset    preset to time (default softcap)\n"
+           "  --scale     its scale (default full, at B = 1, T = 1024 unless --batch/--seq_len are given)\n"
+           "  --steps     timed steps after one warm-up (default 3)\n"
+           "  --doc_len   mean document length of the synthetic shards (default 700)\n"
+           "  --out       report folder (default reports/bench)\n"
+           "  --name      report file base (default <machine>-<preset>-<scale>)\n"
+           "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");
+}
+
 int main(int argc, char **argv) {
     gm_runtime_init(argc, argv);
+    if (gm_help_requested(argc, argv)) return usage(), 0;
     if (argc > 1 && !strcmp(argv[1], "--compare")) {
         if (argc != 4) gm_die("--compare: give two CSV files, A then B (prints B/A)");
         compare(argv[2], argv[3]);

@@ -12,6 +12,7 @@
 
 #include "backend/select.h"
 #include "base/args.h"
+#include "base/help.h"
 #include "base/error.h"
 #include "base/rng.h"
 #include "base/timer.h"
@@ -55,8 +56,18 @@ static double time_ms(gm_model *m, const int32_t *tok, int reps, int bwd) {
     return med;
 }
 
+static void usage(void) {
+    printf("usage: model_report [--reps=N] [--backend=cpu|cuda|guarded] [--device=N]\n"
+           "  Per preset: parameter counts at tiny and full scale and the time of one forward and one\n"
+           "  forward + backward of a tiny-scale batch; a Markdown table on stdout.\n"
+           "  --reps      timed runs per preset, the median reported (default 5)\n"
+           "  --backend   backend to time: cpu, cuda or guarded (default cpu)\n"
+           "  --device    CUDA device of --backend=cuda (default 0)\n");
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
+    if (gm_help_requested(argc, argv)) return usage(), 0;
     int reps = 5, device = 0;
     const char *backend = "cpu";
     for (int i = 1; i < argc;) {

@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/linalg.h"
 #include "base/args.h"
+#include "base/help.h"
 #include "base/error.h"
 #include "base/io.h"
 #include "base/rng.h"
@@ -98,8 +99,19 @@ typedef struct {
     gm_ortho cfg;
 } timed;
 
+static void usage(void) {
+    printf("usage: ns_report [--out=DIR] [--commit=TEXT] [--reps=N] [--only=numerics|timing|all]\n"
+           "  Newton-Schulz vs SVD: error vs steps vs time per coefficient set and precision, the scalar\n"
+           "  map data of bench/ns_map.gp, and the timings; Markdown tables in OUT.\n"
+           "  --out       report folder (default reports/ns)\n"
+           "  --commit    commit named in the reports (default unknown)\n"
+           "  --reps      timed repetitions, the median reported (default 7)\n"
+           "  --only      numerics, timing or all (default all)\n");
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
+    if (gm_help_requested(argc, argv)) return usage(), 0;
     const char *out = "reports/ns", *commit = "unknown", *only = "all";
     int reps = 7;
     for (int i = 1; i < argc;) {

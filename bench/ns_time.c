@@ -12,14 +12,30 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/linalg.h"
 #include "base/args.h"
+#include "base/help.h"
 #include "base/error.h"
 #include "base/rng.h"
 #include "base/timer.h"
 #include "optim/ns_coeffs.h"
 #include "train/hardware.h"
 
+static void usage(void) {
+    printf("usage: ns_time [--rows=N] [--cols=N] [--reps=N] [--ortho=newton-schulz|gram-ns] [--coeffs=NAME]\n"
+           "               [--steps=N] [--bf16=0|1]\n"
+           "  The time of one orthogonalization of a Gaussian matrix on one thread; one JSON line with the\n"
+           "  machine and the seconds of every timed call (after one warm-up).\n"
+           "  --rows      matrix rows (default 768)\n"
+           "  --cols      matrix columns (default 768)\n"
+           "  --reps      timed calls (default 5)\n"
+           "  --ortho     newton-schulz or gram-ns (default newton-schulz; gram-ns restarts before step 2)\n"
+           "  --coeffs    coefficient set (default quintic)\n"
+           "  --steps     iterations (default 5)\n"
+           "  --bf16      1: bf16-emulated matmuls as trained, 0: fp32 (default 1)\n");
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
+    if (gm_help_requested(argc, argv)) return usage(), 0;
     int rows = 768, cols = 768, reps = 5;
     gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = gm_ns_coeffs_find("quintic"), .steps = 5, .bf16 = 1,
                     .norm_src = GM_NS_NORM_OF_X, .gram_restarts = 1u << 2};

@@ -2,19 +2,18 @@
 our adamw step against llm.c's CPU trainer, timed interleaved in one run (round by round: ours, then
 PyTorch, then llm.c), so machine load hits all.
 
-  [LLMC_DIR=/path/to/llm.c] /usr/bin/python3 bench/peers.py BUILD OUT_DIR [--rounds=3] [--steps=4] [--batch=4] [--seq=64]
+  [LLMC_BIN=/path/to/train_gpt2] /usr/bin/python3 bench/peers.py BUILD OUT_DIR [--rounds=3] [--steps=4] [--batch=4] [--seq=64]
 
 Step: build/train --scale=full at batch x seq tokens for the adamw and softcap presets (softcap
 also with --ortho=gram-ns), steps+1 steps per round, the first discarded (warm-up), per-step wall
 times from its log (step_s); PyTorch: bench/peers_model.py built from that same log's config,
 steps+1 steps per round, the first discarded. Newton-Schulz: build/bench/ns_time (our default: the
 quintic, 5 steps, bf16 emulated, one thread) against the speedrun's quintic in torch, bf16 (as the
-records run it) and fp32, one thread, at Muon's matrix shapes. llm.c (optional): LLMC_DIR names a
-checkout of karpathy/llm.c; its train_gpt2.c (GPT-2 124M at its hard-coded B = 4, T = 64) is compiled
-into a temporary folder with only its step count (and validation batches) rewritten, and run there
-on a random checkpoint and our shards, steps+1 steps per round, the first discarded
-(bench/peers_llmc.py). Without LLMC_DIR, or at other shapes, it is skipped with one line. Writes
-OUT_DIR/peers-<machine>.md.
+records run it) and fp32, one thread, at Muon's matrix shapes. llm.c (optional): LLMC_BIN names
+the train_gpt2 binary the user built from their own llm.c checkout (GPT-2 124M at its hard-coded
+B = 4, T = 64, 40 + 1 steps); it runs unchanged, once, in the first round after our adamw, on a
+random checkpoint and our shards, its step 0 discarded (bench/peers_llmc.py). Without LLMC_BIN, or at
+other shapes, it is skipped with one line. Writes OUT_DIR/peers-<machine>.md.
 """
 import glob
 import json
@@ -124,22 +123,20 @@ def med(x):
     return statistics.median(x)
 
 
-def write_llmc(f, peer, skip, t, ours, torch_t, torch_threads_text, threads, steps, rounds):
+def write_llmc(f, peer, skip, t, ours, torch_t, torch_threads_text, threads):
     f.write("## llm.c's CPU trainer, GPT-2 124M, batch 4 x 64 tokens\n\n")
     if skip or not t:
         f.write(f"llm.c skipped: {skip or 'no steps timed'}.\n\n")
         return
     omp = os.environ.get("OMP_NUM_THREADS")
-    f.write(f"karpathy/llm.c `train_gpt2.c` at commit `{peer['commit']}` (LLMC_DIR), compiled into a temporary "
-            f"folder by {peer['compiler']} with `{' '.join(peer['flags'])}` (the flags of llm.c's Makefile for "
-            f"`train_gpt2` on Linux; `-march=native` where the compiler takes it), from a copy rewritten only in "
-            f"{' and '.join(peer['rewrites'])} (its validation before steps 0, 10, 20, ... and its sampling at step 20 "
-            f"run outside the timed part of a step). Its main fixes B = 4, T = 64, the shapes of our step above. Inputs: a random GPT-2 124M "
+    f.write(f"karpathy/llm.c's `train_gpt2` as the user built it (`LLMC_BIN={peer['exe']}`), run unchanged with "
+            f"no arguments (its validation before steps 0, 10, 20, ... and its sampling at step 20 run outside the "
+            f"timed part of a step). Its source fixes B = 4, T = 64, the shapes of our step above. Inputs: a random GPT-2 124M "
             f"checkpoint in llm.c's format (12 layers, 12 heads, 768 channels, vocab 50257 padded to 50304, "
             f"{peers_llmc.num_parameters(peers_llmc.GPT2_124M):,} parameters; N(0, 0.02), layer norms 1 and 0) "
             f"and our shards `{peer['train_shard']}`, `{peer['val_shard']}` as its tiny_shakespeare files (same "
             f"format; no tokenizer file). Time: its printed `took X ms` per step (batch, forward, zero grad, "
-            f"backward, AdamW update), {steps} + 1 steps per round, step 0 discarded; {rounds} rounds. Its "
+            f"backward, AdamW update), one run of {len(t)} + 1 steps in the first round, step 0 discarded. Its "
             f"losses ran {peer['losses'][0]:.3f} .. {peer['losses'][-1]:.3f} (finite).\n\n")
     f.write("| trainer | threads | s per step (min) | / ours adamw |\n|---|---|---|---|\n")
     f.write(f"| ours adamw | {threads} OpenMP, BLAS 1 each | {med(ours):.3f} ({min(ours):.3f}) | 1.00 |\n")
@@ -170,14 +167,14 @@ def main():
     theirs = {"adamw": [], "softcap": []}
     models = {}
     llmc, llmc_times, llmc_skip = None, [], None
-    llmc_dir = os.environ.get("LLMC_DIR", "")
+    llmc_bin = os.environ.get("LLMC_BIN", "")
     blas = openblas()
     step_threads = ns_threads = ""
     with tempfile.TemporaryDirectory() as tmp:
         try:
             if (batch, seq) != (4, 64):
-                raise peers_llmc.Skip(f"its train_gpt2.c runs B = 4, T = 64 only, this run --batch={batch} --seq={seq}")
-            llmc = peers_llmc.prepare(llmc_dir, os.path.join(tmp, "llmc"), steps,
+                raise peers_llmc.Skip(f"train_gpt2 runs B = 4, T = 64 only (fixed in its source), this run --batch={batch} --seq={seq}")
+            llmc = peers_llmc.prepare(llmc_bin, os.path.join(tmp, "llmc"),
                                       sorted(glob.glob("data/gcide/train_*.bin"))[0],
                                       sorted(glob.glob("data/gcide/val_*.bin"))[0])
         except peers_llmc.Skip as e:
@@ -197,10 +194,10 @@ def main():
                     step_threads = torch_threads(threads, blas)
                     print(f"peers: round {r + 1}/{rounds}: torch {name}", file=sys.stderr, flush=True)
                     theirs[preset] += run_torch(m, opts, c, steps, batch, seq, gen)
-                if name == "adamw" and llmc:
+                if name == "adamw" and llmc and r == 0:  # its 40 + 1 steps are many of ours: once
                     print(f"peers: round {r + 1}/{rounds}: llm.c train_gpt2", file=sys.stderr, flush=True)
                     try:
-                        llmc_times += peers_llmc.run(llmc, steps)
+                        llmc_times += peers_llmc.run(llmc)
                     except peers_llmc.Skip as e:
                         llmc, llmc_times, llmc_skip = None, [], f"round {r + 1}: {e}"
                         print(f"peers: llm.c skipped: {llmc_skip}", file=sys.stderr, flush=True)
@@ -225,7 +222,7 @@ def main():
         f.write(f"- Machine: {cpu}, {threads} hardware threads. Commit `{commit}`. PyTorch {torch.__version__} "
                 f"(Debian python3-torch, /usr/bin/python3).\n")
         f.write(f"- Command: `OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} "
-                f"LLMC_DIR={llmc_dir or '(unset)'} /usr/bin/python3 "
+                f"LLMC_BIN={llmc_bin or '(unset)'} /usr/bin/python3 "
                 f"bench/peers.py {build} {out_dir} --rounds={rounds} --steps={steps} --batch={batch} --seq={seq}` "
                 f"(`make bench`, section `section_peers`).\n")
         f.write(f"- 1-minute load average {load0:.2f} at the start, {load1:.2f} at the end, on {threads} hardware "
@@ -233,8 +230,8 @@ def main():
                 f"alternate round by round).\n")
         f.write(f"- Method: {rounds} rounds; each round runs our step ({steps} + 1 steps of `{build}/train "
                 f"--scale=full --batch={batch} --seq_len={seq}`, per-step wall time from its log) then the same "
-                f"step in PyTorch ({steps} + 1 steps), after adamw's also llm.c's `train_gpt2` ({steps} + 1 steps, "
-                f"section below); the first step of each is a warm-up, not counted. Medians over all counted "
+                f"step in PyTorch ({steps} + 1 steps), in the first round after adamw's also llm.c's `train_gpt2` (its "
+                f"own 40 + 1 steps, section below); the first step of each is a warm-up, not counted. Medians over all counted "
                 f"steps.\n\n")
         f.write("## Training step, GPT-2 124M shapes, batch %d x %d tokens\n\n" % (batch, seq))
         f.write("| preset | ours: threads | ours: s per step (min) | PyTorch: threads | PyTorch: s per step (min) "
@@ -252,8 +249,7 @@ def main():
                 f"gram-ns / softcap = {g / s:.2f}. PyTorch's softcap step runs Muon with its Newton-Schulz in fp32 "
                 f"(bf16 matmuls on this CPU are far slower, table below); ours emulates the records' bf16 in fp32 "
                 f"arithmetic.\n\n")
-        write_llmc(f, llmc, llmc_skip, llmc_times, ours["adamw"], theirs["adamw"], step_threads, threads, steps,
-                   rounds)
+        write_llmc(f, llmc, llmc_skip, llmc_times, ours["adamw"], theirs["adamw"], step_threads, threads)
         f.write("## Newton-Schulz, one matrix, one thread\n\n")
         f.write("The speedrun's quintic, 5 steps. Ours: `build/bench/ns_time` (fp32 OpenBLAS, bf16 emulated as "
                 "trained), 3 calls per round after a warm-up. PyTorch (" + ns_threads + "; `torch.set_num_threads` "

@@ -1,31 +1,27 @@
-"""llm.c's CPU trainer (karpathy/llm.c, train_gpt2.c) as a peer of bench/peers.py. Standard library
-only; nothing of llm.c is kept in this repository: at bench time the user's checkout (LLMC_DIR) is
-compiled into a temporary folder and run there.
+"""llm.c's CPU trainer (karpathy/llm.c, train_gpt2) as a peer of bench/peers.py. Standard library
+only. Nothing of llm.c is kept, built or changed here: the user builds train_gpt2 from their own
+checkout of llm.c, as it is, and names the binary with LLMC_BIN; we only give it its inputs and read
+what it prints.
 
-prepare() copies LLMC_DIR/train_gpt2.c into the folder, rewrites its loop bound (`step <= 40`) to the
-step count asked for and its validation batches (`val_num_batches = 5`) to 1, compiles it with the
-flags llm.c's Makefile uses for train_gpt2 on Linux (FLAGS, plus -march=native where the compiler
-takes it, as the Makefile checks), writes a randomly initialised GPT-2 124M checkpoint in llm.c's
-format (gpt2_124M.bin) and links our token shards where train_gpt2.c opens its data (the shard format
-is llm.c's, byte for byte; our ids < 4096 are valid GPT-2 ids). No tokenizer file: train_gpt2.c then
-prints a warning and goes on. run() runs it there and returns each step's "took X ms".
+prepare() lays out a work folder the way train_gpt2 opens its files (relative to its working
+folder): a randomly initialised GPT-2 124M checkpoint in llm.c's format (gpt2_124M.bin) and our token
+shards linked as its tiny_shakespeare files (the shard format is llm.c's, byte for byte; our ids <
+4096 are valid GPT-2 ids). No tokenizer file: train_gpt2 then prints a warning and goes on. run()
+runs the binary there with no arguments (its B = 4, T = 64 and its 40 + 1 steps are fixed in its
+source) and returns each step's "took X ms".
 """
 import array
 import math
 import os
 import random
 import re
-import shutil
 import subprocess
 
 MAGIC, VERSION = 20240326, 3
 GPT2_124M = {"maxT": 1024, "V": 50257, "Vp": 50304, "L": 12, "NH": 12, "C": 768}
-FLAGS = ["-Ofast", "-Wno-unused-result", "-Wno-ignored-pragmas", "-Wno-unknown-attributes"]
-OMP_FLAGS, LIBS = ["-fopenmp", "-DOMP"], ["-lm", "-lgomp"]
+CHECKPOINT = "gpt2_124M.bin"
 TRAIN_BIN = "dev/data/tinyshakespeare/tiny_shakespeare_train.bin"
 VAL_BIN = "dev/data/tinyshakespeare/tiny_shakespeare_val.bin"
-LOOP = re.compile(r"(for\s*\(\s*int\s+step\s*=\s*0\s*;\s*step\s*<=\s*)40(\s*;)")
-VAL_BATCHES = re.compile(r"(int\s+val_num_batches\s*=\s*)5(\s*;)")
 STEP_LINE = re.compile(r"^step (\d+): train loss (\S+) \(took ([0-9.]+) ms\)$", re.M)
 
 
@@ -83,74 +79,39 @@ def write_checkpoint(path, cfg=GPT2_124M, std=0.02, seed=0):
     os.replace(path + ".tmp", path)
 
 
-def rewrite(src, steps):
-    """train_gpt2.c's text with steps + 1 training steps (0..steps) and one validation batch; raises
-    Skip where the loop bound is not found, returns (text, [what was rewritten])."""
-    out, n = LOOP.subn(lambda m: f"{m.group(1)}{steps}{m.group(2)}", src)
-    if n != 1:
-        raise Skip(f"train_gpt2.c's training loop `for (int step = 0; step <= 40; step++)` found {n} times, want 1")
-    done = [f"`step <= 40` -> `step <= {steps}`"]
-    out, n = VAL_BATCHES.subn(lambda m: f"{m.group(1)}1{m.group(2)}", out)
-    if n == 1:
-        done.append("`val_num_batches = 5` -> `1`")
-    return out, done
-
-
 def parse(stdout):
     """[(step, loss, seconds)] from train_gpt2's "step N: train loss X (took Y ms)" lines."""
     return [(int(s), float(loss), float(ms) / 1e3) for s, loss, ms in STEP_LINE.findall(stdout)]
 
 
-def commit(llmc_dir):
-    r = subprocess.run(["git", "-C", llmc_dir, "rev-parse", "HEAD"], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "unknown"
-
-
-def compiler_accepts(cc, flag):
-    r = subprocess.run([cc, flag, "-x", "c", "-", "-o", os.devnull], input="int main(void) { return 0; }\n",
-                       capture_output=True, text=True)
-    return r.returncode == 0
-
-
-def prepare(llmc_dir, work, steps, train_shard, val_shard, cc="gcc"):
-    """Build llm.c's train_gpt2 in `work` for steps + 1 steps and lay out its inputs there; returns
-    a dict describing it (exe, cmd, flags, rewrites, commit, compiler). Raises Skip."""
-    if not llmc_dir:
-        raise Skip("LLMC_DIR is not set (LLMC_DIR=/path/to/llm.c, a checkout of karpathy/llm.c)")
-    src = os.path.join(llmc_dir, "train_gpt2.c")
-    if not os.path.isfile(src):
-        raise Skip(f"{src} not found")
-    if shutil.which(cc) is None:
-        raise Skip(f"no {cc} on PATH")
-    text, rewrites = rewrite(open(src).read(), steps)
-    os.makedirs(work, exist_ok=True)
-    with open(os.path.join(work, "train_gpt2.c"), "w") as f:
-        f.write(text)
-    flags = FLAGS + [f for f in ["-march=native"] if compiler_accepts(cc, f)] + OMP_FLAGS
-    cmd = [cc] + flags + ["-I", os.path.abspath(llmc_dir), "train_gpt2.c"] + LIBS + ["-o", "train_gpt2"]
-    r = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
-    if r.returncode:
-        last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise Skip(f"compiling train_gpt2.c failed: {last}")
+def prepare(exe, work, train_shard, val_shard):
+    """The work folder for the user's train_gpt2 `exe` (LLMC_BIN): its checkpoint and our shards where
+    it opens them. Returns a dict describing the peer (exe, work, shards). Raises Skip."""
+    if not exe:
+        raise Skip("LLMC_BIN is not set (LLMC_BIN=/path/to/train_gpt2: llm.c's CPU trainer, built by you "
+                   "from your checkout of karpathy/llm.c with its own Makefile)")
+    if not os.path.isfile(exe):
+        raise Skip(f"LLMC_BIN={exe}: not found")
+    if not os.access(exe, os.X_OK):
+        raise Skip(f"LLMC_BIN={exe}: not executable")
     os.makedirs(os.path.join(work, os.path.dirname(TRAIN_BIN)), exist_ok=True)
     for link, shard in [(TRAIN_BIN, train_shard), (VAL_BIN, val_shard)]:
         os.symlink(os.path.abspath(shard), os.path.join(work, link))
-    write_checkpoint(os.path.join(work, "gpt2_124M.bin"))
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    return {"exe": os.path.join(work, "train_gpt2"), "work": work, "flags": flags + LIBS, "rewrites": rewrites,
-            "commit": commit(llmc_dir), "compiler": version, "train_shard": train_shard, "val_shard": val_shard}
+    write_checkpoint(os.path.join(work, CHECKPOINT))
+    return {"exe": os.path.abspath(exe), "work": work, "train_shard": train_shard, "val_shard": val_shard}
 
 
-def run(peer, steps):
-    """One run of steps + 1 steps; returns the seconds of steps 1..steps (step 0 is the warm-up).
-    Raises Skip on a failed run, missing step lines or a non-finite loss."""
+def run(peer):
+    """One run of the binary as it is; returns the seconds of its steps 1..N (step 0 is the
+    warm-up). Raises Skip on a failed run, missing or out-of-order step lines or a non-finite loss."""
     r = subprocess.run([peer["exe"]], cwd=peer["work"], capture_output=True, text=True)
     if r.returncode:
         last = ((r.stdout + r.stderr).strip().splitlines() or ["(no output)"])[-1]
         raise Skip(f"train_gpt2 exited with status {r.returncode}: {last}")
     rows = parse(r.stdout)
-    if [s for s, _, _ in rows] != list(range(steps + 1)):
-        raise Skip(f"train_gpt2 printed steps {[s for s, _, _ in rows]}, want 0..{steps}")
+    steps = [s for s, _, _ in rows]
+    if len(steps) < 2 or steps != list(range(len(steps))):
+        raise Skip(f"train_gpt2 printed steps {steps}, want 0, 1, 2, ...")
     bad = [(s, loss) for s, loss, _ in rows if not math.isfinite(loss)]
     if bad:
         raise Skip(f"train_gpt2's loss is not finite at step {bad[0][0]} ({bad[0][1]})")

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # make repro: train every preset on the same data and token budget with several seeds, then write
 # the validation-loss table (with its statistics) and the loss-versus-tokens curves.
-# Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE] [OVERLAY]
+# Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE] [OVERLAY] [REPORT]
 #   PRESETS  space-separated (default: all six)
 #   SEEDS    seeds per preset (default: tiny 3, small 3, full 3)
 #   BUDGET   optimizer steps per run (default: tiny 100; small and full: the scale's steps, i.e.
 #            small's 150 and, at full, each record's own)
-#   SCALE    tiny (default; writes reports/repro/), small (reports/repro-small/), full (reports/repro-full/)
+#   SCALE    tiny (default), small, full; the runs go to runs/repro-<scale>/
+#   REPORT   folder of the report (default runs/repro-<scale>/report; the committed samples are
+#            reports/repro/, reports/repro-small/ and reports/repro-full/, rewritten only when named here)
 #   OVERLAY  space-separated LABEL=PATH[@TOKENS_PER_STEP]: modded-nanogpt or llm.c logs to plot beside
 #            ours (bench/speedrun_logs.py; tokens per step defaults to the records' 524288)
 # Every run of a preset sees the same tokens in the same order; seeds change the initialization.
+# A repro that was interrupted continues: a run that finished before, with the same flags and the
+# same train binary (so the same commit and build), is reused, not trained again (its key file,
+# written when it ends, says so); an unfinished one is trained again from the start.
 set -euo pipefail
 BUILD=${1:-build}
 PRESETS=${2:-"adamw muon-v1 muon-v2 untied value-embed softcap"}
@@ -17,6 +22,7 @@ SEEDS=${3:-}
 BUDGET=${4:-}
 SCALE=${5:-tiny}
 OVERLAY=${6:-}
+REPORT=${7:-}
 cd "$(dirname "$0")/.."
 export OMP_WAIT_POLICY=passive
 
@@ -24,24 +30,27 @@ export OMP_WAIT_POLICY=passive
 # full keep their scale's settings (impl/train/presets.c).
 EXTRA=()
 case "$SCALE" in
-  tiny)  SEEDS=${SEEDS:-3}; BUDGET=${BUDGET:-100}; OUT=reports/repro
+  tiny)  SEEDS=${SEEDS:-3}; BUDGET=${BUDGET:-100}
          EXTRA=(--val_every=$(( (BUDGET + 5) / 6 )) --val_tokens=8192) ;;
-  small) SEEDS=${SEEDS:-3}; OUT=reports/repro-small ;;
-  full)  SEEDS=${SEEDS:-3}; OUT=reports/repro-full ;;
+  small) SEEDS=${SEEDS:-3} ;;
+  full)  SEEDS=${SEEDS:-3} ;;
   *)     echo "repro: SCALE: unknown scale '$SCALE' (tiny, small, full)" >&2; exit 2 ;;
 esac
 if [ -n "$BUDGET" ]; then EXTRA+=(--steps="$BUDGET"); fi
 OVERLAY_ARGS=()
 for spec in $OVERLAY; do OVERLAY_ARGS+=(--overlay="$spec"); done
 RUNS=runs/repro-$SCALE
+OUT=${REPORT:-$RUNS/report}
 mkdir -p "$RUNS" "$OUT"
 rm -f "$RUNS/load.txt"
+BINARY_ID=$(sha256sum "$BUILD/train" | cut -d' ' -f1)
 
 # The command as make would show it, for the report.
 cmd="make repro SCALE=$SCALE SEEDS=$SEEDS${BUDGET:+ BUDGET=$BUDGET}"
 if [ "$PRESETS" != "adamw muon-v1 muon-v2 untied value-embed softcap" ]; then cmd+=" PRESETS=\"$PRESETS\""; fi
 if [ "$BUILD" != build ]; then cmd+=" BUILD=$BUILD"; fi
 if [ -n "$OVERLAY" ]; then cmd+=" OVERLAY=\"$OVERLAY\""; fi
+if [ -n "$REPORT" ]; then cmd+=" REPORT=$REPORT"; fi
 
 start=$(date +%s)
 n=0
@@ -50,11 +59,19 @@ for preset in $PRESETS; do
   for seed in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
     dir="$RUNS/$preset/seed$seed"
+    args=(--preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 "${EXTRA[@]}")
+    key="train $BINARY_ID ${args[*]}"
+    if [ -f "$dir/repro.key" ] && [ "$(cat "$dir/repro.key")" = "$key" ]; then
+      echo "== repro run $n/$total: $preset seed $seed: reused (finished before, same flags and train binary) =="
+      cat "$dir/load.txt" >> "$RUNS/load.txt"
+      continue
+    fi
     echo "== repro run $n/$total: $preset seed $seed (${BUDGET:-default} steps, $SCALE) =="
-    # --overwrite=1: a repro run replaces the same run of an earlier `make repro`.
-    "$BUILD/train" --preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 \
-      "${EXTRA[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
-    cut -d' ' -f1 /proc/loadavg >> "$RUNS/load.txt"
+    rm -f "$dir/repro.key"
+    # --overwrite=1: a repro run replaces an unfinished or different run of an earlier `make repro`.
+    "$BUILD/train" "${args[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
+    cut -d' ' -f1 /proc/loadavg | tee "$dir/load.txt" >> "$RUNS/load.txt"
+    echo "$key" > "$dir/repro.key.tmp" && mv "$dir/repro.key.tmp" "$dir/repro.key"
   done
 done
 elapsed=$(( $(date +%s) - start ))

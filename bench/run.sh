@@ -52,17 +52,20 @@ section_attention_gpu() {
 # Peers side by side (optional): our full-scale training step (adamw, softcap, softcap with gram-ns)
 # and Newton-Schulz against PyTorch eager on the CPU, interleaved round by round in one run
 # (bench/peers.py, model in bench/peers_model.py). Skipped with one line where /usr/bin/python3
-# cannot import torch (Debian: apt-get install python3-torch). LLMC_DIR=/path/to/llm.c (a checkout of
-# karpathy/llm.c) adds llm.c's CPU trainer, train_gpt2.c at B=4 T=64, beside our adamw step
-# (bench/peers_llmc.py compiles it into a temporary folder); without it that peer is skipped with one line.
+# cannot import torch (Debian: apt-get install python3-torch). LLMC_BIN=/path/to/train_gpt2 (llm.c's CPU
+# trainer as you built it from your own checkout of karpathy/llm.c) adds it, run unchanged at its
+# B=4 T=64 on our inputs, beside our adamw step (bench/peers_llmc.py); without it that peer is
+# skipped with one line.
+# PEERS_PYTHON names another interpreter with torch (default Debian's /usr/bin/python3).
 section_peers() {
-    if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-        echo "bench: peers skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+    local py=${PEERS_PYTHON:-/usr/bin/python3}
+    if ! "$py" -c 'import torch' 2>/dev/null; then
+        echo "bench: peers skipped: $py cannot import torch (apt-get install python3-torch)"
         return 0
     fi
     [ -e data/gcide/val_000000.bin ] || "$BUILD/make_data" --out=data/gcide
     mkdir -p reports/bench
-    OMP_WAIT_POLICY=passive /usr/bin/python3 bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
+    OMP_WAIT_POLICY=passive "$py" bench/peers.py "$BUILD" reports/bench ${PEERS_ARGS:-}
 }
 
 # BENCH_SECTIONS="section_kernels" runs a subset; KPRESET/KSCALE pick the kernels section's preset,

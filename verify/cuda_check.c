@@ -1,8 +1,7 @@
-// Helpers of the CUDA-vs-CPU suites; see cuda_check.h. Also the run's GPU summary line.
+// Helpers of the CUDA-vs-CPU suites; see cuda_check.h.
 #include "cuda_check.h"
 
 #include <criterion/criterion.h>
-#include <criterion/hooks.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,30 +24,6 @@ void cc_require_gpu(void) {
     const char *req = getenv("GM_REQUIRE_GPU");
     cr_assert(!(req && !strcmp(req, "1")), "GPU test failed: GM_REQUIRE_GPU=1 and %s", why);
     cr_skip_test("GPU test skipped: %s", why);
-}
-
-// After every run (in the runner process, after every test's own process has ended): how many
-// GPU tests (suites cuda_*) ran, so a run that skipped them says so, and why, on its last lines.
-// Tests left out by --filter (disabled) are not counted.
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-    size_t ran = 0, failed = 0, skipped = 0;
-    for (struct criterion_suite_stats *s = stats->suites; s; s = s->next) {
-        if (strncmp(s->suite->name, "cuda_", 5) != 0) continue;
-        for (struct criterion_test_stats *t = s->tests; t; t = t->next) {
-            if (t->test->data && t->test->data->disabled) continue;
-            if (t->test_status == CR_STATUS_SKIPPED) {
-                skipped++;
-            } else {
-                ran++;
-                failed += t->test_status == CR_STATUS_FAILED || t->crashed || t->timed_out;
-            }
-        }
-    }
-    char why[256] = "";
-    if (skipped && gm_cuda_device_count(why, sizeof why) > 0) snprintf(why, sizeof why, "see the skipped tests");
-    printf("GPU tests: %zu ran (%zu failed), %zu skipped%s%s\n", ran, failed, skipped, skipped ? ": " : "",
-           skipped ? why : "");
-    fflush(stdout);
 }
 
 cc_env cc_begin(void) {

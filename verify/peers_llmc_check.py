@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Checks of bench/peers_llmc.py (llm.c as a peer of bench/peers.py) without llm.c: the checkpoint it
 writes has the header and size llm.c's gpt2_build_from_checkpoint reads (256 int32, then float32
-parameters), GPT-2 124M counts the 124,475,904 parameters llm.c prints for it, the loop rewrite and
-the step-line reader on lines written here.
+parameters), GPT-2 124M counts the 124,475,904 parameters llm.c prints for it, the step-line reader
+on lines written here, and the peer runs the user's binary (LLMC_BIN) as it is, in a folder laid out
+with our inputs (a stand-in script written here plays train_gpt2), or is skipped with one line.
 
   peers_llmc_check.py [NAME ...]   run the named checks (all by default)."""
 import array
 import os
+import stat
 import sys
 import tempfile
 
@@ -50,17 +52,56 @@ def check_checkpoint_file():
     assert all(0 < abs(v) < 0.2 for v in w), "matrices not small normal draws"
 
 
-def check_rewrite():
-    src = "int val_num_batches = 5;\n    for (int step = 0; step <= 40; step++) {\n"
-    out, done = pl.rewrite(src, 3)
-    assert out == "int val_num_batches = 1;\n    for (int step = 0; step <= 3; step++) {\n", out
-    assert len(done) == 2, done
-    for bad in ["for (int step = 0; step < 40; step++) {", src + src]:
-        try:
-            pl.rewrite(bad, 3)
-        except pl.Skip:
-            continue
-        raise AssertionError(f"no Skip for {bad!r}")
+# A stand-in for the user's train_gpt2: checks that the inputs are where train_gpt2.c opens them
+# (relative to its working folder), records its arguments, prints the step lines of its loop.
+FAKE = """#!/bin/sh
+for f in gpt2_124M.bin dev/data/tinyshakespeare/tiny_shakespeare_train.bin dev/data/tinyshakespeare/tiny_shakespeare_val.bin; do
+  [ -s "$f" ] || { echo "missing $f" >&2; exit 3; }
+done
+echo "$#" > args.txt
+echo "val loss 10.9"
+for s in 0 1 2 3; do echo "step $s: train loss 10.5 (took 1${s}00.0 ms)"; done
+"""
+
+
+def fake_inputs(d):
+    for name in ["train.bin", "val.bin"]:
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(bytes(1024 + 8))
+    exe = os.path.join(d, "train_gpt2")
+    with open(exe, "w") as f:
+        f.write(FAKE)
+    os.chmod(exe, os.stat(exe).st_mode | stat.S_IXUSR)
+    return exe
+
+
+def check_runs_the_given_binary():
+    with tempfile.TemporaryDirectory() as d:
+        exe = fake_inputs(d)
+        work = os.path.join(d, "work")
+        peer = pl.prepare(exe, work, os.path.join(d, "train.bin"), os.path.join(d, "val.bin"))
+        times = pl.run(peer)
+        assert times == [1.1, 1.2, 1.3], times
+        assert peer["losses"] == [10.5] * 4, peer["losses"]
+        assert open(os.path.join(work, "args.txt")).read() == "0\n", "train_gpt2 was given arguments"
+        assert open(exe).read() == FAKE, "the user's binary was changed"
+        names = sorted(os.listdir(work))
+        assert not [n for n in names if n.endswith((".c", ".h"))], f"source files in the work folder: {names}"
+
+
+def check_skipped_with_one_line():
+    with tempfile.TemporaryDirectory() as d:
+        fake_inputs(d)
+        text = os.path.join(d, "not_a_program")
+        open(text, "w").close()
+        for exe, want in [("", "LLMC_BIN is not set"), (os.path.join(d, "missing"), "not found"),
+                          (text, "not executable")]:
+            try:
+                pl.prepare(exe, os.path.join(d, "work"), os.path.join(d, "train.bin"), os.path.join(d, "val.bin"))
+            except pl.Skip as e:
+                assert want in str(e) and "\n" not in str(e), f"{exe!r}: {e}"
+                continue
+            raise AssertionError(f"no Skip for LLMC_BIN={exe!r}")
 
 
 def check_parse():

@@ -38,3 +38,61 @@ REPORT(acceptance_at_full)
 REPORT(records_rendered)
 REPORT(overlay)
 REPORT(bad_input)
+
+// make repro itself (bench/repro.sh) with a stand-in train that writes a small log and can stop
+// like an interrupted run: the report goes to runs/repro-tiny/report/ (the committed sample in
+// reports/repro/ is left alone) or to the REPORT folder; a repro interrupted at its third run
+// continues, reusing the two runs that finished (same flags, same train binary), and a third repro
+// reuses all four.
+static const char *REPRO_SCRIPT =
+    "set -e\n"
+    "mkdir \"$T/c\" \"$T/bin\"\n"
+    "git -C \"$ROOT\" ls-files -z | (cd \"$ROOT\" && xargs -0 tar cf - --) | tar xf - -C \"$T/c\"\n"
+    "cat > \"$T/bin/train\" <<'EOS'\n"
+    "#!/bin/bash\n"
+    "for a; do case $a in --out_dir=*) d=${a#*=};; --preset=*) p=${a#*=};; --seed=*) s=${a#*=};; esac; done\n"
+    "echo \"$p $s\" >> \"$T/calls\"\n"
+    "[ \"$(wc -l < \"$T/calls\")\" = \"${STOP_AT:-0}\" ] && { echo 'train: interrupted after 3 steps'; exit 130; }\n"
+    "mkdir -p \"$d\"\n"
+    "printf '{\"event\": \"start\", \"git_commit\": \"c0ffee\", \"config\": {\"preset\": \"%s\"}, \"hardware\": {\"cpu\": \"Test CPU\", \"cpu_threads\": 2, \"omp_threads\": 2}}\\n' \"$p\" > \"$d/log.jsonl\"\n"
+    "printf '{\"event\": \"val\", \"step\": 0, \"tokens\": 0, \"val_loss\": 8.3}\\n' >> \"$d/log.jsonl\"\n"
+    "printf '{\"event\": \"val\", \"step\": 6, \"tokens\": 6144, \"val_loss\": 7.%s}\\n' \"$s\" >> \"$d/log.jsonl\"\n"
+    "printf '{\"event\": \"end\", \"step\": 6, \"final_val_loss\": 7.%s, \"tokens_per_s\": 1000.0}\\n' \"$s\" >> \"$d/log.jsonl\"\n"
+    "echo 'train: done after 6 steps'\n"
+    "EOS\n"
+    "chmod +x \"$T/bin/train\"\n"
+    "cd \"$T/c\"\n"
+    "export T\n"
+    "echo '== interrupted'; STOP_AT=3 bash bench/repro.sh \"$T/bin\" 'adamw softcap' 2 6 tiny '' && exit 7 || echo \"exit $?\"\n"
+    "echo '== continued'; bash bench/repro.sh \"$T/bin\" 'adamw softcap' 2 6 tiny ''\n"
+    "echo \"calls $(wc -l < \"$T/calls\")\"\n"
+    "test -s runs/repro-tiny/report/table.md && echo 'report in runs'\n"
+    "cmp -s reports/repro/table.md \"$ROOT/reports/repro/table.md\" && echo 'sample untouched'\n"
+    "echo '== named'; bash bench/repro.sh \"$T/bin\" 'adamw softcap' 2 6 tiny '' \"$T/rep\"\n"
+    "echo \"calls $(wc -l < \"$T/calls\")\"\n"
+    "test -s \"$T/rep/table.md\" && test -s \"$T/rep/curves.png\" && echo 'report in REPORT'\n";
+
+static int count(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+Test(repro_run, report_outside_the_samples_and_interrupted_repro_continues, .timeout = 240) {
+    if (getenv("GM_BUNDLE")) cr_skip_test("repro: the GPU-node bundle carries no git checkout");
+    char *dir = th_tmpdir(), prefix[9000], *out, *err;
+    snprintf(prefix, sizeof prefix, "T='%s' ROOT='%s'", dir, th_root_path(""));
+    int rc = th_run_script(dir, prefix, REPRO_SCRIPT, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s%s", rc, out, err);
+    const char *cont = strstr(out, "== continued"), *named = strstr(out, "== named");
+    cr_assert(cont && named, "%s%s", out, err);
+    cr_expect_eq(count(out, "reused"), 2 + 4, "runs reused (2 after the interruption, then all 4): %s", out);
+    cr_expect(strstr(cont, "calls 5\n"), "the continued repro trained more than the 2 unfinished runs: %s", out);
+    cr_expect(strstr(named, "calls 5\n"), "the third repro trained again: %s", out);
+    cr_expect(strstr(out, "report in runs"), "no report in runs/repro-tiny/report: %s%s", out, err);
+    cr_expect(strstr(out, "sample untouched"), "reports/repro/table.md was rewritten: %s", out);
+    cr_expect(strstr(out, "report in REPORT"), "no report in the REPORT folder: %s%s", out, err);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}

@@ -99,15 +99,17 @@ int gm_field_format(const gm_field *f, const void *base, int json, char *buf, si
     return n < 0 || (size_t)n >= len ? gm_fail("%s: value does not fit in %zu bytes", f->key, len) : n;
 }
 
-void gm_field_help(const gm_field *table, size_t n) {
+void gm_field_help(const gm_field *table, size_t n, const void *defaults) {
     for (size_t i = 0; i < n; i++) {
         const gm_field *f = &table[i];
+        char value[1024];
+        if (gm_field_format(f, defaults, 0, value, sizeof value) < 0) snprintf(value, sizeof value, "(too long to show)");
         printf("  --%-26s %s", f->key, f->help);
         if (f->type == GM_F_ENUM) {
             printf(" (");
             for (int k = 0; f->names[k]; k++) printf("%s%s", k ? ", " : "", f->names[k]);
             printf(")");
         }
-        printf("\n");
+        printf(" (default %s)\n", value[0] ? value : "empty");
     }
 }

@@ -120,7 +120,8 @@ static void usage(void) {
         "  Writes the inputs of the PyTorch reference data (`make refdata` runs refdata/gen/make_refdata.sh):\n"
         "  DIR/<preset>/ meta.txt, params.txt, params.bin, tokens.bin for every preset at test scale, and\n"
         "  DIR/rotary_bf16.txt (head_dim and base of every preset and scale with rotary_bf16 = 1).\n"
-        "  DIR must exist. Needs the fp32 build.\n");
+        "  Needs the fp32 build.\n"
+        "  --out       output folder, which must exist (required, no default)\n");
 }
 
 int main(int argc, char **argv) {

@@ -19,27 +19,37 @@ static void on_signal(int sig) {
     gm_train_request_stop();
 }
 
-static void usage(void) {
+// The flags with the defaults of `preset` at `scale` (those given with --help, else make train's).
+static void usage(const char *preset, const char *scale) {
+    gm_run_config rc;
+    if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
     printf("usage: train --preset NAME --scale full|small|tiny [--key=value ...]\n"
            "  presets: adamw, muon-v1, muon-v2, untied, value-embed, softcap\n"
            "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
-           "overrides (defaults come from the preset; the resolved configuration is logged):\n");
-    gm_run_config_help();
+           "overrides: the defaults come from the preset and scale, here --preset=%s --scale=%s\n"
+           "(`train --preset=NAME --scale=SCALE --help` shows another's; the resolved configuration is logged):\n",
+           preset, scale);
+    gm_run_config_help(&rc);
 }
 
 int main(int argc, char **argv) {
     gm_runtime_init(argc, argv);
     const char *preset = NULL, *scale = NULL;
+    int help = 0;
     // Preset and scale first: the overrides apply on top of them, in the order given.
     for (int i = 1; i < argc;) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
+            help = 1, i++;
+            continue;
         }
         const char *k, *v;
         gm_arg_next(argc, argv, &i, &k, &v);
         if (!strcmp(k, "preset")) preset = v;
         else if (!strcmp(k, "scale")) scale = v;
+    }
+    if (help) {
+        usage(preset ? preset : "softcap", scale ? scale : "tiny");
+        return 0;
     }
     if (!preset) gm_die("--preset: missing (adamw, muon-v1, muon-v2, untied, value-embed, softcap)");
     if (!scale) gm_die("--scale: missing (full, small, tiny)");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/device.h"
 #include "base/error.h"
 #include "dist/comm.h"
 
@@ -155,6 +156,6 @@ int gm_comm_open_nccl(gm_comm *c, int *argc, char ***argv) {
 #else
 int gm_comm_open_nccl(gm_comm *c, int *argc, char ***argv) {
     (void)argc, (void)argv;
-    return gm_fail("rank %d: --comm=nccl: this build has no CUDA (nvcc was not found)", c->rank);
+    return gm_fail("rank %d: --comm=nccl: %s", c->rank, GM_NO_CUDA_WHY);
 }
 #endif

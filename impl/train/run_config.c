@@ -190,9 +190,9 @@ void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len) {
         if (!lookup(a, k, kn, &vn)) add_difference(buf, len, k, kn, NULL, 0, w, wn);
 }
 
-void gm_run_config_help(void) {
-    gm_field_help(gm_config_fields, gm_config_nfields);
-    gm_field_help(FIELDS, NFIELDS);
+void gm_run_config_help(const gm_run_config *defaults) {
+    gm_field_help(gm_config_fields, gm_config_nfields, &defaults->model);
+    gm_field_help(FIELDS, NFIELDS, defaults);
 }
 
 // ---- flags the chosen recipe never reads ----

@@ -81,7 +81,7 @@ char *gm_run_config_json(const gm_run_config *rc);
 // The fields that differ between two configuration JSON objects of gm_run_config_json (or any
 // flat JSON objects), as "key (a_value -> b_value), ..." into buf; "" when they agree.
 void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len);
-// Print the accepted keys with their help to stdout.
-void gm_run_config_help(void);
+// Print the accepted keys with their help and their values in *defaults to stdout.
+void gm_run_config_help(const gm_run_config *defaults);
 
 #endif

@@ -5,11 +5,12 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/device.h"
 #include "backend/cuda/gemm.h"
 #include "base/error.h"
 
 const gm_backend *gm_backend_cuda(int device) {
-    gm_fail("cuda backend: device %d: built without CUDA (nvcc was not found)", device);
+    gm_fail("cuda backend: device %d: %s", device, GM_NO_CUDA_WHY);
     return NULL;
 }
 

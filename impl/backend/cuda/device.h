@@ -14,6 +14,11 @@ extern "C" {
 // driver older than the runtime). `why` (may be NULL) receives a one-line reason when the answer
 // is 0 or -1.
 int gm_cuda_device_count(char *why, size_t why_len);
+// Why a build has no CUDA: the Makefile names it for the builds that leave CUDA out by design
+// (the sanitizer and fp64 builds, where nvcc may well be installed); elsewhere nvcc was not found.
+#ifndef GM_NO_CUDA_WHY
+#define GM_NO_CUDA_WHY "built without CUDA (nvcc was not found)"
+#endif
 // Fill out[0..n) with gm_rng_u32(seed, stream, first + i) computed on the GPU.
 int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n);
 // Same with gm_rng_normal.

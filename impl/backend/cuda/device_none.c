@@ -7,7 +7,7 @@
 #include "base/error.h"
 
 int gm_cuda_device_count(char *why, size_t why_len) {
-    if (why && why_len) snprintf(why, why_len, "built without CUDA (nvcc was not found)");
+    if (why && why_len) snprintf(why, why_len, "%s", GM_NO_CUDA_WHY);
     return 0;
 }
 
