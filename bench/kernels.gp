@@ -2,7 +2,9 @@
 # time, the slowest on top, labelled "part:kernel shape"; the model's forward kernels blue, its
 # backward red (the loss with its gradient too), optimizer, data and the rest grey (the legend
 # says so). Every bar
-# carries its value in ms with three decimals, the same format throughout.
+# carries its value in ms with three decimals, the same format throughout. The x axis has at most
+# six tick steps of 1, 2 or 5 x 10^k ms, written with as many decimals as the step needs (0, 2000,
+# ..., 10000; 0.002, 0.004, ...), so that its labels never run together.
 # Input: the CSV of build/bench/kernels (step.* and ceiling.* rows left out).
 # Usage: gnuplot -e "csv='reports/bench/x.csv'; png='reports/bench/x.png'; title='...'" bench/kernels.gp
 set terminal pngcairo size 1100,950 font "sans,10" noenhanced
@@ -13,11 +15,19 @@ set xlabel "ms per training step (the sum of the kernel's calls in the real step
 set style fill solid 0.85 border -1
 set grid xtics
 set ytics nomirror font "sans,9"
-set format x "%.2f"
 set xrange [0:*]
-set offsets 0, graph 0.12, 0.5, 0.5
+set autoscale xfixmax
+set rmargin 6
+set offsets 0, graph 0.15, 0.5, 0.5
 set key bottom right box opaque title "kernel kind"
 rows = "< grep -v -e '^name,' -e '^step[.]' -e '^ceiling[.]' '".csv."' | sort -t, -k13,13g"
+stats rows using 13 nooutput
+raw = (STATS_max > 0 ? STATS_max : 1e-3) / 6
+e = floor(log10(raw))
+f = raw / 10.0**e
+step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * 10.0**e
+set xtics step
+set format x sprintf("%%.%df", e < 0 ? -e : 0)
 FWD = 0x4477aa
 BWD = 0xcc6677
 OTHER = 0x999999

@@ -3,18 +3,20 @@
 # Precision is told by shape and colour family: bf16 open symbols in reds (circle 768x768, square
 # 768x3072), fp32 line symbols in blues (plus 768x768, cross 768x3072), drawn over the bf16 ones;
 # every 12th singular value is drawn, so that single markers stay apart on the curve.
-# The sigma_in axis is logarithmic, its ticks written as powers of ten.
+# The sigma_in axis is logarithmic, its ticks written as powers of ten. Every symbol is defined on
+# the chart: X is G divided by a little more than its Frobenius norm (each set's scale and eps,
+# optim/ns_coeffs.c), so that every sigma_in lies below 1.
 # Input: ns_map.dat from build/bench/ns_report (blocks: 4 curves, then per input shape, per set:
 # fp32 and bf16 measurements).
 # Usage: gnuplot -e "dir='reports/ns'" bench/ns_map.gp
 set terminal pngcairo size 1200,900 font "sans,10" enhanced
 set output dir.'/ns_map.png'
-set multiplot layout 2,2 title "Newton-Schulz: sigma_out after 5 steps vs normalized sigma_in (curve: scalar map; points: measured u_i^T Q v_i)" noenhanced
+set multiplot layout 2,2 title "Newton-Schulz, 5 steps on X = G normalized: sigma_out vs sigma_in (curve: the scalar map; points: u_i^T Q v_i measured, Q the output, u_i, v_i the singular vectors of X)" noenhanced
 set logscale x
 set xrange [1e-5:1.2]
 set xtics 10 format "10^{%L}"
 set yrange [0:1.6]
-set xlabel "sigma_in / (s ||G||_F + eps)" noenhanced
+set xlabel "sigma_in: singular value of X (||X||_F < 1)" noenhanced
 set ylabel "sigma_out" noenhanced
 set grid
 set key top left

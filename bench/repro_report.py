@@ -327,7 +327,8 @@ same tokens in the same order; seeds change only the initialization. How to read
 repository README's section "Reading the repro table".
 
 - `table.md`: the tables below. `curves.png`: validation loss versus training tokens, mean over the
-  seeds with ± one sd error bars and an inset of each preset's final loss%s. `curves.dat`: the numbers behind the plot%s.
+  seeds%s; beside it each preset's final loss (mean ± sd) and the spread between seeds (sd) along the
+  way. `curves.dat`: the numbers behind the plot%s.
 
 """ % (" (the overlaid PyTorch logs dashed, x axis logarithmic)" if logs else "",
        "; `overlay.dat` those of the overlaid logs" if logs else "")
