@@ -38,12 +38,14 @@
 #include "optim/ns_coeffs.h"
 
 static const char *const USAGE =
-    "usage: backend_compare [--backend=cpu|cuda|guarded] [--device=N] [--seed=N] [--shapes=small|odd|all]\n"
-    "                       [--out=FILE]\n"
+    "usage: backend_compare [--backend=cpu|cuda|guarded|cpu-bf16mm] [--ref=cpu|cpu-bf16mm] [--device=N]\n"
+    "                       [--seed=N] [--shapes=small|odd|all] [--out=FILE]\n"
     "  Runs every kernel of the backend interface on the CPU reference and on the backend named, with\n"
     "  the same random inputs, and prints one Markdown row per (kernel, case, output): max abs error,\n"
     "  max abs error / max |ref|, normwise relative error, bitwise equality, first non-finite value.\n"
     "  --backend=NAME  the backend compared with the CPU reference (default cpu)\n"
+    "  --ref=NAME      the reference: cpu, or cpu-bf16mm (the CPU with the CUDA matmul's bf16 operands)\n"
+    "                  (default cpu)\n"
     "  --device=N      its CUDA device (default 0)\n"
     "  --seed=N        Philox seed of every input (default 1)\n"
     "  --shapes=SET    small, odd (sizes that are not multiples of 32, 128 or 256) or all (default all)\n"
@@ -563,7 +565,7 @@ static const group GROUPS[] = {k_memory, k_embed,  k_matmul, k_rmsnorm, k_rotary
 
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
-    const char *backend = "cpu", *shapes = "all", *out = NULL;
+    const char *backend = "cpu", *ref = "cpu", *shapes = "all", *out = NULL;
     int device = 0;
     unsigned long long seed = 1;
     for (int i = 1; i < argc;) {
@@ -574,6 +576,10 @@ int main(int argc, char **argv) {
         const char *key, *value;
         gm_arg_next(argc, argv, &i, &key, &value);
         if (!strcmp(key, "backend")) backend = value;
+        else if (!strcmp(key, "ref")) {
+            if (strcmp(value, "cpu") && strcmp(value, "cpu-bf16mm")) gm_die("--ref: '%s' is not cpu or cpu-bf16mm", value);
+            ref = value;
+        }
         else if (!strcmp(key, "device")) device = (int)gm_arg_int(key, value, 0, 1023);
         else if (!strcmp(key, "seed")) {
             if (gm_parse_u64(key, value, &seed)) gm_die_last();
@@ -588,7 +594,7 @@ int main(int argc, char **argv) {
             gm_die("--%s: unknown flag (backend_compare --help lists them)", key);
     }
     bc c = {.seed = seed};
-    c.be[0] = gm_backend_open("cpu", 0);
+    c.be[0] = gm_backend_open(ref, 0);
     if (!(c.be[1] = gm_backend_open(backend, device))) gm_die_last();
     const int cuda = !strcmp(backend, "cuda");
 

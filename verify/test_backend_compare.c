@@ -92,6 +92,7 @@ Test(backend_compare, help_and_bad_flags, .timeout = 60) {
     free(out);
     th_expect_refused("bench/backend_compare", "--backend=tpu", "--backend: unknown backend 'tpu'", 1);
     th_expect_refused("bench/backend_compare", "--shapes=huge", "--shapes: 'huge' is not small, odd or all", 1);
+    th_expect_refused("bench/backend_compare", "--ref=guarded", "--ref: 'guarded' is not cpu or cpu-bf16mm", 1);
     th_expect_refused("bench/backend_compare", "--seed=-3", "--seed", 1);
     th_expect_refused("bench/backend_compare", "--device=-1", "--device", 1);
     th_expect_refused("bench/backend_compare", "--colour=red", "--colour: unknown flag", 1);
