@@ -140,3 +140,32 @@ Test(flags, configuration_differences_are_listed_by_field) {
     cr_assert_str_eq(buf, "out_dir (\"runs/softcap-tiny\" -> \"x\\\",\\\"lr_matrix\\\":9\")");
     free(ja), free(jb);
 }
+
+// `--out_dir --steps=3` once trained into a folder named "--steps=3" for the default step count: a
+// flag given without "=" took the next argument as its value even when that was the next flag.
+// Every program parses its flags with gm_arg_next, so each one refuses such a value, and says how
+// a path that really begins with "--" is passed. (The sanitizer build has only some of the benches.)
+Test(flags, a_value_never_swallows_the_next_flag) {
+    static const struct {
+        const char *prog, *args, *want;
+    } CASES[] = {
+        {"train", "--preset=softcap --scale=tiny --out_dir --steps=3",
+         "train: error: --out_dir: '--steps=3' begins with -- as a flag does (its value missing?); a value that really "
+         "does is given as --out_dir=./--steps=3"},
+        {"train", "--preset=softcap --scale=tiny --out_dir=--weird", "--out_dir: '--weird' begins with -- as a flag does"},
+        {"make_data", "--out --vocab=300", "make_data: error: --out: '--vocab=300' begins with -- as a flag does"},
+        {"dump_refmodel", "--out --help", "dump_refmodel: error: --out: '--help' begins with -- as a flag does"},
+        {"bench/kernels", "--out --steps=2", "kernels: error: --out: '--steps=2' begins with -- as a flag does"},
+        {"bench/model_report", "--backend --reps=1", "model_report: error: --backend: '--reps=1' begins with -- as a flag does"},
+        {"bench/ns_report", "--out --reps=1", "ns_report: error: --out: '--reps=1' begins with -- as a flag does"},
+        {"bench/ns_time", "--coeffs --reps=1", "ns_time: error: --coeffs: '--reps=1' begins with -- as a flag does"},
+        {"bench/attention_gpu", "--out --reps=1", "attention_gpu: error: --out: '--reps=1' begins with -- as a flag does"},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        if (!th_file_exists(th_bin_path(CASES[i].prog))) continue;
+        th_expect_refused(CASES[i].prog, CASES[i].args, CASES[i].want, 1);
+        ran++;
+    }
+    cr_assert_geq(ran, 6, "only %d of the programs were found under GM_BIN", ran);
+}

@@ -14,6 +14,14 @@ static char *underscores(char *key) {
     return key;
 }
 
+// A value is never another flag: "--out_dir --steps=3" once trained into a folder named
+// "--steps=3". A path that does begin with "--" is still reachable as ./--name.
+static void refuse_flag_as_value(const char *key, const char *value) {
+    if (strncmp(value, "--", 2) == 0)
+        gm_die("--%s: '%s' begins with -- as a flag does (its value missing?); a value that really does is given as --%s=./%s",
+               key, value, key, value);
+}
+
 void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **value) {
     static char keybuf[256];
     const char *a = argv[*i];
@@ -27,6 +35,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
         *key = underscores(keybuf);
         *value = eq + 1;
         *i += 1;
+        refuse_flag_as_value(keybuf, *value);
         return;
     }
     if (strlen(a + 2) >= sizeof keybuf) gm_die("%s: flag name too long", a);
@@ -35,6 +44,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
     if (*i + 1 >= argc) gm_die("--%s: missing value", keybuf);
     *value = argv[*i + 1];
     *i += 2;
+    refuse_flag_as_value(keybuf, *value);
 }
 
 // strtoll and strtod skip leading blanks and accept a sign, "0x" prefixes (strtod: hex floats) and,
