@@ -3,6 +3,7 @@
 // and prints back through one table; flags the chosen recipe never reads are refused; two
 // configurations' differences are listed field by field.
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,4 +169,21 @@ Test(flags, a_value_never_swallows_the_next_flag) {
         ran++;
     }
     cr_assert_geq(ran, 6, "only %d of the programs were found under GM_BIN", ran);
+}
+
+// `--warmup_frac=0.7 --warmdown_frac=0.5` was refused at --steps=100 but accepted at --steps=2,
+// where both rounded to one step: the fractions are checked, at every step count; fractions that
+// fit are accepted at every step count, their rounded steps never overlapping.
+Test(flags, schedule_fractions_are_checked_not_their_rounded_steps) {
+    for (int steps = 1; steps <= 120; steps++) {
+        char flags[160];
+        snprintf(flags, sizeof flags, "--lr_schedule=warmup-warmdown --warmup_frac=0.7 --warmdown_frac=0.5 --steps=%d", steps);
+        unused("softcap", flags, "--warmup_frac/--warmdown_frac: 0.7 + 0.5 exceed 1");
+        gm_run_config rc;
+        cr_assert_eq(gm_run_config_preset(&rc, "softcap", "tiny"), 0, "%s", gm_error());
+        snprintf(flags, sizeof flags, "--lr_schedule=warmup-warmdown --warmup_frac=0.5 --warmdown_frac=0.5 --steps=%d", steps);
+        th_apply_flags(&rc, flags);
+        cr_assert_eq(gm_run_config_finish(&rc), 0, "%s: %s", flags, gm_error());
+        cr_assert_leq(rc.lr.warmup + rc.lr.warmdown, steps, "%s: %d + %d steps", flags, rc.lr.warmup, rc.lr.warmdown);
+    }
 }
