@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/io.h"
 #include "train/run_config.h"
 #include "helpers.h"
 
@@ -186,4 +187,41 @@ Test(flags, schedule_fractions_are_checked_not_their_rounded_steps) {
         cr_assert_eq(gm_run_config_finish(&rc), 0, "%s: %s", flags, gm_error());
         cr_assert_leq(rc.lr.warmup + rc.lr.warmdown, steps, "%s: %d + %d steps", flags, rc.lr.warmup, rc.lr.warmdown);
     }
+}
+
+// The scales were listed four ways (README full|small|tiny|test, --help full|small|tiny, the
+// missing-flag error without test, the typo error with it): every message, --help and the README
+// list the names of the table that defines them, and so do they the presets.
+static void join(const char *const *names, const char *sep, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (int i = 0; names[i]; i++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? sep : "", names[i]);
+}
+
+Test(flags, scales_and_presets_are_listed_from_their_tables) {
+    char scales[128], bars[128], presets[256], want[512], *out, *readme;
+    join(gm_scale_names, ", ", scales, sizeof scales);
+    join(gm_scale_names, "|", bars, sizeof bars);
+    join(gm_preset_names, ", ", presets, sizeof presets);
+    cr_assert_str_eq(bars, "full|small|tiny|test");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' --help", th_bin_path("train"));
+    cr_assert_eq(th_run(cmd, &out, NULL), 0);
+    snprintf(want, sizeof want, "--scale %s ", bars);
+    cr_expect(strstr(out, want), "no '%s' in train --help: %s", want, out);
+    snprintf(want, sizeof want, "presets: %s\n", presets);
+    cr_expect(strstr(out, want), "no '%s' in train --help: %s", want, out);
+    free(out);
+    snprintf(want, sizeof want, "train: error: --scale: missing (%s)", scales);
+    th_expect_refused("train", "--preset=softcap", want, 1);
+    snprintf(want, sizeof want, "train: error: --scale: unknown scale 'huge' (%s)", scales);
+    th_expect_refused("train", "--preset=softcap --scale=huge", want, 1);
+    snprintf(want, sizeof want, "train: error: --preset: missing (%s)", presets);
+    th_expect_refused("train", "--scale=tiny", want, 1);
+    snprintf(want, sizeof want, "train: error: --preset: unknown preset 'gpt5' (%s)", presets);
+    th_expect_refused("train", "--preset=gpt5 --scale=tiny", want, 1);
+    size_t len;
+    cr_assert_eq(gm_read_all(th_root_path("README.md"), &readme, &len), 0, "%s", gm_error());
+    snprintf(want, sizeof want, "--scale %s ", bars);
+    cr_expect(strstr(readme, want), "README.md does not list the scales as '%s'", want);
+    free(readme);
 }

@@ -1,5 +1,5 @@
 // train: one training run of a preset.
-//   build/train --preset NAME --scale full|small|tiny [--key=value ...]
+//   build/train --preset NAME --scale full|small|tiny|test [--key=value ...]
 // Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "backend/select.h"
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fields.h"
 #include "base/runtime.h"
 #include "dist/comm.h"
 #include "train/run_config.h"
@@ -20,10 +21,12 @@ static void on_signal(int sig) {
 }
 
 static void usage(void) {
-    printf("usage: train --preset NAME --scale full|small|tiny [--key=value ...]\n"
-           "  presets: adamw, muon-v1, muon-v2, untied, value-embed, softcap\n"
+    char scales[128], presets[256];
+    printf("usage: train --preset NAME --scale %s [--key=value ...]\n"
+           "  presets: %s\n"
            "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
-           "overrides (defaults come from the preset; the resolved configuration is logged):\n");
+           "overrides (defaults come from the preset; the resolved configuration is logged):\n",
+           gm_names_join(gm_scale_names, "|", scales, sizeof scales), gm_names_join(gm_preset_names, ", ", presets, sizeof presets));
     gm_run_config_help();
 }
 
@@ -41,8 +44,9 @@ int main(int argc, char **argv) {
         if (!strcmp(k, "preset")) preset = v;
         else if (!strcmp(k, "scale")) scale = v;
     }
-    if (!preset) gm_die("--preset: missing (adamw, muon-v1, muon-v2, untied, value-embed, softcap)");
-    if (!scale) gm_die("--scale: missing (full, small, tiny)");
+    char known[256];
+    if (!preset) gm_die("--preset: missing (%s)", gm_names_join(gm_preset_names, ", ", known, sizeof known));
+    if (!scale) gm_die("--scale: missing (%s)", gm_names_join(gm_scale_names, ", ", known, sizeof known));
     gm_run_config rc;
     if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
     for (int i = 1; i < argc;) {
