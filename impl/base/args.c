@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fmt_double.h"
 
 // Flag names are spelled with underscores; hyphens are accepted for them (--val-every = --val_every).
 static char *underscores(char *key) {
@@ -72,7 +73,10 @@ int gm_parse_double(const char *key, const char *value, double lo, double hi, do
     double v = plain_decimal(value, 1) ? strtod(value, &end) : (end = (char *)value, 0.0);
     if (errno || end == value || *end != '\0' || !isfinite(v))
         return gm_fail("--%s: '%s' is not a finite number", key, value);
-    if (v < lo || v > hi) return gm_fail("--%s: %g is out of range [%g, %g]", key, v, lo, hi);
+    char vs[GM_FMT_DOUBLE_LEN], los[GM_FMT_DOUBLE_LEN], his[GM_FMT_DOUBLE_LEN];
+    if (v < lo || v > hi)
+        return gm_fail("--%s: %s is out of range [%s, %s]", key, gm_fmt_double(v, vs), gm_fmt_double(lo, los),
+                       gm_fmt_double(hi, his));
     *out = v;
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fmt_double.h"
 
 const gm_field *gm_field_find(const gm_field *table, size_t n, const char *key) {
     for (size_t i = 0; i < n; i++)
@@ -75,7 +76,11 @@ int gm_field_format(const gm_field *f, const void *base, int json, char *buf, si
     case GM_F_UINT: n = snprintf(buf, len, "%u", *(const unsigned *)p); break;
     case GM_F_LLONG: n = snprintf(buf, len, "%lld", *(const long long *)p); break;
     case GM_F_U64: n = snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p); break;
-    case GM_F_DOUBLE: n = snprintf(buf, len, "%.17g", *(const double *)p); break;
+    case GM_F_DOUBLE: {
+        char d[GM_FMT_DOUBLE_LEN];  // exact, and as given: "0.05", not "0.050000000000000003"
+        n = snprintf(buf, len, "%s", gm_fmt_double(*(const double *)p, d));
+        break;
+    }
     case GM_F_STR: text = p; break;
     case GM_F_ENUM: text = f->names[*(const int *)p]; break;
     }

@@ -130,7 +130,7 @@ static void remove_dataset(const char *dir) {
     free(names);
     snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
     unlink(path);
-    if (rmdir(dir) != 0) fprintf(stderr, "make_data: warning: could not remove the old dataset %s: %s\n", dir, strerror(errno));
+    if (rmdir(dir) != 0) gm_report("warning", "could not remove the old dataset %s: %s", dir, strerror(errno));
 }
 
 int main(int argc, char **argv) {
@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
         }
         if (gm_tok_train(&tok, sample, n, vocab)) gm_die("%s: %s", corpus_path, gm_error());
         free(sample);
-        if (tok.vocab < vocab) fprintf(stderr, "make_data: note: BPE stopped at %d ids (no pair occurs twice)\n", tok.vocab);
+        if (tok.vocab < vocab) gm_report("note", "BPE stopped at %d ids (no pair occurs twice)", tok.vocab);
     }
 
     tokbuf train = {0}, val = {0};

@@ -165,11 +165,13 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     if (!cfg) {
         rc = -1;
     } else if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0) {
+        // Compared field by field, numbers by value (a checkpoint of a build that printed them
+        // with 17 digits holds the same configuration).
         char *saved = strndup(cfg, n), diff[900];
         if (!saved) abort();
         gm_run_config_diff(saved, t->config_core, diff, sizeof diff);
         free(saved);
-        rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
+        if (diff[0]) rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
                      path, diff);
     }
     long long step_ll = 0;
