@@ -352,6 +352,16 @@ static int check_val_tokens(const trainer *t) {
     return 0;
 }
 
+// Training shards that are also validation shards (--train_data='data/gcide/*.bin' matches the
+// val shard too) would train on the validation set.
+static int check_disjoint_data(const trainer *t) {
+    char shared[1024];
+    if (gm_loader_shared(&t->train, &t->val, shared, sizeof shared))
+        return gm_fail("--train_data/--val_data: both match %s (the run would train on its validation set); give patterns "
+                       "that share no file", shared);
+    return 0;
+}
+
 // ---- the loop ------------------------------------------------------------------------------
 
 // The fault of step s whose loss l is not finite or whose forward/backward failed (gm_error()
@@ -523,7 +533,7 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
         gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
         gm_loader_open(&t->train, rc->train_data, B, T, comm->rank, W, c->vocab) ||
-        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_val_tokens(t) ||
+        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
         gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
         goto fail;
     t->x = malloc((size_t)B * T * sizeof *t->x);
