@@ -2,6 +2,7 @@
 // training shards that are also validation shards, a checkpoint holding a non-finite value, a
 // memory plan larger than what the process may use.
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,9 @@
 
 #include "base/error.h"
 #include "base/io.h"
+#include "model/params.h"
+#include "train/checkpoint.h"
+#include "train/run_config.h"
 #include "helpers.h"
 
 // A refused run: exit 1, one line on stderr equal to `want` (+ "\n"), no out_dir left behind.
@@ -37,6 +41,70 @@ Test(train_inputs, training_shards_that_are_validation_shards_are_refused, .time
     cr_assert_eq(symlink(target, link), 0);
     snprintf(want, sizeof want, "--train_data/--val_data: both match %s/train_000002.bin (as %s/val_000000.bin) (the run", dir, dir);
     expect_refused_run(dir, "muon-v2", "", want);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A copy of checkpoint `path` with element `at` of section `section` set to NaN (written through
+// gm_ckpt_write, so its hashes are right and only the value is wrong).
+static void plant_nan(const char *path, const char *section, size_t at) {
+    gm_ckpt c;
+    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
+    gm_ckpt_section s[64];
+    void *copy = NULL;
+    cr_assert_leq(c.n, 64);
+    for (int i = 0; i < c.n; i++) {
+        s[i] = c.sections[i];
+        if (strcmp(s[i].name, section)) continue;
+        cr_assert_lt(at * sizeof(gm_real), s[i].bytes);
+        copy = malloc(s[i].bytes);
+        memcpy(copy, s[i].data, s[i].bytes);
+        ((gm_real *)copy)[at] = NAN;
+        s[i].data = copy;
+    }
+    cr_assert_not_null(copy, "no section %s in %s", section, path);
+    cr_assert_eq(gm_ckpt_write(path, s, c.n), 0, "%s", gm_error());
+    free(copy);
+    gm_ckpt_close(&c);
+}
+
+// A NaN in a parameter no batch touches (an embedding row of a token the data never holds) trained
+// "fine" to the end and was saved again: --resume checks every tensor of the checkpoint, the
+// parameters and the optimizer states, and names the first non-finite value.
+Test(train_inputs, a_checkpoint_with_a_non_finite_value_is_refused, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4400], ckpt[4200], want[9000];
+    th_make_train_data(dir);
+    cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=3", &out, &err), 130, "%s", err);
+    free(out), free(err);
+    snprintf(ckpt, sizeof ckpt, "%s/run/ckpt.bin", dir);
+    gm_run_config rc;
+    cr_assert_eq(gm_run_config_preset(&rc, "muon-v2", "tiny"), 0);
+    th_apply_flags(&rc, th_test_flags(flags, sizeof flags, dir, ""));
+    gm_table tab;
+    gm_param_index pix;
+    cr_assert_eq(gm_params_build(&rc.model, &tab, &pix), 0, "%s", gm_error());
+    const gm_view *embed = &tab.v[pix.embed];
+    const int row = 511, col = 3;  // the last row: no batch of th_make_train_data needs to touch it
+    plant_nan(ckpt, "params", embed->offset + (size_t)row * embed->shape[1] + col);
+    snprintf(flags, sizeof flags, "--resume=%s --out_dir=%s/r2", ckpt, dir);
+    snprintf(want, sizeof want, "train: error: rank 0: --resume: %s: params holds a non-finite value (nan) at %s[%d, %d] "
+             "(element %zu); the run that wrote it had diverged or the file was changed: it cannot be resumed", ckpt,
+             embed->name, row, col, embed->offset + (size_t)row * embed->shape[1] + col);
+    char *o2, *e2;
+    cr_assert_eq(th_train(dir, "muon-v2", flags, &o2, &e2), 1, "resumed from a NaN: %s", o2);
+    cr_expect_str_eq(e2, strcat(want, "\n"));
+    free(o2), free(e2);
+    // An optimizer state: a fresh checkpoint, Adam's first moment of the (tied) embedding.
+    cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=3 --overwrite=1", &out, &err), 130, "%s", err);
+    free(out), free(err);
+    plant_nan(ckpt, "adam.head.m", 77);
+    snprintf(flags, sizeof flags, "--resume=%s --out_dir=%s/r3", ckpt, dir);
+    snprintf(want, sizeof want, "train: error: rank 0: --resume: %s: adam.head.m holds a non-finite value (nan) at element 77; "
+             "the run that wrote it had diverged or the file was changed: it cannot be resumed\n", ckpt);
+    cr_assert_eq(th_train(dir, "muon-v2", flags, &o2, &e2), 1, "resumed from a NaN: %s", o2);
+    cr_expect_str_eq(e2, want);
+    free(o2), free(e2);
+    gm_table_free(&tab);
     th_rmtree(dir);
     free(dir);
 }

@@ -153,6 +153,25 @@ static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) 
     return 0;
 }
 
+// A checkpoint's buffer must hold finite values only: a NaN in a parameter no batch touches (an
+// unused embedding row) would otherwise train on "fine" and be saved again. Names the first one.
+static int check_finite(const trainer *t, const char *path, const state_buf *b, const gm_real *data) {
+    size_t i = 0;
+    while (i < b->numel && isfinite(data[i])) i++;
+    if (i == b->numel) return 0;
+    char where[128];
+    const gm_table *tab = &t->model.params;
+    int v = b->buf == t->model.p ? gm_table_locate(tab, i) : -1;
+    if (v >= 0) {
+        size_t k = i - tab->v[v].offset, cols = (size_t)tab->v[v].shape[1];
+        snprintf(where, sizeof where, "%s[%zu, %zu] (element %zu)", tab->v[v].name, k / cols, k % cols, i);
+    } else {
+        snprintf(where, sizeof where, "element %zu", i);
+    }
+    return gm_fail("--resume: %s: %s holds a non-finite value (%s) at %s; the run that wrote it had diverged or the file was "
+                   "changed: it cannot be resumed", path, b->name, isnan(data[i]) ? "nan" : data[i] > 0 ? "inf" : "-inf", where);
+}
+
 static int load_checkpoint(trainer *t, const char *path, int *step) {
     gm_ckpt c;
     struct stat st;
@@ -187,7 +206,7 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     int nb = state_bufs(t, bufs);
     for (int i = 0; rc == 0 && i < nb; i++) {
         const void *p = gm_ckpt_get(&c, bufs[i].name, bufs[i].numel * sizeof(gm_real));
-        if (!p) rc = -1;
+        if (!p || check_finite(t, path, &bufs[i], p)) rc = -1;
         else t->be->upload(t->be, bufs[i].buf, p, bufs[i].numel * sizeof(gm_real));
     }
     if (rc == 0 && (step_ll < 0 || step_ll > t->rc->steps)) rc = gm_fail("%s: step %lld outside this run's %d steps", path, step_ll, t->rc->steps);
