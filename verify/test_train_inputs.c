@@ -108,3 +108,37 @@ Test(train_inputs, a_checkpoint_with_a_non_finite_value_is_refused, .timeout = 1
     th_rmtree(dir);
     free(dir);
 }
+
+// --batch=512 planned 50.6 GB on a 24 GB machine: the run created its folder and log, then failed at
+// step 0 ("cannot allocate ..."), or woke the OOM killer. The plan is compared with what the
+// process may use before anything is created.
+static void expect_memory_refusal(const char *limit, const char *flags, const char *want) {
+    char *dir = th_tmpdir(), cmd[8800], path[4200], *out, *err;
+    snprintf(cmd, sizeof cmd, "%s '%s' --preset=softcap --scale=tiny %s --out_dir='%s/run'", limit, th_bin_path("train"), flags,
+             dir);
+    cr_assert_eq(th_run(cmd, &out, &err), 1, "%s: %s", cmd, err);
+    cr_expect_eq(th_count_lines(err), 1, "%s", err);
+    cr_expect(strstr(err, "train: error: rank 0: memory plan: this run needs "), "%s", err);
+    cr_expect(strstr(err, want), "expected '%s' in: %s", want, err);
+    snprintf(path, sizeof path, "%s/run", dir);
+    cr_expect_not(th_file_exists(path), "the refused run created %s", path);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+Test(train_inputs, a_memory_plan_above_the_virtual_memory_limit_is_refused, .timeout = 60) {
+#ifdef __SANITIZE_ADDRESS__
+    // ASan reserves terabytes of address space for its shadow: under `ulimit -v` it cannot start.
+    cr_skip_test("ulimit -v and AddressSanitizer do not mix (the release build runs this test)");
+#endif
+    // 6.52 GB planned (softcap tiny, B = 64), 3 GB of address space.
+    expect_memory_refusal("ulimit -v 3000000 &&", "--batch=64 --val_tokens=65536",
+                          "GB of host memory (B = 64, T = 1024 per rank; --plan_memory=1 lists it), above the virtual memory "
+                          "limit (ulimit -v) less the ");
+}
+
+Test(train_inputs, a_memory_plan_above_the_machine_is_refused, .timeout = 60) {
+    // B = 16384 plans about 1.7 TB: above the memory available or the cgroup's limit on any machine this runs on.
+    expect_memory_refusal("", "--batch=16384 --val_tokens=16777216", "GB of host memory (B = 16384, T = 1024 per rank; --plan_memory=1 lists it), above the ");
+}

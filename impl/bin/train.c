@@ -12,6 +12,7 @@
 #include "base/fields.h"
 #include "base/runtime.h"
 #include "dist/comm.h"
+#include "train/host_memory.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -80,6 +81,17 @@ int main(int argc, char **argv) {
         }
         gm_comm_close(&comm);
         return 0;
+    }
+    // Host backends: the plan must fit in what this process may allocate, checked before anything
+    // is created. The CUDA backend's buffers are device memory, which these limits do not cover.
+    if (strcmp(rc.backend, "cuda") != 0) {
+        gm_mem_plan plan;
+        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die("rank %d: %s", comm.rank, gm_error());
+        gm_host_memory lim = gm_host_memory_limit();
+        if ((double)plan.total > lim.bytes)
+            gm_die("rank %d: memory plan: this run needs %.2f GB of host memory (B = %d, T = %d per rank; --plan_memory=1 lists "
+                   "it), above %s: %.2f GB; a smaller --batch or --seq_len needs less", comm.rank, plan.total / 1e9,
+                   rc.model.batch, rc.model.seq_len, lim.what, lim.bytes / 1e9);
     }
     const gm_backend *be = gm_backend_open(rc.backend, rc.device);
     // gm_die flushes stdout first, so the error is the last line; exit without MPI_Finalize makes
