@@ -156,7 +156,7 @@ int main(int argc, char **argv) {
     if (!*out) gm_die("--out: empty path");
     // "ds/" names the folder ds: without the slash, "ds/.tmp.<pid>" and rename("ds/", ...) would
     // name something else (found only after all the work).
-    char out_buf[4096];
+    char out_buf[4000];  // leaves room for the ".tmp.<pid>" and ".old.<pid>" names beside it
     if (strlen(out) >= sizeof out_buf) gm_die("--out: path too long");
     strcpy(out_buf, out);
     for (size_t n = strlen(out_buf); n > 1 && out_buf[n - 1] == '/'; n--) out_buf[n - 1] = '\0';
