@@ -231,7 +231,6 @@ verify: build
 	  OMP_WAIT_POLICY=passive LSAN_OPTIONS=suppressions=$(CURDIR)/verify/lsan.supp GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(SAN)/bin GM_TESTPROG=$(CURDIR)/$(SAN)/bin $(SAN)/verify/gm_verify --jobs $(JOBS)
 
 data: build
-	@mkdir -p data
 	$(Q)$(BUILD)/make_data --out=data/gcide
 
 # Timing harnesses: bench/run.sh runs every program built from bench/*.c and writes reports/.

@@ -3,10 +3,12 @@
 // and prints back through one table; flags the chosen recipe never reads are refused; two
 // configurations' differences are listed field by field.
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/io.h"
 #include "train/run_config.h"
 #include "helpers.h"
 
@@ -139,4 +141,87 @@ Test(flags, configuration_differences_are_listed_by_field) {
     gm_run_config_diff(ja, jb, buf, sizeof buf);
     cr_assert_str_eq(buf, "out_dir (\"runs/softcap-tiny\" -> \"x\\\",\\\"lr_matrix\\\":9\")");
     free(ja), free(jb);
+}
+
+// `--out_dir --steps=3` once trained into a folder named "--steps=3" for the default step count: a
+// flag given without "=" took the next argument as its value even when that was the next flag.
+// Every program parses its flags with gm_arg_next, so each one refuses such a value, and says how
+// a path that really begins with "--" is passed. (The sanitizer build has only some of the benches.)
+Test(flags, a_value_never_swallows_the_next_flag) {
+    static const struct {
+        const char *prog, *args, *want;
+    } CASES[] = {
+        {"train", "--preset=softcap --scale=tiny --out_dir --steps=3",
+         "train: error: --out_dir: '--steps=3' begins with -- as a flag does (its value missing?); a value that really "
+         "does is given as --out_dir=./--steps=3"},
+        {"train", "--preset=softcap --scale=tiny --out_dir=--weird", "--out_dir: '--weird' begins with -- as a flag does"},
+        {"make_data", "--out --vocab=300", "make_data: error: --out: '--vocab=300' begins with -- as a flag does"},
+        {"dump_refmodel", "--out --help", "dump_refmodel: error: --out: '--help' begins with -- as a flag does"},
+        {"bench/kernels", "--out --steps=2", "kernels: error: --out: '--steps=2' begins with -- as a flag does"},
+        {"bench/model_report", "--backend --reps=1", "model_report: error: --backend: '--reps=1' begins with -- as a flag does"},
+        {"bench/ns_report", "--out --reps=1", "ns_report: error: --out: '--reps=1' begins with -- as a flag does"},
+        {"bench/ns_time", "--coeffs --reps=1", "ns_time: error: --coeffs: '--reps=1' begins with -- as a flag does"},
+        {"bench/attention_gpu", "--out --reps=1", "attention_gpu: error: --out: '--reps=1' begins with -- as a flag does"},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        if (!th_file_exists(th_bin_path(CASES[i].prog))) continue;
+        th_expect_refused(CASES[i].prog, CASES[i].args, CASES[i].want, 1);
+        ran++;
+    }
+    cr_assert_geq(ran, 6, "only %d of the programs were found under GM_BIN", ran);
+}
+
+// `--warmup_frac=0.7 --warmdown_frac=0.5` was refused at --steps=100 but accepted at --steps=2,
+// where both rounded to one step: the fractions are checked, at every step count; fractions that
+// fit are accepted at every step count, their rounded steps never overlapping.
+Test(flags, schedule_fractions_are_checked_not_their_rounded_steps) {
+    for (int steps = 1; steps <= 120; steps++) {
+        char flags[160];
+        snprintf(flags, sizeof flags, "--lr_schedule=warmup-warmdown --warmup_frac=0.7 --warmdown_frac=0.5 --steps=%d", steps);
+        unused("softcap", flags, "--warmup_frac/--warmdown_frac: 0.7 + 0.5 exceed 1");
+        gm_run_config rc;
+        cr_assert_eq(gm_run_config_preset(&rc, "softcap", "tiny"), 0, "%s", gm_error());
+        snprintf(flags, sizeof flags, "--lr_schedule=warmup-warmdown --warmup_frac=0.5 --warmdown_frac=0.5 --steps=%d", steps);
+        th_apply_flags(&rc, flags);
+        cr_assert_eq(gm_run_config_finish(&rc), 0, "%s: %s", flags, gm_error());
+        cr_assert_leq(rc.lr.warmup + rc.lr.warmdown, steps, "%s: %d + %d steps", flags, rc.lr.warmup, rc.lr.warmdown);
+    }
+}
+
+// The scales were listed four ways (README full|small|tiny|test, --help full|small|tiny, the
+// missing-flag error without test, the typo error with it): every message, --help and the README
+// list the names of the table that defines them, and so do they the presets.
+static void join(const char *const *names, const char *sep, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (int i = 0; names[i]; i++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? sep : "", names[i]);
+}
+
+Test(flags, scales_and_presets_are_listed_from_their_tables) {
+    char scales[128], bars[128], presets[256], want[512], *out, *readme;
+    join(gm_scale_names, ", ", scales, sizeof scales);
+    join(gm_scale_names, "|", bars, sizeof bars);
+    join(gm_preset_names, ", ", presets, sizeof presets);
+    cr_assert_str_eq(bars, "full|small|tiny|test");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' --help", th_bin_path("train"));
+    cr_assert_eq(th_run(cmd, &out, NULL), 0);
+    snprintf(want, sizeof want, "--scale %s ", bars);
+    cr_expect(strstr(out, want), "no '%s' in train --help: %s", want, out);
+    snprintf(want, sizeof want, "presets: %s\n", presets);
+    cr_expect(strstr(out, want), "no '%s' in train --help: %s", want, out);
+    free(out);
+    snprintf(want, sizeof want, "train: error: --scale: missing (%s)", scales);
+    th_expect_refused("train", "--preset=softcap", want, 1);
+    snprintf(want, sizeof want, "train: error: --scale: unknown scale 'huge' (%s)", scales);
+    th_expect_refused("train", "--preset=softcap --scale=huge", want, 1);
+    snprintf(want, sizeof want, "train: error: --preset: missing (%s)", presets);
+    th_expect_refused("train", "--scale=tiny", want, 1);
+    snprintf(want, sizeof want, "train: error: --preset: unknown preset 'gpt5' (%s)", presets);
+    th_expect_refused("train", "--preset=gpt5 --scale=tiny", want, 1);
+    size_t len;
+    cr_assert_eq(gm_read_all(th_root_path("README.md"), &readme, &len), 0, "%s", gm_error());
+    snprintf(want, sizeof want, "--scale %s ", bars);
+    cr_expect(strstr(readme, want), "README.md does not list the scales as '%s'", want);
+    free(readme);
 }

@@ -182,3 +182,38 @@ Test(make_data_cli, its_own_dataset_is_replaced_and_nothing_else) {
     th_rmtree(dir);
     free(dir);
 }
+
+// `make bench` ran `make_data --out=data/gcide` on a fresh clone without data/ and stopped with
+// "cannot create folder": the missing parents of --out are created (and removed again on a refusal).
+Test(make_data_cli, missing_parents_of_out_are_created) {
+    char *dir = th_tmpdir(), dict[4300], path[4400], *se;
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    write_dict(dict);
+    cr_assert_eq(run_make_data(dir, "new/nested/ds", &se), 0, "a nested new --out was refused: %s", se);
+    free(se);
+    snprintf(path, sizeof path, "%s/new/nested/ds/make_data.txt", dir);
+    cr_assert(th_file_exists(path), "no dataset in new/nested/ds");
+    snprintf(path, sizeof path, "%s/new/nested", dir);
+    cr_assert_eq(th_dir_entries(path), 1, "a temporary folder was left beside the dataset");
+    th_rmtree(dir);
+    free(dir);
+}
+
+// `--out=ds/` failed only after all the work ("cannot move the old dataset aside: Invalid
+// argument"; for a new folder "cannot create folder"): the path is normalised first.
+Test(make_data_cli, trailing_slashes_of_out_are_ignored) {
+    char *dir = th_tmpdir(), dict[4300], out[4300], *se;
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    snprintf(out, sizeof out, "%s/ds", dir);
+    write_dict(dict);
+    cr_assert_eq(run_make_data(dir, "ds/", &se), 0, "a new --out=ds/ was refused: %s", se);
+    free(se);
+    int files = th_dir_entries(out);
+    cr_assert_geq(files, 4, "tokenizer, val, train shards and make_data.txt");
+    cr_assert_eq(run_make_data(dir, "ds//", &se), 0, "replacing --out=ds// was refused: %s", se);
+    free(se);
+    cr_assert_eq(th_dir_entries(out), files);
+    cr_assert_eq(th_dir_entries(dir), 2, "the old dataset or a temporary folder was left beside it (d.dict, ds)");
+    th_rmtree(dir);
+    free(dir);
+}

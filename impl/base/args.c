@@ -6,12 +6,21 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fmt_double.h"
 
 // Flag names are spelled with underscores; hyphens are accepted for them (--val-every = --val_every).
 static char *underscores(char *key) {
     for (char *p = key; *p; p++)
         if (*p == '-') *p = '_';
     return key;
+}
+
+// A value is never another flag: "--out_dir --steps=3" once trained into a folder named
+// "--steps=3". A path that does begin with "--" is still reachable as ./--name.
+static void refuse_flag_as_value(const char *key, const char *value) {
+    if (strncmp(value, "--", 2) == 0)
+        gm_die("--%s: '%s' begins with -- as a flag does (its value missing?); a value that really does is given as --%s=./%s",
+               key, value, key, value);
 }
 
 void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **value) {
@@ -27,6 +36,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
         *key = underscores(keybuf);
         *value = eq + 1;
         *i += 1;
+        refuse_flag_as_value(keybuf, *value);
         return;
     }
     if (strlen(a + 2) >= sizeof keybuf) gm_die("%s: flag name too long", a);
@@ -35,6 +45,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
     if (*i + 1 >= argc) gm_die("--%s: missing value", keybuf);
     *value = argv[*i + 1];
     *i += 2;
+    refuse_flag_as_value(keybuf, *value);
 }
 
 // strtoll and strtod skip leading blanks and accept a sign, "0x" prefixes (strtod: hex floats) and,
@@ -62,7 +73,10 @@ int gm_parse_double(const char *key, const char *value, double lo, double hi, do
     double v = plain_decimal(value, 1) ? strtod(value, &end) : (end = (char *)value, 0.0);
     if (errno || end == value || *end != '\0' || !isfinite(v))
         return gm_fail("--%s: '%s' is not a finite number", key, value);
-    if (v < lo || v > hi) return gm_fail("--%s: %g is out of range [%g, %g]", key, v, lo, hi);
+    char vs[GM_FMT_DOUBLE_LEN], los[GM_FMT_DOUBLE_LEN], his[GM_FMT_DOUBLE_LEN];
+    if (v < lo || v > hi)
+        return gm_fail("--%s: %s is out of range [%s, %s]", key, gm_fmt_double(v, vs), gm_fmt_double(lo, los),
+                       gm_fmt_double(hi, his));
     *out = v;
     return 0;
 }

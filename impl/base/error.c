@@ -28,9 +28,24 @@ void gm_set_program(const char *argv0) {
     program_name = slash ? slash + 1 : argv0;
 }
 
+// Every message a program prints about itself goes through here, so all carry its name.
+static void report(const char *kind, const char *msg) {
+    fflush(stdout);  // what was printed before comes first
+    fprintf(stderr, "%s: %s: %s\n", program_name, kind, msg);
+    fflush(stderr);
+}
+
+void gm_report(const char *kind, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    report(kind, msg);
+}
+
 _Noreturn static void die_with(const char *msg) {
-    fflush(stdout);
-    fprintf(stderr, "%s: error: %s\n", program_name, msg);
+    report("error", msg);
     exit(1);
 }
 

@@ -25,7 +25,11 @@ const char *gm_error(void);
 void gm_error_clear(void);
 // Print "<prog>: error: <message>" on one line to stderr and exit(1).
 GM_NORETURN void gm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-// Same, with the message recorded by the last gm_fail().
+// Print "<prog>: <kind>: <message>" on one line to stderr (kind: "error", "warning", "note"),
+// without exiting: for a warning, or an error whose caller must end the process otherwise (the
+// MPI watchdog's _exit from its thread).
+void gm_report(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Same as gm_die, with the message recorded by the last gm_fail().
 GM_NORETURN void gm_die_last(void);
 // Name used in gm_die's prefix (argv[0]'s basename); set once by main.
 void gm_set_program(const char *argv0);

@@ -6,6 +6,7 @@
 
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fmt_double.h"
 
 const gm_field *gm_field_find(const gm_field *table, size_t n, const char *key) {
     for (size_t i = 0; i < n; i++)
@@ -37,15 +38,14 @@ int gm_field_set(const gm_field *f, void *base, const char *value) {
         memcpy(p, value, strlen(value) + 1);
         return 0;
     case GM_F_ENUM: {
-        char known[256] = "";
+        char known[256];
         for (int i = 0; f->names[i]; i++) {
             if (!strcmp(f->names[i], value)) {
                 *(int *)p = i;
                 return 0;
             }
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", f->names[i]);
         }
-        return gm_fail("--%s: '%s' is not one of: %s", f->key, value, known);
+        return gm_fail("--%s: '%s' is not one of: %s", f->key, value, gm_names_join(f->names, ", ", known, sizeof known));
     }
     }
     return gm_fail("--%s: internal: bad field type", f->key);
@@ -76,7 +76,11 @@ int gm_field_format(const gm_field *f, const void *base, int json, char *buf, si
     case GM_F_UINT: n = snprintf(buf, len, "%u", *(const unsigned *)p); break;
     case GM_F_LLONG: n = snprintf(buf, len, "%lld", *(const long long *)p); break;
     case GM_F_U64: n = snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)p); break;
-    case GM_F_DOUBLE: n = snprintf(buf, len, "%.17g", *(const double *)p); break;
+    case GM_F_DOUBLE: {
+        char d[GM_FMT_DOUBLE_LEN];  // exact, and as given: "0.05", not "0.050000000000000003"
+        n = snprintf(buf, len, "%s", gm_fmt_double(*(const double *)p, d));
+        break;
+    }
     case GM_F_STR: text = p; break;
     case GM_F_ENUM: text = f->names[*(const int *)p]; break;
     }
@@ -99,17 +103,24 @@ int gm_field_format(const gm_field *f, const void *base, int json, char *buf, si
     return n < 0 || (size_t)n >= len ? gm_fail("%s: value does not fit in %zu bytes", f->key, len) : n;
 }
 
+const char *gm_names_join(const char *const *names, const char *sep, char *buf, size_t len) {
+    size_t at = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; names[i] && at + 1 < len; i++) {
+        int n = snprintf(buf + at, len - at, "%s%s", i ? sep : "", names[i]);
+        at = n < 0 || (size_t)n >= len - at ? len - 1 : at + (size_t)n;
+    }
+    return buf;
+}
+
 void gm_field_help(const gm_field *table, size_t n, const void *defaults) {
     for (size_t i = 0; i < n; i++) {
         const gm_field *f = &table[i];
         char value[1024];
         if (gm_field_format(f, defaults, 0, value, sizeof value) < 0) snprintf(value, sizeof value, "(too long to show)");
         printf("  --%-26s %s", f->key, f->help);
-        if (f->type == GM_F_ENUM) {
-            printf(" (");
-            for (int k = 0; f->names[k]; k++) printf("%s%s", k ? ", " : "", f->names[k]);
-            printf(")");
-        }
+        char names[256];
+        if (f->type == GM_F_ENUM) printf(" (%s)", gm_names_join(f->names, ", ", names, sizeof names));
         printf(" (default %s)\n", value[0] ? value : "empty");
     }
 }

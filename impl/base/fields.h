@@ -35,6 +35,9 @@ int gm_field_set(const gm_field *f, void *base, const char *value);
 // The field's value as text into buf: json = 1 quotes (and escapes) strings and enum names.
 // Returns the length, or -1 + gm_fail when buf is too small.
 int gm_field_format(const gm_field *f, const void *base, int json, char *buf, size_t len);
+// The NULL-terminated `names` joined by sep ("a, b, c" or "a|b|c") into buf (cut short to fit);
+// returns buf, for use as a printf argument.
+const char *gm_names_join(const char *const *names, const char *sep, char *buf, size_t len);
 // "  --key   help (enum names) (default <value in *defaults>)" per row, to stdout.
 void gm_field_help(const gm_field *table, size_t n, const void *defaults);
 

@@ -24,7 +24,8 @@ static void usage(void) {
     printf("usage: make_data [--corpus=PATH] [--out=DIR] [--vocab=N] [--bpe_train_bytes=N]\n"
            "                 [--val_every=N] [--shard_tokens=N]\n"
            "  --corpus           dictd corpus file (default %s)\n"
-           "  --out              output folder (default data/gcide): new, empty, or a dataset of make_data\n"
+           "  --out              output folder (default data/gcide; missing parents are created): new, empty,\n"
+           "                     or a dataset of make_data\n"
            "                     (its make_data.txt lists its files, which are replaced; other folders are refused)\n"
            "  --vocab            tokenizer size: 257 = bytes only, more = BPE (default 4096)\n"
            "  --bpe_train_bytes  train the BPE on this many bytes of train text (default 8000000)\n"
@@ -57,9 +58,14 @@ static void remember(const char *path) {
     snprintf(written[nwritten++], sizeof written[0], "%s", path);
 }
 
+// --out's parent folder and how much of it this run created (gm_mkdir_p), removed again on failure.
+static char parent[4096];
+static size_t parent_created;
+
 static void remove_tmp(const char *dir) {
     for (int i = 0; i < nwritten; i++) unlink(written[i]);
     rmdir(dir);
+    gm_rmdir_created(parent, parent_created);
 }
 
 static const char MANIFEST[] = "make_data.txt";
@@ -124,7 +130,7 @@ static void remove_dataset(const char *dir) {
     free(names);
     snprintf(path, sizeof path, "%s/%s", dir, MANIFEST);
     unlink(path);
-    if (rmdir(dir) != 0) fprintf(stderr, "make_data: warning: could not remove the old dataset %s: %s\n", dir, strerror(errno));
+    if (rmdir(dir) != 0) gm_report("warning", "could not remove the old dataset %s: %s", dir, strerror(errno));
 }
 
 int main(int argc, char **argv) {
@@ -148,6 +154,13 @@ int main(int argc, char **argv) {
         else gm_die("--%s: unknown flag (see --help)", k);
     }
     if (!*out) gm_die("--out: empty path");
+    // "ds/" names the folder ds: without the slash, "ds/.tmp.<pid>" and rename("ds/", ...) would
+    // name something else (found only after all the work).
+    char out_buf[4000];  // leaves room for the ".tmp.<pid>" and ".old.<pid>" names beside it
+    if (strlen(out) >= sizeof out_buf) gm_die("--out: path too long");
+    strcpy(out_buf, out);
+    for (size_t n = strlen(out_buf); n > 1 && out_buf[n - 1] == '/'; n--) out_buf[n - 1] = '\0';
+    out = out_buf;
     int replaces = check_out(out);
 
     gm_corpus corpus;
@@ -173,7 +186,7 @@ int main(int argc, char **argv) {
         }
         if (gm_tok_train(&tok, sample, n, vocab)) gm_die("%s: %s", corpus_path, gm_error());
         free(sample);
-        if (tok.vocab < vocab) fprintf(stderr, "make_data: note: BPE stopped at %d ids (no pair occurs twice)\n", tok.vocab);
+        if (tok.vocab < vocab) gm_report("note", "BPE stopped at %d ids (no pair occurs twice)", tok.vocab);
     }
 
     tokbuf train = {0}, val = {0};
@@ -197,7 +210,17 @@ int main(int argc, char **argv) {
 
     char tmpdir[4096], path[4200];
     snprintf(tmpdir, sizeof tmpdir, "%s.tmp.%ld", out, (long)getpid());
-    if (mkdir(tmpdir, 0755) != 0) gm_die("%s: cannot create folder: %s", tmpdir, strerror(errno));
+    // --out's missing parents are created (make bench writes data/gcide on a clone without data/).
+    const char *slash = strrchr(out, '/');
+    if (slash && slash > out) {
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - out), out);
+        if (gm_mkdir_p(parent, &parent_created)) gm_die("--out: %s", gm_error());
+    }
+    if (mkdir(tmpdir, 0755) != 0) {
+        int e = errno;
+        gm_rmdir_created(parent, parent_created);
+        gm_die("%s: cannot create folder: %s", tmpdir, strerror(e));
+    }
     snprintf(path, sizeof path, "%s/tokenizer.txt", tmpdir);
     int rc = gm_tok_save(&tok, path);
     if (rc == 0) remember(path);

@@ -1,5 +1,5 @@
 // train: one training run of a preset.
-//   build/train --preset NAME --scale full|small|tiny [--key=value ...]
+//   build/train --preset NAME --scale full|small|tiny|test [--key=value ...]
 // Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
 #include <signal.h>
 #include <stdio.h>
@@ -9,8 +9,10 @@
 #include "backend/select.h"
 #include "base/args.h"
 #include "base/error.h"
+#include "base/fields.h"
 #include "base/runtime.h"
 #include "dist/comm.h"
+#include "train/host_memory.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
@@ -23,12 +25,14 @@ static void on_signal(int sig) {
 static void usage(const char *preset, const char *scale) {
     gm_run_config rc;
     if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
-    printf("usage: train --preset NAME --scale full|small|tiny [--key=value ...]\n"
-           "  presets: adamw, muon-v1, muon-v2, untied, value-embed, softcap\n"
+    char scales[128], presets[256];
+    printf("usage: train --preset NAME --scale %s [--key=value ...]\n"
+           "  presets: %s\n"
            "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
            "overrides: the defaults come from the preset and scale, here --preset=%s --scale=%s\n"
            "(`train --preset=NAME --scale=SCALE --help` shows another's; the resolved configuration is logged):\n",
-           preset, scale);
+           gm_names_join(gm_scale_names, "|", scales, sizeof scales),
+           gm_names_join(gm_preset_names, ", ", presets, sizeof presets), preset, scale);
     gm_run_config_help(&rc);
 }
 
@@ -51,8 +55,9 @@ int main(int argc, char **argv) {
         usage(preset ? preset : "softcap", scale ? scale : "tiny");
         return 0;
     }
-    if (!preset) gm_die("--preset: missing (adamw, muon-v1, muon-v2, untied, value-embed, softcap)");
-    if (!scale) gm_die("--scale: missing (full, small, tiny)");
+    char known[256];
+    if (!preset) gm_die("--preset: missing (%s)", gm_names_join(gm_preset_names, ", ", known, sizeof known));
+    if (!scale) gm_die("--scale: missing (%s)", gm_names_join(gm_scale_names, ", ", known, sizeof known));
     gm_run_config rc;
     if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
     for (int i = 1; i < argc;) {
@@ -86,6 +91,17 @@ int main(int argc, char **argv) {
         }
         gm_comm_close(&comm);
         return 0;
+    }
+    // Host backends: the plan must fit in what this process may allocate, checked before anything
+    // is created. The CUDA backend's buffers are device memory, which these limits do not cover.
+    if (strcmp(rc.backend, "cuda") != 0) {
+        gm_mem_plan plan;
+        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die("rank %d: %s", comm.rank, gm_error());
+        gm_host_memory lim = gm_host_memory_limit();
+        if ((double)plan.total > lim.bytes)
+            gm_die("rank %d: memory plan: this run needs %.2f GB of host memory (B = %d, T = %d per rank; --plan_memory=1 lists "
+                   "it), above %s: %.2f GB; a smaller --batch or --seq_len needs less", comm.rank, plan.total / 1e9,
+                   rc.model.batch, rc.model.seq_len, lim.what, lim.bytes / 1e9);
     }
     const gm_backend *be = gm_backend_open(rc.backend, rc.device);
     // gm_die flushes stdout first, so the error is the last line; exit without MPI_Finalize makes

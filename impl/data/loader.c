@@ -3,6 +3,7 @@
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "base/hash.h"
@@ -37,6 +38,25 @@ int gm_loader_open(gm_loader *ld, const char *pattern, int B, int T, int rank, i
     globfree(&g);
     if (rc) gm_loader_close(ld);
     return rc;
+}
+
+int gm_loader_shared(const gm_loader *a, const gm_loader *b, char *list, size_t len) {
+    int n = 0;
+    if (len) list[0] = '\0';
+    for (int i = 0; i < a->nshards; i++) {
+        struct stat sa, sb;
+        if (stat(a->shards[i].path, &sa) != 0) continue;  // opened a moment ago; gone now is not a shared file
+        for (int j = 0; j < b->nshards; j++) {
+            if (stat(b->shards[j].path, &sb) != 0 || sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino) continue;
+            size_t used = strlen(list);
+            int same = !strcmp(a->shards[i].path, b->shards[j].path);
+            snprintf(list + used, len - used, "%s%s%s%s%s", n ? ", " : "", a->shards[i].path, same ? "" : " (as ",
+                     same ? "" : b->shards[j].path, same ? "" : ")");
+            n++;
+            break;
+        }
+    }
+    return n;
 }
 
 void gm_loader_close(gm_loader *ld) {

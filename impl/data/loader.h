@@ -36,6 +36,11 @@ void gm_loader_reset(gm_loader *ld);
 gm_loader_state gm_loader_get_state(const gm_loader *ld);
 int gm_loader_set_state(gm_loader *ld, gm_loader_state st);
 
+// The shards of `a` that are also shards of `b`, as files (device and inode: a link or another
+// spelling of a path is the same file), listed into `list` as "a_path" or "a_path (as b_path)",
+// comma-separated (cut short to fit); returns how many.
+int gm_loader_shared(const gm_loader *a, const gm_loader *b, char *list, size_t len);
+
 // Steps of W*B*T tokens the shards give before the stream wraps around to the first shard.
 long long gm_loader_pass_steps(const gm_loader *ld);
 

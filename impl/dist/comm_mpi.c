@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/fmt_double.h"
 #include "base/timer.h"
 #include "dist/comm.h"
 
@@ -30,9 +31,9 @@ static void *watchdog_main(void *arg) {
         nanosleep(&nap, NULL);
         unsigned long long start = atomic_load(&s->op_start_ns);
         if (start && (double)(gm_now_ns() - start) * 1e-9 > s->timeout_s) {
-            fprintf(stderr, "error: rank %d: %s did not complete within %.0f s: another rank died or hung; stopping\n", s->rank,
-                    atomic_load(&s->op_name), s->timeout_s);
-            fflush(stderr);
+            char t[GM_FMT_DOUBLE_LEN];
+            gm_report("error", "rank %d: %s did not complete within %s s: another rank died or hung; stopping", s->rank,
+                      atomic_load(&s->op_name), gm_fmt_double(s->timeout_s, t));
             _exit(3);
         }
     }

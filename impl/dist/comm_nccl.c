@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/device.h"
 #include "base/error.h"
+#include "base/fmt_double.h"
 #include "dist/comm.h"
 
 int gm_comm_open_mpi(gm_comm *c, int *argc, char ***argv);
@@ -89,8 +90,9 @@ static int wait_done(gm_comm *c, cudaStream_t stream, const char *op, ncclResult
         if (gm_seconds_since(start) > c->timeout_s) {
             nccl.ncclCommAbort(s->comm);
             s->comm = NULL;
-            return gm_fail("rank %d: %s did not complete within %.0f s: another rank died or hung", c->rank, op,
-                           c->timeout_s);
+            char t[GM_FMT_DOUBLE_LEN];
+            return gm_fail("rank %d: %s did not complete within %s s: another rank died or hung", c->rank, op,
+                           gm_fmt_double(c->timeout_s, t));
         }
     }
 }

@@ -18,6 +18,12 @@ int gm_table_find(const gm_table *t, const char *name) {
     return -1;
 }
 
+int gm_table_locate(const gm_table *t, size_t at) {
+    for (int i = 0; i < t->n; i++)
+        if (at >= t->v[i].offset && at - t->v[i].offset < t->v[i].numel) return i;
+    return -1;
+}
+
 int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_group group, gm_init_kind init, double a,
                  double b) {
     if (strlen(name) >= sizeof t->v[0].name) return t->failed = 1, gm_fail("table: name too long: %s", name);

@@ -48,5 +48,7 @@ int gm_table_add(gm_table *t, const char *name, int64_t rows, int64_t cols, gm_g
                  double b);
 // Index of the view called `name`, -1 when absent.
 int gm_table_find(const gm_table *t, const char *name);
+// Index of the view holding element `at` of the buffer, -1 when it is alignment padding.
+int gm_table_locate(const gm_table *t, size_t at);
 
 #endif

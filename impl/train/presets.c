@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fields.h"
 #include "train/run_config.h"
 
 // ---- models ----
@@ -136,8 +137,14 @@ static void shrink_test(gm_config *c) {
     if (c->skip_attn_mask) c->skip_attn_mask = 1u << 2;
 }
 
+// The scales; each one's name and rule are declared by this index, so the names listed in every
+// message and --help (gm_scale_names) are those of the rules.
+enum { SCALE_FULL, SCALE_SMALL, SCALE_TINY, SCALE_TEST, NSCALES };
+
+const char *const gm_scale_names[] = {
+    [SCALE_FULL] = "full", [SCALE_SMALL] = "small", [SCALE_TINY] = "tiny", [SCALE_TEST] = "test", [NSCALES] = NULL};
+
 typedef struct {
-    const char *name;
     void (*shrink)(gm_config *c);  // NULL: the record's shapes
     int steps, val_every;          // 0: the record's
     long long val_tokens;
@@ -148,30 +155,28 @@ typedef struct {
 // cores (the committed sample took 4384 s of CPU time: reports/repro-small/README.md); 11
 // validations on 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the tests make their
 // own); its run settings are tiny's.
-static const scale_rule SCALES[] = {
-    {"full", NULL, 0, 0, 10485760, "data/fineweb10B/fineweb_train_*.bin", "data/fineweb10B/fineweb_val_*.bin"},
-    {"small", shrink_small, 150, 15, 8192, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
-    {"tiny", shrink_tiny, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
-    {"test", shrink_test, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
+static const scale_rule SCALES[NSCALES] = {
+    [SCALE_FULL] = {NULL, 0, 0, 10485760, "data/fineweb10B/fineweb_train_*.bin", "data/fineweb10B/fineweb_val_*.bin"},
+    [SCALE_SMALL] = {shrink_small, 150, 15, 8192, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
+    [SCALE_TINY] = {shrink_tiny, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
+    [SCALE_TEST] = {shrink_test, 200, 25, 32768, "data/gcide/train_*.bin", "data/gcide/val_*.bin"},
 };
-
-const char *const gm_scale_names[] = {"full", "small", "tiny", "test", NULL};
-_Static_assert(sizeof gm_scale_names / sizeof gm_scale_names[0] == sizeof SCALES / sizeof SCALES[0] + 1,
-               "one name per scale rule");
 
 int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale) {
     memset(rc, 0, sizeof *rc);
     const preset *p = NULL;
     const scale_rule *sc = NULL;
+    int si = 0;
     for (int i = 0; i < NPRESETS; i++)
         if (!strcmp(PRESETS[i].model.name, name)) p = &PRESETS[i];
-    for (size_t i = 0; i < sizeof SCALES / sizeof SCALES[0]; i++)
-        if (!strcmp(SCALES[i].name, scale)) sc = &SCALES[i];
-    if (!p) return gm_fail("--preset: unknown preset '%s' (adamw, muon-v1, muon-v2, untied, value-embed, softcap)", name);
-    if (!sc) return gm_fail("--scale: unknown scale '%s' (full, small, tiny, test)", scale);
+    for (int i = 0; i < NSCALES; i++)
+        if (!strcmp(gm_scale_names[i], scale)) sc = &SCALES[i], si = i;
+    char known[256];
+    if (!p) return gm_fail("--preset: unknown preset '%s' (%s)", name, gm_names_join(gm_preset_names, ", ", known, sizeof known));
+    if (!sc) return gm_fail("--scale: unknown scale '%s' (%s)", scale, gm_names_join(gm_scale_names, ", ", known, sizeof known));
     rc->model = p->model;
     if (sc->shrink) sc->shrink(&rc->model);
-    snprintf(rc->model.scale, sizeof rc->model.scale, "%s", sc->name);
+    snprintf(rc->model.scale, sizeof rc->model.scale, "%s", gm_scale_names[si]);
     rc->steps = sc->steps ? sc->steps : p->steps;
     rc->val_every = sc->val_every ? sc->val_every : p->val_every;
     rc->val_tokens = sc->val_tokens;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/fmt_double.h"
 
 // ---- the run's fields (the model's are gm_config_fields): one row per overridable field ----
 
@@ -180,12 +181,25 @@ static void add_difference(char *buf, size_t len, const char *key, size_t klen, 
              a ? a : "absent", b ? (int)bn : 6, b ? b : "absent");
 }
 
+// Two JSON values are the same when their text is, or when both are numbers of equal value: a
+// checkpoint written when numbers were printed with 17 digits ("0.050000000000000003") holds the
+// same configuration as this run's shortest text ("0.05").
+static int same_value(const char *a, size_t an, const char *b, size_t bn) {
+    if (an == bn && !memcmp(a, b, an)) return 1;
+    char x[48], y[48], *ex, *ey;
+    if (an >= sizeof x || bn >= sizeof y || *a == '"' || *b == '"') return 0;
+    memcpy(x, a, an), x[an] = '\0';
+    memcpy(y, b, bn), y[bn] = '\0';
+    double dx = strtod(x, &ex), dy = strtod(y, &ey);
+    return ex != x && *ex == '\0' && ey != y && *ey == '\0' && dx == dy;
+}
+
 void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len) {
     if (len) buf[0] = '\0';
     const char *p = a, *k, *v, *w;
     size_t kn, vn, wn;
     while (next_pair(&p, &k, &kn, &v, &vn))
-        if (!(w = lookup(b, k, kn, &wn)) || wn != vn || memcmp(v, w, vn)) add_difference(buf, len, k, kn, v, vn, w, wn);
+        if (!(w = lookup(b, k, kn, &wn)) || !same_value(v, vn, w, wn)) add_difference(buf, len, k, kn, v, vn, w, wn);
     for (p = b; next_pair(&p, &k, &kn, &w, &wn);)
         if (!lookup(a, k, kn, &vn)) add_difference(buf, len, k, kn, NULL, 0, w, wn);
 }
@@ -247,14 +261,21 @@ int gm_run_config_finish(gm_run_config *rc) {
     rc->lr.steps = rc->steps;
     // At the record's step count these give back its exact step numbers (e.g. 256 of 9536).
     rc->lr.warmup = (int)lround(rc->warmup_frac * rc->steps);
+    // Fractions that fit (checked below) may still round to one step more than the run has
+    // (0.5 + 0.5 of 3 steps: 2 + 2): the warmdown gives that step up.
     rc->lr.warmdown = (int)lround(rc->warmdown_frac * rc->steps);
+    if (rc->lr.warmup + rc->lr.warmdown > rc->steps) rc->lr.warmdown = rc->steps - rc->lr.warmup;
     rc->muon.momentum_warmup = (int)lround(rc->momentum_warmup_frac * rc->steps);
     rc->muon.lr = rc->lr_matrix;
     rc->muon.ortho.coeffs = gm_ns_coeffs_find(rc->ns_coeffs);
     if (!rc->muon.ortho.coeffs) return gm_fail("--ns_coeffs: %s", gm_error());
     if (parse_restarts(rc->gram_restarts, &rc->muon.ortho.gram_restarts)) return -1;
-    if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->lr.warmup + rc->lr.warmdown > rc->steps)
-        return gm_fail("--warmup_frac/--warmdown_frac: %g + %g exceed 1", rc->warmup_frac, rc->warmdown_frac);
+    char up[GM_FMT_DOUBLE_LEN], down[GM_FMT_DOUBLE_LEN];
+    // The fractions themselves, so that the verdict does not depend on --steps (their rounded step
+    // counts let 0.7 + 0.5 through at 2 steps); the margin absorbs the decimal inputs' binary error.
+    if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->warmup_frac + rc->warmdown_frac > 1 + 1e-12)
+        return gm_fail("--warmup_frac/--warmdown_frac: %s + %s exceed 1", gm_fmt_double(rc->warmup_frac, up),
+                       gm_fmt_double(rc->warmdown_frac, down));
     if (gm_config_check(&rc->model)) return -1;
     return refuse_unused_flags(rc);
 }

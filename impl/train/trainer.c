@@ -153,6 +153,25 @@ static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) 
     return 0;
 }
 
+// A checkpoint's buffer must hold finite values only: a NaN in a parameter no batch touches (an
+// unused embedding row) would otherwise train on "fine" and be saved again. Names the first one.
+static int check_finite(const trainer *t, const char *path, const state_buf *b, const gm_real *data) {
+    size_t i = 0;
+    while (i < b->numel && isfinite(data[i])) i++;
+    if (i == b->numel) return 0;
+    char where[128];
+    const gm_table *tab = &t->model.params;
+    int v = b->buf == t->model.p ? gm_table_locate(tab, i) : -1;
+    if (v >= 0) {
+        size_t k = i - tab->v[v].offset, cols = (size_t)tab->v[v].shape[1];
+        snprintf(where, sizeof where, "%s[%zu, %zu] (element %zu)", tab->v[v].name, k / cols, k % cols, i);
+    } else {
+        snprintf(where, sizeof where, "element %zu", i);
+    }
+    return gm_fail("--resume: %s: %s holds a non-finite value (%s) at %s; the run that wrote it had diverged or the file was "
+                   "changed: it cannot be resumed", path, b->name, isnan(data[i]) ? "nan" : data[i] > 0 ? "inf" : "-inf", where);
+}
+
 static int load_checkpoint(trainer *t, const char *path, int *step) {
     gm_ckpt c;
     struct stat st;
@@ -165,11 +184,13 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     if (!cfg) {
         rc = -1;
     } else if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0) {
+        // Compared field by field, numbers by value (a checkpoint of a build that printed them
+        // with 17 digits holds the same configuration).
         char *saved = strndup(cfg, n), diff[900];
         if (!saved) abort();
         gm_run_config_diff(saved, t->config_core, diff, sizeof diff);
         free(saved);
-        rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
+        if (diff[0]) rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
                      path, diff);
     }
     long long step_ll = 0;
@@ -185,7 +206,7 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     int nb = state_bufs(t, bufs);
     for (int i = 0; rc == 0 && i < nb; i++) {
         const void *p = gm_ckpt_get(&c, bufs[i].name, bufs[i].numel * sizeof(gm_real));
-        if (!p) rc = -1;
+        if (!p || check_finite(t, path, &bufs[i], p)) rc = -1;
         else t->be->upload(t->be, bufs[i].buf, p, bufs[i].numel * sizeof(gm_real));
     }
     if (rc == 0 && (step_ll < 0 || step_ll > t->rc->steps)) rc = gm_fail("%s: step %lld outside this run's %d steps", path, step_ll, t->rc->steps);
@@ -347,6 +368,16 @@ static int check_val_tokens(const trainer *t) {
     if (rc->val_tokens > avail)
         return gm_fail("--val_tokens=%lld: the validation shards %s hold %lld distinct tokens in batches of W*B*T = %lld; "
                        "at most --val_tokens=%lld (more would count tokens twice)", rc->val_tokens, rc->val_data, avail, per_step, avail);
+    return 0;
+}
+
+// Training shards that are also validation shards (--train_data='data/gcide/*.bin' matches the
+// val shard too) would train on the validation set.
+static int check_disjoint_data(const trainer *t) {
+    char shared[1024];
+    if (gm_loader_shared(&t->train, &t->val, shared, sizeof shared))
+        return gm_fail("--train_data/--val_data: both match %s (the run would train on its validation set); give patterns "
+                       "that share no file", shared);
     return 0;
 }
 
@@ -521,7 +552,7 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
         gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
         gm_loader_open(&t->train, rc->train_data, B, T, comm->rank, W, c->vocab) ||
-        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_val_tokens(t) ||
+        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
         gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
         goto fail;
     t->x = malloc((size_t)B * T * sizeof *t->x);
