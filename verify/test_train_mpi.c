@@ -107,11 +107,13 @@ Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
     snprintf(all, sizeof all, "%s --steps=1000000 --val_every=0 --ckpt_every=0", PF);
     th_test_flags(flags, sizeof flags, dir, all);
     // Start a long run on 2 ranks, SIGKILL rank 1 after 2 s, and time how long the job takes to end.
+    // The ranks are found by this test's own folder in their command line: other MPI tests may be
+    // running beside this one.
     snprintf(script, sizeof script,
              "%s '%s' --preset=softcap --scale=tiny %s & job=$!; sleep 2; "
-             "for p in $(pgrep -f '%s'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; "
+             "for p in $(pgrep -f -- '--out_dir=%s/run'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; "
              "then kill -9 $p; fi; done; start=$(date +%%s); wait $job; rc=$?; echo \"job exit $rc after $(( $(date +%%s) - start )) s\"; exit $rc",
-             th_mpirun(2), th_bin_path("train"), flags, th_bin_path("train"));
+             th_mpirun(2), th_bin_path("train"), flags, dir);
     int rc = th_run_script(dir, "", script, &out, &err);
     cr_assert_neq(rc, 0, "the job survived a killed rank: %s", out);
     const char *took = strstr(out, "after ");
