@@ -53,7 +53,7 @@ for preset in $PRESETS; do
     echo "== repro run $n/$total: $preset seed $seed (${BUDGET:-default} steps, $SCALE) =="
     # --overwrite=1: a repro run replaces the same run of an earlier `make repro`.
     "$BUILD/train" --preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 \
-      "${EXTRA[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
+      "${EXTRA[@]}" | grep -E "^(step|train:)"
     cut -d' ' -f1 /proc/loadavg >> "$RUNS/load.txt"
   done
 done
