@@ -17,6 +17,7 @@
 #include "helpers.h"
 
 Test(signals, each_stop_signal_is_a_stop_request_not_a_death) {
+    signal(SIGHUP, SIG_DFL);  // as a terminal starts it (the tests may run under nohup)
     gm_signals_install();
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -57,14 +58,16 @@ static char *line_after(const char *out, const char *prefix) {
     return strndup(p, strcspn(p, "\n"));
 }
 
+// SIGHUP as a terminal leaves it to the program (env --default-signal: the tests may run under nohup).
 Test(signals, a_closed_terminal_stops_the_run_with_a_checkpoint, .timeout = 120) {
     char *dir = th_tmpdir(), *out, *err, flags[4096], script[9000], path[4300];
     th_make_train_data(dir);
     th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0");
     snprintf(script, sizeof script,
-             "'%s' --preset=muon-v2 --scale=tiny %s & p=$!\n"
+             "env --default-signal=HUP '%s' --preset=muon-v2 --scale=tiny %s & p=$!\n"
              "for i in $(seq 300); do [ -s '%s/run/log.jsonl' ] && [ $(wc -l < '%s/run/log.jsonl') -gt 3 ] && break; sleep 0.1; done\n"
-             "kill -HUP $p; wait $p\n",
+             "kill -HUP $p; for i in $(seq 600); do kill -0 $p 2> /dev/null || break; sleep 0.1; done\n"
+             "kill -9 $p 2> /dev/null; wait $p  # 137: it did not stop\n",
              th_bin_path("train"), flags, dir, dir);
     cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s %s", out, err);
     cr_assert(strstr(out, "train: interrupted after"), "%s", out);
