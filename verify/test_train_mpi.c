@@ -160,9 +160,10 @@ Test(train_mpi, a_checkpoint_of_another_world_size_is_refused, .timeout = 120) {
 // a step of more than a second never ends and nothing was saved (exit 1 within 2 s, no message).
 // With the README's launch line every rank stops at one step boundary and the checkpoint is that
 // of an uninterrupted run at that step: --resume continues bit for bit to the same final checkpoint.
-// Steps of 256 micro-batches (2.3 s on 2 quiet cores, 6 s on busy ones), SIGINT right after a step
-// ends: without the launch line the SIGKILL comes over a second before the step could end; with
-// 8 s the SIGTERM comes 8 s after the SIGINT, and the run stops 4 to 6 steps in. About 40 s on
+// Steps of 256 micro-batches (2.3 s on 2 quiet cores, 6 s on busy ones, 8 s under the sanitizers),
+// SIGINT right after a step ends: without the launch line the SIGKILL comes over a second before
+// the step could end. The grace S is 2.5 times the uninterrupted run's longest step, at least 8 s:
+// the SIGTERM comes S seconds after the SIGINT and the run stops about 5 steps in. About 40 s on
 // quiet cores.
 Test(train_mpi, ctrl_c_of_mpirun_with_the_readme_launch_line_saves_and_resumes_bit_for_bit, .timeout = 300) {
     char *dir = th_tmpdir(), *out, *err, *readme, flags[4096], all[2048], script[20000], path[4400];
@@ -176,11 +177,13 @@ Test(train_mpi, ctrl_c_of_mpirun_with_the_readme_launch_line_saves_and_resumes_b
     snprintf(script, sizeof script,
              "M='%s -x OPENBLAS_NUM_THREADS=1'; T='%s --preset=softcap --scale=tiny %s'\n"
              "$M $T --out_dir='%s/ref' > /dev/null || exit 11\n"
-             "$M --mca odls_base_sigkill_timeout 8 $T --out_dir='%s/int' > '%s/int.out' & p=$!\n"
+             "S=$(grep -o '\"step_s\":[0-9.]*' '%s/ref/log.jsonl' | cut -d: -f2 | sort -g | tail -1 | "
+             "awk '{s = int(2.5 * $1) + 1; print (s < 8 ? 8 : s)}')\n"
+             "$M --mca odls_base_sigkill_timeout $S $T --out_dir='%s/int' > '%s/int.out' & p=$!\n"
              "for i in $(seq 1200); do grep -qs '\"event\":\"train\"' '%s/int/log.jsonl' && break; sleep 0.05; done\n"
              "kill -INT $p; wait $p; echo \"interrupted: $?\"\n"
              "$M $T --out_dir='%s/int' --resume='%s/int/ckpt.bin' > /dev/null || exit 12\n",
-             th_mpirun(2), th_bin_path("train"), flags, dir, dir, dir, dir, dir, dir);
+             th_mpirun(2), th_bin_path("train"), flags, dir, dir, dir, dir, dir, dir, dir);
     int rc = th_run_script(dir, "", script, &out, &err);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "interrupted: ") && !strstr(out, "interrupted: 0\n"), "the job exited 0: %s", out);
