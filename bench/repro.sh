@@ -69,7 +69,7 @@ for preset in $PRESETS; do
     echo "== repro run $n/$total: $preset seed $seed (${BUDGET:-default} steps, $SCALE) =="
     rm -f "$dir/repro.key"
     # --overwrite=1: a repro run replaces an unfinished or different run of an earlier `make repro`.
-    "$BUILD/train" "${args[@]}" | grep -E "^(step|train:)" | sed -e 's/config {.*}/config: see log/'
+    "$BUILD/train" "${args[@]}" | grep -E "^(step|train:)"
     cut -d' ' -f1 /proc/loadavg | tee "$dir/load.txt" >> "$RUNS/load.txt"
     echo "$key" > "$dir/repro.key.tmp" && mv "$dir/repro.key.tmp" "$dir/repro.key"
   done

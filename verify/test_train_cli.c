@@ -261,3 +261,24 @@ Test(train_cli, terminal_lines_say_what_happened, .timeout = 120) {
     th_rmtree(dir);
     free(dir);
 }
+
+// Started from another folder (or before `make data`), the tiny scale's data patterns match
+// nothing: the message says they are relative to the current folder and what builds them (it
+// said only "no shard matches this pattern"). The start line is a short summary (it was a 2 KB
+// one-line JSON of the configuration, which is in the log).
+Test(train_cli, a_run_from_another_folder_is_told_where_the_data_comes_from, .timeout = 60) {
+    char *dir = th_tmpdir(), *out, *err, cmd[8600], want[9000];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --preset=muon-v2 --scale=tiny", dir, th_bin_path("train"));
+    cr_assert_eq(th_run(cmd, &out, &err), 1, "%s", out);
+    snprintf(want, sizeof want, "train: error: rank 0: --train_data: data/gcide/train_*.bin: no shard matches this pattern (relative "
+             "to the current folder %s); `make data` in the repository's folder builds data/gcide/\n", dir);
+    cr_assert_str_eq(err, want);
+    cr_assert_eq(th_count_lines(out), 1, "%s", out);
+    cr_assert(!strchr(out, '{') && strlen(out) < 400, "not a short summary: %s", out);
+    cr_assert(strstr(out, "train: muon-v2/tiny on 1 rank(s) (single, data channel staged), backend cpu: 12 layers, d_model 128, 200 steps "
+                          "of 1024 tokens (B 4 x T 256 x 1 rank(s) x 1 micro-batch(es)), out_dir runs/muon-v2-tiny"), "%s", out);
+    cr_assert_not(th_file_exists(strcat(strcpy(want, dir), "/runs")), "an out_dir was made");
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}

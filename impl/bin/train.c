@@ -1,7 +1,6 @@
 // train: one training run of a preset.
 //   build/train --preset NAME --scale full|small|tiny|test [--key=value ...]
 // Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +13,8 @@
 #include "dist/comm.h"
 #include "train/host_memory.h"
 #include "train/run_config.h"
+#include "train/signals.h"
 #include "train/trainer.h"
-
-static void on_signal(int sig) {
-    (void)sig;
-    gm_train_request_stop();
-}
 
 // The flags with the defaults of `preset` at `scale` (those given with --help, else make train's).
 static void usage(const char *preset, const char *scale) {
@@ -28,12 +23,54 @@ static void usage(const char *preset, const char *scale) {
     char scales[128], presets[256];
     printf("usage: train --preset NAME --scale %s [--key=value ...]\n"
            "  presets: %s\n"
-           "  Ctrl-C stops after the current step with a final checkpoint (exit status 130).\n"
+           "  Ctrl-C (SIGINT), SIGTERM and SIGHUP stop after the current step with a checkpoint (exit status 130)\n"
+           "  and print the command line that continues the run; under mpirun see README, \"Training\".\n"
            "overrides: the defaults come from the preset and scale, here --preset=%s --scale=%s\n"
            "(`train --preset=NAME --scale=SCALE --help` shows another's; the resolved configuration is logged):\n",
            gm_names_join(gm_scale_names, "|", scales, sizeof scales),
            gm_names_join(gm_preset_names, ", ", presets, sizeof presets), preset, scale);
     gm_run_config_help(&rc);
+}
+
+// One line on what will run; every field of the configuration goes to the log's first record.
+static void print_summary(const gm_run_config *rc, const char *preset, const char *scale, const gm_comm *comm) {
+    const gm_config *c = &rc->model;
+    printf("train: %s/%s on %d rank(s) (%s, data channel %s), backend %s: %d layers, d_model %d, %d steps of %lld tokens "
+           "(B %d x T %d x %d rank(s) x %d micro-batch(es)), out_dir %s (the whole configuration: first record of its log.jsonl)\n",
+           preset, scale, comm->world, comm->ops->name, comm->data->name, rc->backend, c->n_layer, c->d_model, rc->steps,
+           (long long)c->batch * c->seq_len * comm->world * rc->grad_accum, c->batch, c->seq_len, comm->world, rc->grad_accum,
+           rc->out_dir);
+}
+
+// An argument as the shell reads it back: quoted unless it holds only characters the shell leaves alone.
+static void print_shell_word(const char *a) {
+    if (*a && strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=./:,@%") == strlen(a)) {
+        fputs(a, stdout);
+        return;
+    }
+    putchar('\'');
+    for (; *a; a++) a[0] == '\'' ? fputs("'\\''", stdout) : putchar(*a);
+    putchar('\'');
+}
+
+// After an interruption: this very command line with --resume naming the checkpoint just written
+// (an earlier --resume and --overwrite left out: the run continues its own folder).
+static void print_resume_line(int argc, char **argv, const gm_run_config *rc, int world) {
+    printf("train: to continue: ");
+    if (world > 1) printf("mpirun -np %d ", world);
+    print_shell_word(argv[0]);
+    for (int i = 1; i < argc;) {
+        const char *k, *v;
+        int from = i;
+        gm_arg_next(argc, argv, &i, &k, &v);
+        if (!strcmp(k, "resume") || !strcmp(k, "overwrite")) continue;
+        for (int j = from; j < i; j++) putchar(' '), print_shell_word(argv[j]);
+    }
+    char flag[600];
+    snprintf(flag, sizeof flag, "--resume=%s/ckpt.bin", rc->out_dir);
+    putchar(' ');
+    print_shell_word(flag);
+    putchar('\n');
 }
 
 int main(int argc, char **argv) {
@@ -69,16 +106,12 @@ int main(int argc, char **argv) {
 
     gm_comm comm;
     if (gm_comm_open(&comm, rc.comm, &argc, &argv, rc.comm_timeout)) gm_die_last();
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    // Past the file size limit (ulimit -f) a write then fails with EFBIG, reported with the file,
-    // instead of the process being killed mid-write.
-    signal(SIGXFSZ, SIG_IGN);
+    gm_signals_install();
     if (comm.rank == 0) {
-        char *json = gm_run_config_json(&rc);
-        printf("train: %s/%s on %d rank(s) (%s, data channel %s), config %s\n", preset, scale, comm.world,
-               comm.ops->name, comm.data->name, json);
-        free(json);
+        char note[512];
+        print_summary(&rc, preset, scale, &comm);
+        gm_signals_launcher_note(note, sizeof note);
+        fputs(note, stdout);
     }
     if (rc.plan_memory) {  // nothing allocated, no data read
         gm_mem_plan plan;
@@ -119,6 +152,7 @@ int main(int argc, char **argv) {
                res.interrupted ? "interrupted" : "done", res.steps_done, val, speed, res.peak_rss_kb / 1024.0, rc.out_dir,
                rc.out_dir);
     }
+    if (comm.rank == 0 && res.interrupted) print_resume_line(argc, argv, &rc, comm.world);
     gm_comm_close(&comm);
     return res.interrupted ? 130 : 0;
 }

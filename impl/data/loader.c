@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/hash.h"
@@ -16,7 +17,11 @@ int gm_loader_open(gm_loader *ld, const char *pattern, int B, int T, int rank, i
     if (world <= 0 || rank < 0 || rank >= world) return gm_fail("loader: rank %d out of range for world size %d", rank, world);
     glob_t g;
     int grc = glob(pattern, 0, NULL, &g);
-    if (grc == GLOB_NOMATCH) return gm_fail("%s: no shard matches this pattern", pattern);
+    if (grc == GLOB_NOMATCH) {
+        char cwd[4096];
+        if (pattern[0] == '/' || !getcwd(cwd, sizeof cwd)) return gm_fail("%s: no shard matches this pattern", pattern);
+        return gm_fail("%s: no shard matches this pattern (relative to the current folder %s)", pattern, cwd);
+    }
     if (grc != 0) return gm_fail("%s: cannot expand pattern", pattern);
     ld->B = B;
     ld->T = T;

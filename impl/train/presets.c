@@ -212,6 +212,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     snprintf(rc->backend, sizeof rc->backend, "cpu");
     rc->comm_timeout = 300;
     rc->log_every = 5;
+    rc->ckpt_every_s = 300;  // a few minutes: a checkpoint takes seconds at full scale
     rc->dump_at = -1;
     return gm_config_check(&rc->model);
 }

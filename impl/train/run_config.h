@@ -45,6 +45,7 @@ typedef struct {
     uint64_t seed;
     char out_dir[512];   // log and checkpoints
     int ckpt_every;      // 0: only at the end (and on Ctrl-C); -1: never
+    int ckpt_every_s;    // also after this many seconds of wall time since the last one (0: not by time)
     int halt_at;         // stop after this many steps as if interrupted (0: run to the end)
     int dump_at;         // at this step, write every block matrix's gradient and Muon momentum to
                          // out_dir/matrices/ (base/matfile.h format) for the NS harness (-1: never)

@@ -1,17 +1,11 @@
 #include "train/trainer.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/build_info.h"
@@ -27,9 +21,9 @@
 #include "train/hardware.h"
 #include "train/mem_plan.h"
 #include "train/optimizers.h"
-
-static volatile sig_atomic_t stop_requested;
-void gm_train_request_stop(void) { stop_requested = 1; }
+#include "train/progress.h"
+#include "train/run_dir.h"
+#include "train/signals.h"
 
 enum { UNTIMED_STEPS = 10 };  // compilation/warm-up steps the records leave out of the timing
 
@@ -46,9 +40,7 @@ struct gm_trainer {
     char ckpt_path[600];
     char *config_core;  // config JSON without the run-control fields, with the world size (resume must match it)
     int verbose;
-    int dir_fd;         // rank 0: out_dir, locked (flock) for the whole run where the file system can; -1 elsewhere
-    size_t dir_created; // rank 0: out_dir's folders this run created (gm_mkdir_p), removed again if a refusal leaves them empty
-    int continues;      // rank 0: --resume names out_dir's own checkpoint (the log is appended to)
+    gm_run_dir dir;     // rank 0: out_dir, locked for the whole run (fd -1 elsewhere)
     int step;           // the step being run, for the error record
 };
 typedef struct gm_trainer trainer;
@@ -60,7 +52,7 @@ static gm_dtype real_dtype(void) { return sizeof(gm_real) == sizeof(double) ? GM
 static char *config_core_json(const gm_run_config *rc, int world) {
     gm_run_config core = *rc;
     core.resume[0] = core.out_dir[0] = '\0';
-    core.ckpt_every = core.log_every = core.halt_at = core.dump_at = core.overwrite = 0;
+    core.ckpt_every = core.ckpt_every_s = core.log_every = core.halt_at = core.dump_at = core.overwrite = 0;
     core.comm_timeout = 0;
     core.plan_memory = 0;
     core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
@@ -216,76 +208,6 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     return rc;
 }
 
-// ---- the output folder -----------------------------------------------------------------------
-
-static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
-
-// Remove out_dir's ckpt.bin.tmp.* files: a checkpoint write cut short (kill -9, power loss) leaves
-// one behind, and the folder's lock says no other run is writing it now.
-static int remove_stale_temporaries(trainer *t) {
-    DIR *d = fdopendir(dup(t->dir_fd));
-    if (!d) return gm_fail("--out_dir: %s: cannot list: %s", t->rc->out_dir, strerror(errno));
-    int removed = 0, rc = 0;
-    const size_t stem = strlen("ckpt.bin.tmp.");  // gm_atomic_open's names: <file>.tmp.<6 mkstemp characters>
-    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
-        if (strncmp(e->d_name, "ckpt.bin.tmp.", stem) || strlen(e->d_name) != stem + 6) continue;
-        if (unlinkat(t->dir_fd, e->d_name, 0) != 0)
-            rc = gm_fail("--out_dir: %s: cannot remove the stale %s: %s", t->rc->out_dir, e->d_name, strerror(errno));
-        else
-            removed++;
-    }
-    closedir(d);
-    if (removed && t->verbose)
-        printf("train: removed %d stale temporary checkpoint file(s) from %s (a checkpoint write was cut short)\n", removed,
-               t->rc->out_dir);
-    return rc;
-}
-
-// Rank 0, before anything is written: a run must not replace another run's log and checkpoint by
-// accident, nor be lost at its end to a full disk or a folder it cannot write.
-static int prepare_out_dir(trainer *t) {
-    const gm_run_config *rc = t->rc;
-    const char *dir = rc->out_dir;
-    if (t->comm->rank != 0) return 0;
-    if (gm_mkdir_p(dir, &t->dir_created)) return gm_fail("--out_dir: %s", gm_error());
-    // Locked for the whole run, so two train processes (another terminal, or the ranks of a
-    // --comm=single job) never write one folder.
-    t->dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (t->dir_fd < 0) return gm_fail("--out_dir: %s: cannot open: %s", dir, strerror(errno));
-    // A file system without locks (some network mounts) runs unlocked, and its temporaries stay.
-    int locked = flock(t->dir_fd, LOCK_EX | LOCK_NB) == 0;
-    if (!locked && errno == EWOULDBLOCK)
-        return gm_fail("--out_dir: %s: in use by another train process (it holds the folder's lock)", dir);
-    char log_path[600];
-    snprintf(log_path, sizeof log_path, "%s/log.jsonl", dir);
-    struct stat ck, rs;
-    int has_log = access(log_path, F_OK) == 0, has_ckpt = stat(t->ckpt_path, &ck) == 0;
-    t->continues = rc->resume[0] && has_ckpt && stat(rc->resume, &rs) == 0 && rs.st_dev == ck.st_dev && rs.st_ino == ck.st_ino;
-    if ((has_log || has_ckpt) && !t->continues && !rc->overwrite)
-        return gm_fail("--out_dir: %s: already holds a run (%s); continue it with --resume=%s, or replace it with --overwrite=1",
-                       dir, has_log && has_ckpt ? "log.jsonl and ckpt.bin" : has_log ? "log.jsonl" : "ckpt.bin", t->ckpt_path);
-    if (locked && remove_stale_temporaries(t)) return -1;
-    // Room for the checkpoint, checked now rather than at the end of the run. A checkpoint is
-    // written beside the one it replaces, so a run that writes several needs room for two.
-    double ckpt = (double)checkpoint_bytes(t);
-    struct rlimit fsize;
-    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && ckpt > (double)fsize.rlim_cur)
-        return gm_fail("--out_dir: %s: a checkpoint of this run is %.2f MiB, above the file size limit of %.2f MiB (ulimit -f)",
-                       dir, mib(ckpt), mib((double)fsize.rlim_cur));
-    int copies = has_ckpt || rc->ckpt_every <= 0 || rc->ckpt_every >= rc->steps ? 1 : 2;
-    double log_bytes = (double)strlen(gm_build_source) + 65536.0 + 512.0 * (rc->steps + 1);
-    struct statvfs fs;
-    if (fstatvfs(t->dir_fd, &fs) == 0 && (double)fs.f_bavail * fs.f_frsize < copies * ckpt + log_bytes)
-        return gm_fail("--out_dir: %s: %.2f MiB free, this run needs %.2f MiB (%s%.2f MiB checkpoint and its log)", dir,
-                       mib((double)fs.f_bavail * fs.f_frsize), mib(copies * ckpt + log_bytes), copies == 2 ? "two copies of its " : "its ",
-                       mib(ckpt));
-    // And the folder takes new files (a read-only mount, permissions).
-    gm_atomic_file probe;
-    if (gm_atomic_open(&probe, t->ckpt_path)) return gm_fail("--out_dir: %s", gm_error());
-    gm_atomic_abort(&probe);
-    return 0;
-}
-
 // ---- memory plan ---------------------------------------------------------------------------
 
 int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out) {
@@ -324,7 +246,7 @@ static int open_log(trainer *t) {
     if (t->comm->rank != 0) return gm_jsonl_open(&t->log, NULL, "a");
     char path[600];
     snprintf(path, sizeof path, "%s/log.jsonl", rc->out_dir);
-    if (gm_jsonl_open(&t->log, path, t->continues ? "a" : "w")) return -1;
+    if (gm_jsonl_open(&t->log, path, t->dir.continues ? "a" : "w")) return -1;
     char *cfg = gm_run_config_json(rc), *hw = gm_hardware_json(), *mem = NULL;
     gm_mem_plan plan;
     if (gm_train_memory_plan(rc, t->comm->world, t->comm->rank, &plan) == 0) mem = gm_mem_plan_json(&plan);
@@ -489,40 +411,26 @@ static int log_record(trainer *t, const char *event, int s, double loss, double 
     return gm_jsonl_end(&t->log);
 }
 
-// "42 s", "3 min 05 s", "2 h 07 min": elapsed times and estimates in the progress line.
-static void format_duration(double s, char *buf, size_t len) {
-    long n = lround(s);
-    if (n < 60) snprintf(buf, len, "%ld s", n);
-    else if (n < 3600) snprintf(buf, len, "%ld min %02ld s", n / 60, n % 60);
-    else snprintf(buf, len, "%ld h %02ld min", n / 3600, n / 60 % 60);
-}
-
-// One progress line: step, bar, loss, lr multiplier, window, tokens/s (of the timed steps, or of
-// this step during the untimed warm-up), elapsed wall time and the estimate for the rest.
-static void print_progress(const trainer *t, int s, int start, double loss, double mult, int window, double tok_per_s,
-                           double elapsed) {
-    const int steps = t->rc->steps;
-    char bar[21], el[32], eta[32];
-    int filled = (int)(20.0 * (s + 1) / steps);
-    for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
-    bar[20] = '\0';
-    format_duration(elapsed, el, sizeof el);
-    format_duration(elapsed / (s + 1 - start) * (steps - s - 1), eta, sizeof eta);
-    printf("step %d/%d [%s] | loss %.4f | lr x%.3f | window %d | %.0f tok/s | %s elapsed, ETA %s\n", s + 1, steps, bar,
-           loss, mult, window, tok_per_s, el, eta);
-    fflush(stdout);
-}
-
 static void free_trainer(trainer *t) {
     gm_optimizers_free(&t->opt);
     gm_loader_close(&t->train);
     gm_loader_close(&t->val);
     if (t->model.be) gm_model_free(&t->model);  // created only once the data checks passed
     gm_jsonl_close(&t->log);
-    if (t->dir_fd >= 0) close(t->dir_fd);  // releases the folder's lock
+    gm_run_dir_close(&t->dir);
     free(t->x);
     free(t->y);
     free(t->config_core);
+}
+
+// The shards of --<flag>. The presets' patterns (data/gcide/..., data/fineweb10B/...) are relative
+// to the repository's folder: a run started elsewhere, or before `make data`, finds nothing there.
+static int open_shards(gm_loader *ld, const char *flag, const char *pattern, int B, int T, const gm_comm *comm, int vocab) {
+    if (gm_loader_open(ld, pattern, B, T, comm->rank, comm->world, vocab) == 0) return 0;
+    const char *embedded = "data/gcide/";
+    if (!strncmp(pattern, embedded, strlen(embedded)) && access(embedded, F_OK) != 0)
+        return gm_fail("--%s: %s; `make data` in the repository's folder builds %s", flag, gm_error(), embedded);
+    return gm_fail("--%s: %s", flag, gm_error());
 }
 
 size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be) {
@@ -536,7 +444,7 @@ size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be) {
 gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_backend *be) {
     trainer *t = calloc(1, sizeof *t);
     if (!t) return gm_fail("trainer: out of memory"), NULL;
-    t->dir_fd = -1;
+    t->dir.fd = -1;
     t->rc = rc;
     t->be = be;
     if (!comm) {
@@ -551,8 +459,8 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     // Every rank must run the same configuration on the same data.
     if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
         gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
-        gm_loader_open(&t->train, rc->train_data, B, T, comm->rank, W, c->vocab) ||
-        gm_loader_open(&t->val, rc->val_data, B, T, comm->rank, W, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
+        open_shards(&t->train, "train_data", rc->train_data, B, T, comm, c->vocab) ||
+        open_shards(&t->val, "val_data", rc->val_data, B, T, comm, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
         gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
         goto fail;
     t->x = malloc((size_t)B * T * sizeof *t->x);
@@ -586,7 +494,7 @@ int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void 
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
     gm_train_result local = {0};
     if (!res) res = &local;
-    stop_requested = 0;
+    gm_stop_request(0);
     trainer *t = gm_trainer_open(rc, comm, be);
     if (!t) return -1;
     t->verbose = verbose;
@@ -594,12 +502,16 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
     int rc_ = 0, start = 0;
-    if (prepare_out_dir(t) || (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t)) goto fail;
+    if ((comm->rank == 0 && gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose)) ||
+        (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t))
+        goto fail;
 
-    double train_s = 0, val_loss = NAN, last_print = -1e9;
+    double train_s = 0, val_loss = NAN, last_print = -1e9, ckpt_write_s = 0;
     int val_step = -1;
     long long tokens = (long long)start * rc->grad_accum * W * B * T, timed_tokens = 0;
-    uint64_t t_run = gm_now_ns();
+    gm_progress progress;
+    gm_progress_init(&progress, rc->steps, rc->val_every);
+    uint64_t t_run = gm_now_ns(), t_ckpt = t_run;
     int s = start;
     for (;; s++) {
         t->step = s;
@@ -607,7 +519,9 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         int window = gm_config_window_blocks(c, s, rc->steps);
         gm_model_set_window(&t->model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
+            uint64_t t0 = gm_now_ns();
             if (validate(t, &val_loss)) goto fail;
+            gm_progress_val(&progress, gm_seconds_since(t0));
             val_step = s;
             if (log_record(t, "val", s, val_loss, 0, train_s, tokens, 0)) goto fail;
             if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
@@ -617,6 +531,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         double loss = NAN;
         if (gm_trainer_step(t, s, &loss, NULL, NULL)) goto fail;
         double dt = gm_seconds_since(t0);
+        gm_progress_step(&progress, dt);
         long long step_tokens = (long long)rc->grad_accum * W * B * T;
         tokens += step_tokens;
         if (s - start >= UNTIMED_STEPS) train_s += dt, timed_tokens += step_tokens;
@@ -626,11 +541,21 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         double now = gm_seconds_since(t_run);
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
-            print_progress(t, s, start, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
+            gm_progress_print(stdout, &progress, s, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
         }
-        if (rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0 && save_checkpoint(t, s + 1)) goto fail;
+        // Checkpoints between the steps: every ckpt_every steps, and after ckpt_every_s seconds of
+        // wall time (rank 0's clock; only rank 0 writes), spaced so that writing them takes at
+        // most 5% of the time. The last step's is written below.
+        int due = rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0;
+        due |= rc->ckpt_every >= 0 && rc->ckpt_every_s > 0 && gm_seconds_since(t_ckpt) >= fmax(rc->ckpt_every_s, 20 * ckpt_write_s);
+        if (due && s + 1 < rc->steps) {
+            uint64_t w = gm_now_ns();
+            if (save_checkpoint(t, s + 1)) goto fail;
+            t_ckpt = gm_now_ns();
+            ckpt_write_s = gm_seconds_since(w);
+        }
         // A stop request is honoured by every rank at the same step.
-        gm_real stop = stop_requested || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
+        gm_real stop = gm_stop_signal() || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
         if (W > 1 && gm_allreduce_mean(comm, &stop, 1, real_dtype())) goto fail;
         if (stop > 0 && s + 1 < rc->steps) {
             s++;
@@ -667,7 +592,7 @@ fail:
     rc_ = -1;
     log_error(t);
     // A run refused before it wrote anything leaves no empty folder behind.
-    if (t->comm->rank == 0) gm_rmdir_created(rc->out_dir, t->dir_created);
+    if (t->comm->rank == 0) gm_run_dir_abandon(&t->dir);
 done:
     gm_trainer_close(t);
     return rc_;

@@ -3,11 +3,11 @@
 //   -> sliding window for step s -> grad_accum micro-batches (forward, backward; gradients summed)
 //   -> one all-reduce of the averaged gradients (the no_sync pattern: sync only once per step)
 //   -> each group's optimizer at lr_base * schedule(s) (Muon sharded over ranks)
-//   -> a JSON-lines record; checkpoints atomically every ckpt_every steps, at the end, and when a
-//      stop is requested (Ctrl-C).
-// Before the first step, rank 0 makes and locks out_dir, refuses a folder that holds another run
-// (unless --resume continues it or --overwrite=1 replaces it), removes temporaries of a cut-short
-// checkpoint write and checks there is room for the checkpoints. Any failure after the log is open
+//   -> a JSON-lines record and, when due, the progress line (train/progress.h); checkpoints
+//      atomically every ckpt_every steps, every ckpt_every_s seconds, at the end, and when a stop
+//      is requested (train/signals.h: Ctrl-C, SIGTERM, SIGHUP; every rank stops at the same step).
+// Before the first step, rank 0 makes out_dir ready (train/run_dir.h: locked, not holding another
+// run, room for the checkpoints). Any failure after the log is open
 // ends it with an "error" record (step, message); a failed log write is a failure, and a failed
 // checkpoint write leaves the previous checkpoint as it was.
 #ifndef GM_TRAIN_TRAINER_H
@@ -50,8 +50,6 @@ typedef void (*gm_phase_fn)(void *ctx, const char *phase);
 // step gm_train runs; *loss gets the mean train loss over ranks. phase may be NULL.
 int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void *ctx);
 
-// Ask a running gm_train to stop at the end of the current step (async-signal-safe).
-void gm_train_request_stop(void);
 // The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
 // allocating (the model's plan plus the optimizers' states). -1 (gm_fail) on a bad configuration.
 int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out);

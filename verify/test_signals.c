@@ -1,0 +1,136 @@
+// How a run ends without losing its work (train/signals.h and the train program): SIGINT,
+// SIGTERM and SIGHUP (a closed terminal or SSH session: it once killed the run with nothing
+// saved) stop it after the current step with a checkpoint, exit status 130, and the exact command
+// line that continues it; a time-based checkpoint (--ckpt_every_s, on by default) bounds what a
+// kill -9 or a power loss costs. The MPI case (mpirun's own signalling) is in test_train_mpi.c.
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "train/checkpoint.h"
+#include "train/run_config.h"
+#include "train/signals.h"
+#include "helpers.h"
+
+Test(signals, each_stop_signal_is_a_stop_request_not_a_death) {
+    signal(SIGHUP, SIG_DFL);  // as a terminal starts it (the tests may run under nohup)
+    gm_signals_install();
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        gm_stop_request(0);
+        cr_assert_eq(raise(sigs[i]), 0);
+        cr_assert_eq(gm_stop_signal(), sigs[i], "signal %d", sigs[i]);
+    }
+    cr_assert_eq(raise(SIGXFSZ), 0, "ignored: a write past ulimit -f fails with EFBIG instead");
+}
+
+// Under nohup SIGHUP is ignored when the program starts: the run outlives its terminal.
+Test(signals, an_ignored_sighup_stays_ignored) {
+    signal(SIGHUP, SIG_IGN);
+    gm_signals_install();
+    cr_assert_eq(raise(SIGHUP), 0);
+    cr_assert_eq(gm_stop_signal(), 0);
+    cr_assert_eq(raise(SIGINT), 0);
+    cr_assert_eq(gm_stop_signal(), SIGINT);
+}
+
+// The step a checkpoint holds (-1 when it cannot be read).
+static long long ckpt_step(const char *path) {
+    gm_ckpt c;
+    if (gm_ckpt_read(&c, path)) return -1;
+    long long step = -1;
+    const void *p = gm_ckpt_get(&c, "step", sizeof step);
+    if (p) memcpy(&step, p, sizeof step);
+    gm_ckpt_close(&c);
+    return step;
+}
+
+// The value of the last line of `out` that starts with `prefix`, without the prefix (malloc'd).
+static char *line_after(const char *out, const char *prefix) {
+    const char *p = NULL;
+    for (const char *q = out; (q = strstr(q, prefix)); q++) p = q;
+    cr_assert_not_null(p, "no '%s' line in: %s", prefix, out);
+    p += strlen(prefix);
+    return strndup(p, strcspn(p, "\n"));
+}
+
+// SIGHUP as a terminal leaves it to the program (env --default-signal: the tests may run under nohup).
+Test(signals, a_closed_terminal_stops_the_run_with_a_checkpoint, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], script[9000], path[4300];
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0");
+    snprintf(script, sizeof script,
+             "env --default-signal=HUP '%s' --preset=muon-v2 --scale=tiny %s & p=$!\n"
+             "for i in $(seq 300); do [ -s '%s/run/log.jsonl' ] && [ $(wc -l < '%s/run/log.jsonl') -gt 3 ] && break; sleep 0.1; done\n"
+             "kill -HUP $p; for i in $(seq 600); do kill -0 $p 2> /dev/null || break; sleep 0.1; done\n"
+             "kill -9 $p 2> /dev/null; wait $p  # 137: it did not stop\n",
+             th_bin_path("train"), flags, dir, dir);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s %s", out, err);
+    cr_assert(strstr(out, "train: interrupted after"), "%s", out);
+    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+    cr_assert_gt(ckpt_step(path), 0, "%s", gm_error());
+    char *resume = line_after(out, "train: to continue: ");
+    snprintf(path, sizeof path, "--resume=%s/run/ckpt.bin", dir);
+    cr_assert(strstr(resume, path), "%s", resume);
+    free(resume), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// The line printed after an interruption, run as it is, continues the run to its end.
+Test(signals, the_printed_command_line_continues_the_run, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, log[4300];
+    th_make_train_data(dir);
+    cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=3", &out, &err), 130, "%s", err);
+    char *cmd = line_after(out, "train: to continue: ");
+    free(out), free(err);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s: %s", cmd, err);
+    cr_assert(strstr(out, "train: done after 6 steps"), "%s", out);
+    snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
+    char *curve = th_log_curve(log, 0);
+    cr_assert(strstr(curve, "\"event\":\"train\",\"step\":5,"), "the log was continued: %s", curve);
+    free(curve), free(cmd), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// kill -9 (or a power loss) costs at most --ckpt_every_s of wall time: the checkpoint on disk is
+// replaced while the run goes on; 300 s is the default.
+Test(signals, a_time_based_checkpoint_bounds_what_a_kill_loses, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], script[20000], path[4300];
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0 --ckpt_every_s=1");
+    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+    // Wait for the first checkpoint, copy it, wait for it to be replaced, then kill -9.
+    snprintf(script, sizeof script,
+             "'%s' --preset=muon-v2 --scale=tiny %s > /dev/null & p=$!\n"
+             "for i in $(seq 300); do [ -f '%s' ] && break; sleep 0.1; done\n"
+             "cp '%s' '%s/first.bin'\n"
+             "for i in $(seq 300); do cmp -s '%s' '%s/first.bin' || break; sleep 0.1; done\n"
+             "kill -9 $p; wait $p\n",
+             th_bin_path("train"), flags, path, path, dir, path, dir);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 137, "%s %s", out, err);
+    char first[4400];
+    snprintf(first, sizeof first, "%s/first.bin", dir);
+    long long s1 = ckpt_step(first), s2 = ckpt_step(path);
+    cr_assert(s1 > 0 && s2 > s1, "checkpoints at steps %lld then %lld", s1, s2);
+    free(out), free(err);
+    // The default, as logged.
+    snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+    char *log;
+    size_t len;
+    cr_assert_eq(gm_read_all(path, &log, &len), 0, "%s", gm_error());
+    cr_assert(strstr(log, "\"ckpt_every_s\":1,"), "not in the logged configuration");
+    free(log);
+    for (const char *const *scale = gm_scale_names; *scale; scale++) {
+        gm_run_config rc;
+        cr_assert_eq(gm_run_config_preset(&rc, "softcap", *scale), 0, "%s", gm_error());
+        cr_assert_eq(rc.ckpt_every_s, 300, "the default at scale %s", *scale);
+    }
+    th_rmtree(dir);
+    free(dir);
+}
