@@ -26,3 +26,14 @@ Test(cuda_rng, gpu_stream_equals_cpu_stream) {
     free(u);
     free(z);
 }
+
+// An empty range launches nothing: a 0-block grid is an invalid launch on a GPU (and in the
+// simulator, which found it), so n = 0 must succeed without one.
+Test(cuda_rng, empty_range_launches_nothing) {
+    CC_REQUIRE_GPU();
+    uint32_t u = 7;
+    float z = 7.0f;
+    cr_assert_eq(gm_cuda_rng_u32(99, 4, 0, &u, 0), 0, "%s", gm_error());
+    cr_assert_eq(gm_cuda_rng_normal(99, 4, 0, &z, 0), 0, "%s", gm_error());
+    cr_assert(u == 7 && z == 7.0f, "an empty range wrote its output");
+}
