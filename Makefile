@@ -189,8 +189,9 @@ $(SAN)/bin/%: $(SAN)/impl/bin/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(SANFLAGS) $< $(SAN)/libgptmuon.a $(LDLIBS_COMMON) -o $@
-# The benches the tests run (test_bench_kernels, test_model_report, test_backend_compare), under the sanitizers too.
-SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report $(SAN)/bin/bench/backend_compare
+# The benches the tests run (test_bench_kernels, test_model_report, test_backend_compare, test_ckpt_diff), under the
+# sanitizers too.
+SAN_BENCH_BINS := $(SAN)/bin/bench/kernels $(SAN)/bin/bench/model_report $(SAN)/bin/bench/backend_compare $(SAN)/bin/bench/ckpt_diff
 $(SAN)/bin/bench/%: $(SAN)/bench/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

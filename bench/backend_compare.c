@@ -33,6 +33,7 @@
 #include "base/diff.h"
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/help.h"
 #include "base/io.h"
 #include "base/rng.h"
 #include "optim/ns_coeffs.h"
@@ -567,11 +568,8 @@ int main(int argc, char **argv) {
     const char *backend = "cpu", *ref = "cpu", *shapes = "all", *out = NULL;
     int device = 0;
     unsigned long long seed = 1;
+    if (gm_help_requested(argc, argv)) return fputs(USAGE, stdout), 0;
     for (int i = 1; i < argc;) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
         const char *key, *value;
         gm_arg_next(argc, argv, &i, &key, &value);
         if (!strcmp(key, "backend")) backend = value;

@@ -11,6 +11,7 @@
 #include "base/args.h"
 #include "base/diff.h"
 #include "base/error.h"
+#include "base/help.h"
 #include "train/checkpoint.h"
 
 static const char *const USAGE =
@@ -51,11 +52,8 @@ static void compare(const char *name, const void *a, size_t na, const void *b, s
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     const char *ref = NULL, *other = NULL;
+    if (gm_help_requested(argc, argv)) return fputs(USAGE, stdout), 0;
     for (int i = 1; i < argc;) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(USAGE, stdout);
-            return 0;
-        }
         const char *key, *value;
         gm_arg_next(argc, argv, &i, &key, &value);
         if (!strcmp(key, "ref")) ref = value;

@@ -20,7 +20,7 @@ static const char *SCRIPT =
     "printf '#!/bin/sh\\nexit 0\\n' > ci/deps.sh\n"
     "echo 'int lib_one(void) { return 1; }' > impl/lib/one.c\n"
     "echo 'int lib_two(void) { return 2; }' > impl/cuda/two.cu\n"
-    "for p in impl/bin/prog bench/kernels bench/model_report bench/backend_compare; do\n"
+    "for p in impl/bin/prog bench/kernels bench/model_report bench/backend_compare bench/ckpt_diff; do\n"
     "  echo 'int lib_one(void); int main(void) { return lib_one() - 1; }' > $p.c\n"
     "done\n"
     "echo 'int verify_nothing;' > verify/none.c\n"
