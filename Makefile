@@ -222,9 +222,10 @@ build-all: $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify
 	@:
 
 # Tests find programs through GM_BIN (release or sanitizer build) and fixtures through GM_ROOT.
+REL_TEST_ENV = OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog
 verify: build
 	@echo "== tests (release build$(if $(NVCC), with CUDA,)) =="
-	$(Q)OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(BUILD)/verify/gm_verify --jobs $(JOBS)
+	$(Q)$(REL_TEST_ENV) $(BUILD)/verify/gm_verify --jobs $(JOBS)
 	@if [ -x $(BUILD)/verify/gm_verify64 ]; then echo "== tests (fp64 build) =="; \
 	  OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) $(BUILD)/verify/gm_verify64 --jobs $(JOBS); fi
 	@echo "== tests (AddressSanitizer + UBSan build, CPU code) =="
@@ -277,8 +278,7 @@ gpu-check: $(DEPS_STAMP)
 	@test -z "$(CUDA_RUNTIME_DIR)" || test -d "$(CUDA_RUNTIME_DIR)" || \
 	  { echo "gpu-check: error: CUDA_RUNTIME_DIR=$(CUDA_RUNTIME_DIR): no such folder"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) gpu-check-build
-	cd "$(GPU_WORKDIR)" && GM_REQUIRE_GPU=1 OMP_WAIT_POLICY=passive GM_ROOT=$(CURDIR) GM_BIN=$(CURDIR)/$(BUILD) \
-	  GM_TESTPROG=$(CURDIR)/$(BUILD)/verify/prog $(if $(CUDA_RUNTIME_DIR),LD_LIBRARY_PATH=$(CUDA_RUNTIME_DIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}) \
+	cd "$(GPU_WORKDIR)" && GM_REQUIRE_GPU=1 $(REL_TEST_ENV) $(if $(CUDA_RUNTIME_DIR),LD_LIBRARY_PATH=$(CUDA_RUNTIME_DIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}) \
 	  $(CURDIR)/$(BUILD)/verify/gm_verify --filter '$(GPU_TESTS)' --jobs 1
 
 .PHONY: gpu-check-build
