@@ -37,6 +37,38 @@ cc_env cc_begin(void) {
     return e;
 }
 
+// GM_GPU_TEST_MAX_WORK as a number; infinite when unset. A value that is not a positive number
+// fails the test (a typo must not silently run everything, or nothing).
+static double max_work(void) {
+    const char *s = getenv("GM_GPU_TEST_MAX_WORK");
+    if (!s || !*s) return INFINITY;
+    char *end;
+    double v = strtod(s, &end);
+    cr_assert(*end == 0 && v > 0 && isfinite(v), "GM_GPU_TEST_MAX_WORK='%s': not a positive number", s);
+    return v;
+}
+
+int cc_case_fits(const char *what, double work) {
+    const double cap = max_work();
+    if (work <= cap) return 1;
+    cr_log_info("left out: %s (work %.3g above GM_GPU_TEST_MAX_WORK=%.3g)", what, work, cap);
+    return 0;
+}
+
+size_t cc_capped(const char *what, size_t n, double work_per_element) {
+    const double cap = max_work();
+    if (n * work_per_element <= cap) return n;
+    size_t m = (size_t)(cap / work_per_element);
+    m = m ? m : 1;
+    cr_log_info("%s: %zu elements instead of %zu (GM_GPU_TEST_MAX_WORK=%.3g)", what, m, n, cap);
+    return m;
+}
+
+void cc_expect_some_ran(int ran) {
+    cr_expect(ran > 0, "every case of this test is above GM_GPU_TEST_MAX_WORK=%s: nothing was checked",
+              getenv("GM_GPU_TEST_MAX_WORK"));
+}
+
 gm_real *cc_randn(cc_env *e, size_t n, double scale) {
     gm_real *x = malloc(sizeof(gm_real) * (n ? n : 1));
     cr_assert(x);

@@ -34,6 +34,17 @@ typedef struct {
 
 // The backends and a seed; the test fails at once when the CUDA backend cannot be made.
 cc_env cc_begin(void);
+// GM_GPU_TEST_MAX_WORK=<n> (unset: no limit) sizes the suites for a runtime far slower than a GPU,
+// such as a functional simulator: a case whose work (its count of elements or multiply-adds, as
+// the test states it) is above n is left out, with an info line naming it; cc_case_fits says
+// whether to run it. A test whose cases are all left out fails (it would prove nothing), so every
+// list of cases keeps a small one.
+int cc_case_fits(const char *what, double work);
+// A test with one size whose point is not the size (repeatability): n elements, or fewer so that
+// n * work_per_element stays within GM_GPU_TEST_MAX_WORK (at least 1; an info line when reduced).
+size_t cc_capped(const char *what, size_t n, double work_per_element);
+// Fails the test when none of its cases ran (all above GM_GPU_TEST_MAX_WORK).
+void cc_expect_some_ran(int ran);
 // n normal draws times `scale` (malloc'd host memory; a fresh stream per call).
 gm_real *cc_randn(cc_env *e, size_t n, double scale);
 // n ids uniform in [0, V) (malloc'd).

@@ -92,8 +92,13 @@ Test(cuda_kernels, embedding_bitwise_equal) {
     cc_env e = cc_begin();
     // {N, V, C, hot}: hot > 0 draws half of the ids from the first `hot` rows (long runs).
     const int cases[][4] = {{1, 1, 1, 0}, {37, 5, 7, 0}, {1000, 50, 768, 3}, {4099, 50304, 64, 2}, {513, 1, 33, 0}};
+    int ran = 0;
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         int N = cases[s][0], V = cases[s][1], C = cases[s][2], hot = cases[s][3];
+        char what[128];
+        snprintf(what, sizeof what, "embedding N=%d V=%d C=%d", N, V, C);
+        if (!cc_case_fits(what, (double)(N + V) * C)) continue;
+        ran++;
         int32_t *ids = cc_randint(&e, (size_t)N, V), *pick = cc_randint(&e, (size_t)N, 2);
         if (hot)
             for (int i = 0; i < N; i++)
@@ -110,7 +115,6 @@ Test(cuda_kernels, embedding_bitwise_equal) {
         gm_real *gdtable = cc_to_gpu(&e, dtable, sizeof(gm_real) * V * C);
         e.gpu->embed_fwd(e.gpu, gout, gids, gtable, N, C);
         e.gpu->embed_bwd(e.gpu, gdtable, gids, gdout, N, V, C);
-        char what[128];
         snprintf(what, sizeof what, "embed_fwd N=%d V=%d C=%d", N, V, C);
         cc_expect_equal(&e, what, gout, out, (size_t)N * C);
         // Tokens in position order per row, from the prior value: the CPU's order exactly.
@@ -120,14 +124,20 @@ Test(cuda_kernels, embedding_bitwise_equal) {
         e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdtable);
         free(ids), free(pick), free(table), free(dout), free(dtable), free(out), free(dtable_cpu);
     }
+    cc_expect_some_ran(ran);
 }
 
 Test(cuda_kernels, matmul_bf16_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const int shapes[][3] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 97}, {129, 64, 200}, {300, 768, 1000}};
+    int ran = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        char what[160];
+        snprintf(what, sizeof what, "matmul %dx%dx%d", N, C, OC);
+        if (!cc_case_fits(what, (double)N * C * OC)) continue;
+        ran++;
         size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
         gm_real *inp = cc_randn(&e, nx, 1.0), *W = cc_randn(&e, nw, 1.0), *dout = cc_randn(&e, no, 1.0);
         gm_real *dinp0 = cc_randn(&e, nx, 1.0), *dW0 = cc_randn(&e, nw, 1.0);
@@ -139,7 +149,6 @@ Test(cuda_kernels, matmul_bf16_fwd_bwd) {
         gm_real *ginp = cc_to_gpu(&e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(&e, W, sizeof(gm_real) * nw);
         gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(&e, no);
         e.gpu->matmul_fwd(e.gpu, gout, ginp, gW, N, C, OC);
-        char what[160];
         snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs fp32 CPU", N, C, OC);
         cc_expect_close(&e, what, gout, out, no, CC_TOL_BF16);
         snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs CPU on the same bf16 operands", N, C, OC);
@@ -169,15 +178,21 @@ Test(cuda_kernels, matmul_bf16_fwd_bwd) {
         free(inp), free(W), free(dout), free(dinp0), free(dW0), free(inp_r), free(W_r), free(dout_r);
         free(out), free(out_r);
     }
+    cc_expect_some_ran(ran);
 }
 
 Test(cuda_kernels, rmsnorm_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const int shapes[][2] = {{1, 1}, {5, 7}, {33, 64}, {100, 768}, {7, 1000}, {3, 4097}};
+    int ran = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int N = shapes[s][0], C = shapes[s][1];
         size_t n = (size_t)N * C;
+        char what[96];
+        snprintf(what, sizeof what, "rmsnorm N=%d C=%d", N, C);
+        if (!cc_case_fits(what, (double)n)) continue;
+        ran++;
         const double eps = 1e-6;
         gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * N), *dx = dup(dx0, n);
@@ -188,7 +203,6 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
         gm_real *gout = cc_poisoned(&e, n), *grstd = cc_poisoned(&e, (size_t)N);
         e.gpu->rmsnorm_fwd(e.gpu, gout, grstd, gx, N, C, eps);
         e.gpu->rmsnorm_bwd(e.gpu, gdx, gdy, gx, grstd, N, C);
-        char what[96];
         snprintf(what, sizeof what, "rmsnorm_fwd out N=%d C=%d", N, C);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rmsnorm_fwd rstd N=%d C=%d", N, C);
@@ -203,15 +217,21 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
         e.gpu->free(e.gpu, gout), e.gpu->free(e.gpu, grstd);
         free(x), free(dy), free(dx0), free(out), free(rstd), free(dx);
     }
+    cc_expect_some_ran(ran);
 }
 
 Test(cuda_kernels, rotary_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const int shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
+    int ran = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int B = shapes[s][0], T = shapes[s][1], NH = shapes[s][2], HD = shapes[s][3], h2 = HD / 2;
         size_t n = (size_t)B * T * NH * HD, nt = (size_t)T * h2;
+        char what[96];
+        snprintf(what, sizeof what, "rotary %dx%dx%dx%d", B, T, NH, HD);
+        if (!cc_case_fits(what, (double)n)) continue;
+        ran++;
         gm_real *freq = cc_randn(&e, (size_t)h2, 1.0);
         gm_real *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
         for (int t = 0; t < T; t++)
@@ -226,7 +246,6 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
         e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD);
         e.gpu->rotary_bwd(e.gpu, gdx, gdy, gc, gs, B, T, NH, HD);
-        char what[96];
         snprintf(what, sizeof what, "rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rotary_bwd %dx%dx%dx%d", B, T, NH, HD);
@@ -238,16 +257,22 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         e.gpu->free(e.gpu, gdx), e.gpu->free(e.gpu, gout);
         free(freq), free(cos_t), free(sin_t), free(x), free(dy), free(dx0), free(out), free(dx);
     }
+    cc_expect_some_ran(ran);
 }
 
 Test(cuda_kernels, activations_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const size_t sizes[] = {1, 1000, (1u << 20) + 3};
+    int ran = 0;
     for (int a = 0; a < 2; a++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             gm_act act = a ? GM_ACT_RELU2 : GM_ACT_GELU;
             size_t n = sizes[s];
+            char what[96];
+            snprintf(what, sizeof what, "act %s n=%zu", a ? "relu2" : "gelu", n);
+            if (!cc_case_fits(what, (double)n)) continue;
+            ran++;
             gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
             for (size_t i = 0; i < n; i += 17) x[i] = 0;  // the kink of ReLU^2
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
@@ -257,7 +282,6 @@ Test(cuda_kernels, activations_fwd_bwd) {
             gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
             e.gpu->act_fwd(e.gpu, act, gout, gx, n);
             e.gpu->act_bwd(e.gpu, act, gdx, gdy, gx, n);
-            char what[96];
             snprintf(what, sizeof what, "act_fwd %s n=%zu", a ? "relu2" : "gelu", n);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "act_bwd %s n=%zu", a ? "relu2" : "gelu", n);
@@ -265,6 +289,7 @@ Test(cuda_kernels, activations_fwd_bwd) {
             e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy), e.gpu->free(e.gpu, gdx), e.gpu->free(e.gpu, gout);
             free(x), free(dy), free(dx0), free(out), free(dx);
         }
+    cc_expect_some_ran(ran);
 }
 
 // Every combination of learnable a, learnable b and a present y; plus the aliasing a residual
@@ -273,10 +298,15 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const size_t sizes[] = {1, 4097, (1u << 20) + 17};
+    int ran = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int combo = 0; combo < 8; combo++) {
             int has_pa = combo & 1, has_pb = combo & 2, has_y = combo & 4;
             size_t n = sizes[s];
+            char what[128];
+            snprintf(what, sizeof what, "lincomb n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
+            if (!cc_case_fits(what, (double)n)) continue;
+            ran++;
             const double ca = 0.7, cb = -1.3;
             gm_real *x = cc_randn(&e, n, 1.0), *y = cc_randn(&e, n, 1.0), *dout = cc_randn(&e, n, 1.0);
             gm_real *dx0 = cc_randn(&e, n, 1.0), *dy0 = cc_randn(&e, n, 1.0), *sc = cc_randn(&e, 4, 1.0);
@@ -295,7 +325,6 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n);
             e.gpu->lincomb_bwd(e.gpu, gdx, has_y ? gdy : NULL, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, gdout,
                                ca, gpa, gx, cb, gpb, gyy, n);
-            char what[128];
             snprintf(what, sizeof what, "lincomb_fwd n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "lincomb_bwd dx n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
@@ -318,6 +347,7 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             free(x), free(y), free(dout), free(dx0), free(dy0), free(sc), free(out), free(dx), free(dy), free(dsc);
             free(alias);
         }
+    cc_expect_some_ran(ran);
 }
 
 // Softcap + cross-entropy: losses only, losses with a separate dlogits, and dlogits over logits.
@@ -329,10 +359,15 @@ Test(cuda_kernels, softcap_xent) {
         double cap;
     } cases[] = {{1, 1, 0}, {3, 7, 0}, {5, 7, 15}, {64, 1000, 0}, {64, 1000, 15}, {4, 50304, 15}, {2, 50304, 0},
                  {3, 513, 30}};
+    int ran = 0;
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         int N = cases[s].N, V = cases[s].V;
         double cap = cases[s].cap, scale = 1.0 / N;
         size_t nl = (size_t)N * V;
+        char what[128];
+        snprintf(what, sizeof what, "xent N=%d V=%d cap=%g", N, V, cap);
+        if (!cc_case_fits(what, (double)nl)) continue;
+        ran++;
         gm_real *logits = cc_randn(&e, nl, 4.0), *losses = malloc(sizeof(gm_real) * N);
         gm_real *dl = malloc(sizeof(gm_real) * nl);
         int32_t *tg = cc_randint(&e, (size_t)N, V);
@@ -340,7 +375,6 @@ Test(cuda_kernels, softcap_xent) {
         gm_real *glog = cc_to_gpu(&e, logits, sizeof(gm_real) * nl);
         int32_t *gtg = cc_to_gpu(&e, tg, sizeof(int32_t) * N);
         gm_real *gloss = cc_poisoned(&e, (size_t)N), *gdl = cc_poisoned(&e, nl);
-        char what[128];
         e.gpu->xent_fwd_bwd(e.gpu, gloss, NULL, glog, gtg, N, V, cap, scale);
         snprintf(what, sizeof what, "xent losses only N=%d V=%d cap=%g", N, V, cap);
         cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
@@ -359,6 +393,7 @@ Test(cuda_kernels, softcap_xent) {
         e.gpu->free(e.gpu, glog), e.gpu->free(e.gpu, gtg), e.gpu->free(e.gpu, gloss), e.gpu->free(e.gpu, gdl);
         free(logits), free(losses), free(dl), free(tg);
     }
+    cc_expect_some_ran(ran);
 }
 
 // The backward kernels that reduce (embedding scatter, lincomb scalars) give the same bits when
@@ -366,8 +401,9 @@ Test(cuda_kernels, softcap_xent) {
 Test(cuda_kernels, reductions_repeat_bitwise) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    const int N = 20000, V = 300, C = 96;
-    const size_t n = (size_t)3 << 20;
+    const int V = 300, C = 96;
+    const int N = (int)cc_capped("embed_bwd ids", 20000, C);
+    const size_t n = cc_capped("lincomb_bwd", (size_t)3 << 20, 1);
     int32_t *ids = cc_randint(&e, (size_t)N, V);
     for (int i = 0; i < N; i += 2) ids[i] = 7;  // one very long run
     gm_real *dout = cc_randn(&e, (size_t)N * C, 1.0), *u = cc_randn(&e, n, 1.0), *w = cc_randn(&e, n, 1.0);

@@ -56,9 +56,14 @@ Test(cuda_optim, adam_update_matches_cpu) {
     cc_env e = cc_begin();
     const size_t sizes[] = {1, 1000, (1u << 20) + 3};
     const int steps = 3;
+    int ran = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int mode = 0; mode < 3; mode++) {  // Adam; AdamW; AdamW with normalize_grad
             const size_t n = sizes[s];
+            char what[96];
+            snprintf(what, sizeof what, "adam_update mode %d n=%zu", mode, n);
+            if (!cc_case_fits(what, (double)n * steps)) continue;
+            ran++;
             const double wd = mode ? 0.1 : 0.0;
             const int normalize = mode == 2;
             gm_real *p = cc_randn(&e, n, 1.0), *m = calloc(n, sizeof(gm_real)), *v = calloc(n, sizeof(gm_real));
@@ -76,7 +81,6 @@ Test(cuda_optim, adam_update_matches_cpu) {
                 free(g);
             }
             cr_assert_eq(e.cpu->sync(e.cpu), 0, "%s", gm_error());
-            char what[96];
             const char *names[] = {"p", "m", "v"};
             const gm_real *dev[] = {gp, gm, gv}, *ref[] = {p, m, v};
             for (int k = 0; k < 3; k++) {
@@ -89,15 +93,21 @@ Test(cuda_optim, adam_update_matches_cpu) {
             e.gpu->free(e.gpu, gp), e.gpu->free(e.gpu, gm), e.gpu->free(e.gpu, gv), e.gpu->free(e.gpu, gg);
             free(p), free(m), free(v);
         }
+    cc_expect_some_ran(ran);
 }
 
 Test(cuda_optim, momentum_bitwise_equal) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
     const size_t sizes[] = {1, 4097, (1u << 20) + 5};
+    int ran = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int mode = 0; mode < 6; mode++) {  // {EMA, plain} x {u = buf, Nesterov, u not wanted}
             const size_t n = sizes[s];
+            char what[96];
+            snprintf(what, sizeof what, "momentum mode %d n=%zu", mode, n);
+            if (!cc_case_fits(what, 3.0 * n)) continue;
+            ran++;
             const double mu = 0.95, gmul = mode & 1 ? 1.0 : 1.0 - mu;
             const int want_u = mode < 4, nesterov = mode >= 2 && mode < 4;
             gm_real *buf = cc_randn(&e, n, 1.0), *u = malloc(sizeof(gm_real) * n);
@@ -112,7 +122,6 @@ Test(cuda_optim, momentum_bitwise_equal) {
                 e.gpu->momentum(e.gpu, gbuf, want_u ? gu : NULL, gg, n, mu, gmul, nesterov);
                 free(g);
             }
-            char what[96];
             snprintf(what, sizeof what, "momentum mode %d n=%zu: buf", mode, n);
             cc_expect_equal(&e, what, gbuf, buf, n);
             if (want_u) {
@@ -122,6 +131,7 @@ Test(cuda_optim, momentum_bitwise_equal) {
             e.gpu->free(e.gpu, gbuf), e.gpu->free(e.gpu, gu), e.gpu->free(e.gpu, gg);
             free(buf), free(u);
         }
+    cc_expect_some_ran(ran);
 }
 
 // ---- orthogonalize ----
@@ -198,6 +208,18 @@ static double max_abs_diff(const gm_real *a, const gm_real *b, size_t n) {
     return worst;
 }
 
+// The multiply-adds of one orthogonalize call, for GM_GPU_TEST_MAX_WORK: per item of k = min(m, n),
+// NS's three products per step (X X^T, A A, B X: about 2 k^2 max + k^3), the SVD's Jacobi sweeps
+// as ten such products.
+static double ortho_work(const ortho_shape *sh, int count, int steps) {
+    double w = 0;
+    for (int i = 0; i < count; i++) {
+        const double k = sh[i].rows < sh[i].cols ? sh[i].rows : sh[i].cols, mx = (double)sh[i].rows * sh[i].cols / k;
+        w += (2 * k * k * mx + k * k * k) * (steps ? steps : 10);
+    }
+    return w;
+}
+
 static gm_ortho ns_cfg(const gm_ns_coeffs *set, int steps, int bf16, gm_ns_norm_src src) {
     return (gm_ortho){.method = GM_ORTHO_NS, .coeffs = set, .steps = steps, .bf16 = bf16, .norm_src = src};
 }
@@ -214,9 +236,14 @@ Test(cuda_optim, newton_schulz_fp32_batched_matches_cpu) {
     cc_env e = cc_begin();
     gm_real *G[NMIXED], *cpu[NMIXED], *gpu[NMIXED];
     for (int i = 0; i < NMIXED; i++) G[i] = cc_randn(&e, (size_t)mixed[i].rows * mixed[i].cols, 1.0);
+    int ran = 0;
     for (int si = 0; si < gm_ns_coeffs_count(); si++) {
         const gm_ns_coeffs *set = gm_ns_coeffs_at(si);
         const int steps = 5;
+        char what[96];
+        snprintf(what, sizeof what, "newton-schulz fp32 %s, %d items", set->name, NMIXED);
+        if (!cc_case_fits(what, ortho_work(mixed, NMIXED, steps))) continue;
+        ran++;
         gm_ortho cfg = ns_cfg(set, steps, 0, GM_NS_NORM_OF_X);
         run_both(&e, &cfg, NMIXED, mixed, G, cpu, gpu);
         for (int i = 0; i < NMIXED; i++) {
@@ -231,6 +258,7 @@ Test(cuda_optim, newton_schulz_fp32_batched_matches_cpu) {
         }
     }
     for (int i = 0; i < NMIXED; i++) free(G[i]);
+    cc_expect_some_ran(ran);
 }
 
 // bf16 NS at the shapes Muon sees (attention blocks batched as q, k, v, o; the MLP matrices both
@@ -244,6 +272,7 @@ Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
         const ortho_shape *sh;
         int count;
     } sets[] = {{mixed, NMIXED}, {full, (int)(sizeof full / sizeof full[0])}};
+    int ran = 0;
     for (size_t w = 0; w < sizeof sets / sizeof sets[0]; w++) {
         const int count = sets[w].count;
         const ortho_shape *sh = sets[w].sh;
@@ -256,6 +285,11 @@ Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
             for (int steps = 1; steps <= 10; steps += steps == 1 ? 4 : 5) {
                 if (w == 1 && steps != 5) continue;  // the full shapes: the records' 5 steps only
                 const gm_ns_coeffs *set = gm_ns_coeffs_at(si);
+                char what[128];
+                snprintf(what, sizeof what, "newton-schulz bf16 and fp32 %s K=%d, %s shapes", set->name, steps,
+                         w ? "the model's" : "mixed");
+                if (!cc_case_fits(what, 2 * ortho_work(sh, count, steps))) continue;
+                ran++;
                 const gm_ns_norm_src src = si % 2 ? GM_NS_NORM_OF_G : GM_NS_NORM_OF_X;
                 gm_ortho cfg = ns_cfg(set, steps, 1, src);
                 run_both(&e, &cfg, count, sh, G, cpu, gpu);
@@ -294,6 +328,7 @@ Test(cuda_optim, newton_schulz_bf16_within_1_plus_3K_u_of_cpu_emulation) {
         for (int i = 0; i < count; i++) free(G[i]);
         free(G), free(cpu), free(gpu), free(c32), free(g32);
     }
+    cc_expect_some_ran(ran);
 }
 
 // ||I - Q Q^T||_1 / (k eps32) for wide Q (k, n), or ||I - Q^T Q||_1 / (k eps32) for tall Q (n, k).
@@ -317,10 +352,18 @@ static double orth_ratio(const gm_real *Q, int rows, int cols) {
 Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    static const ortho_shape sh[] = {{96, 96, 1.0}, {64, 150, 1.0}, {150, 64, 2.0},  {37, 91, 1.0},   {91, 37, 1.0},
-                                     {1, 40, 1.0},  {40, 1, 1.0},   {768, 768, 1.0}, {768, 3072, 1.0}};
-    const int count = (int)(sizeof sh / sizeof sh[0]);
-    gm_real *G[sizeof sh / sizeof sh[0]], *cpu[sizeof sh / sizeof sh[0]], *gpu[sizeof sh / sizeof sh[0]];
+    static const ortho_shape all[] = {{96, 96, 1.0}, {64, 150, 1.0}, {150, 64, 2.0},  {37, 91, 1.0},   {91, 37, 1.0},
+                                      {1, 40, 1.0},  {40, 1, 1.0},   {768, 768, 1.0}, {768, 3072, 1.0}};
+    enum { NALL = sizeof all / sizeof all[0] };
+    ortho_shape sh[NALL];
+    int count = 0;
+    for (int i = 0; i < NALL; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "svd %dx%d", all[i].rows, all[i].cols);
+        if (cc_case_fits(what, ortho_work(&all[i], 1, 0))) sh[count++] = all[i];
+    }
+    cc_expect_some_ran(count);
+    gm_real *G[NALL], *cpu[NALL], *gpu[NALL];
     for (int i = 0; i < count; i++) G[i] = cc_randn(&e, (size_t)sh[i].rows * sh[i].cols, 1.0);
     gm_ortho cfg = {.method = GM_ORTHO_SVD};
     run_both(&e, &cfg, count, sh, G, cpu, gpu);
@@ -436,7 +479,7 @@ Test(cuda_optim, repeat_bitwise) {
     }
     for (int i = 0; i < NMIXED; i++) free(G[i]);
 
-    const size_t n = (size_t)3 << 20;
+    const size_t n = cc_capped("normalized adam", (size_t)3 << 20, 1);
     gm_real *g = cc_randn(&e, n, 1.0), *p0 = cc_randn(&e, n, 1.0), *res[2];
     gm_real *gg = cc_to_gpu(&e, g, sizeof(gm_real) * n);
     const gm_adam_args a = adam_args(1, 1e-3, 0.1, 1);
