@@ -100,7 +100,8 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
     const gm_backend *be = m->be;
     const int W = m->world;
     if ((comm ? comm->world : 1) != W) return gm_fail("muon: stepped with a world of %d, made for %d", comm->world, W);
-    const double mu = gm_momentum_at(m->hp.momentum_from, m->hp.momentum, m->hp.momentum_warmup, s);
+    const double mu = gm_momentum_at(m->hp.momentum_from, m->hp.momentum, m->hp.momentum_warmup, m->hp.momentum_cooldown,
+                                     m->hp.steps, s);
     const double gmul = m->hp.form == GM_MOMENTUM_EMA ? 1.0 - mu : 1.0;
     // Every rank keeps every momentum buffer current (elementwise, cheap), so any rank's checkpoint
     // holds the whole optimizer state; this rank's matrices also get their update u.

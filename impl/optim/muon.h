@@ -30,8 +30,10 @@ typedef enum { GM_MUON_SCALE_NONE, GM_MUON_SCALE_SQRT_MAX, GM_MUON_SCALE_ASPECT 
 
 typedef struct {
     double lr, momentum;
-    double momentum_from;  // warmup start (used when momentum_warmup > 0)
-    int momentum_warmup;   // steps
+    double momentum_from;   // warmup start and cooldown end (used when momentum_warmup/cooldown > 0)
+    int momentum_warmup;    // steps
+    int momentum_cooldown;  // the last steps of the run's `steps` (optim/schedule.h)
+    int steps;
     int nesterov;
     gm_momentum_form form;
     gm_muon_scale scale;

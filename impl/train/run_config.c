@@ -40,6 +40,7 @@ static const gm_field FIELDS[] = {
     R_DOUBLE("warmup_frac", warmup_frac, 0, 1, "lr warmup, as a fraction of the steps"),
     R_DOUBLE("warmdown_frac", warmdown_frac, 0, 1, "lr warmdown, as a fraction of the steps"),
     R_DOUBLE("cooldown_frac", lr.cooldown_frac, 0, 1, "fraction of steps in the cooldown"),
+    R_DOUBLE("lr_floor", lr.floor, 0, 1, "lr multiplier the cooldown ends at (record #43, 2025-11-10_CautiousWD: 0.1)"),
     R_DOUBLE("lr_embed", lr_embed, 0, 1e3, "base lr of the embedding tables"),
     R_DOUBLE("lr_head", lr_head, 0, 1e3, "base lr of the head (the tied table)"),
     R_DOUBLE("lr_scalar", lr_scalar, 0, 1e3, "base lr of scalars (lambdas, skip weights)"),
@@ -53,6 +54,9 @@ static const gm_field FIELDS[] = {
     R_DOUBLE("muon_momentum", muon.momentum, 0, 1, "Muon momentum (after warmup)"),
     R_DOUBLE("muon_momentum_from", muon.momentum_from, 0, 1, "Muon momentum at step 0 of the warmup"),
     R_DOUBLE("muon_momentum_warmup_frac", momentum_warmup_frac, 0, 1, "Muon momentum warmup, as a fraction of the steps"),
+    R_DOUBLE("muon_momentum_cooldown_frac", momentum_cooldown_frac, 0, 1,
+             "the last fraction of the steps, over which the Muon momentum falls back to muon_momentum_from (record #43: "
+             "its last 50 steps)"),
     R_INT("muon_nesterov", muon.nesterov, 0, 1, "Nesterov momentum"),
     R_ENUM("muon_momentum_form", muon.form, MOM_NAMES, "buf = mu buf + g (sum) or lerp (ema)"),
     R_ENUM("muon_scale", muon.scale, SCALE_NAMES, "update scale rule"),
@@ -230,8 +234,10 @@ static const struct {
     {"warmup_frac", lr_warmup_warmdown, "--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone"},
     {"warmdown_frac", lr_warmup_warmdown, "--lr_schedule=cooldown-frac sets the lr from --cooldown_frac alone"},
     {"cooldown_frac", lr_cooldown_frac, "--lr_schedule=warmup-warmdown sets the lr from --warmup_frac and --warmdown_frac"},
+    {"lr_floor", lr_cooldown_frac, "--lr_schedule=warmup-warmdown has no cooldown"},
     {"muon_momentum_from", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
     {"muon_momentum_warmup_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
+    {"muon_momentum_cooldown_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum"},
     {"window_end_tokens", has_window, "--window_start_tokens=0: no sliding window"},
     {"gram_restarts", uses_gram_ns, "the matrices are not orthogonalized by --ortho=gram-ns"},
 };
@@ -269,6 +275,8 @@ int gm_run_config_finish(gm_run_config *rc) {
     rc->lr.warmdown = (int)lround(rc->warmdown_frac * rc->steps);
     if (rc->lr.warmup + rc->lr.warmdown > rc->steps) rc->lr.warmdown = rc->steps - rc->lr.warmup;
     rc->muon.momentum_warmup = (int)lround(rc->momentum_warmup_frac * rc->steps);
+    rc->muon.momentum_cooldown = (int)lround(rc->momentum_cooldown_frac * rc->steps);
+    rc->muon.steps = rc->steps;
     rc->muon.lr = rc->lr_matrix;
     rc->muon.ortho.coeffs = gm_ns_coeffs_find(rc->ns_coeffs);
     if (!rc->muon.ortho.coeffs) return gm_fail("--ns_coeffs: %s", gm_error());
@@ -279,6 +287,9 @@ int gm_run_config_finish(gm_run_config *rc) {
     if (rc->lr.kind == GM_LR_WARMUP_WARMDOWN && rc->warmup_frac + rc->warmdown_frac > 1 + 1e-12)
         return gm_fail("--warmup_frac/--warmdown_frac: %s + %s exceed 1", gm_fmt_double(rc->warmup_frac, up),
                        gm_fmt_double(rc->warmdown_frac, down));
+    if (rc->momentum_warmup_frac + rc->momentum_cooldown_frac > 1 + 1e-12)
+        return gm_fail("--muon_momentum_warmup_frac/--muon_momentum_cooldown_frac: %s + %s exceed 1",
+                       gm_fmt_double(rc->momentum_warmup_frac, up), gm_fmt_double(rc->momentum_cooldown_frac, down));
     if (gm_config_check(&rc->model)) return -1;
     return refuse_unused_flags(rc);
 }

@@ -33,7 +33,7 @@ typedef struct {
     gm_lr_schedule lr;  // lr.steps, lr.warmup, lr.warmdown follow `steps` and the fractions below
     // Schedule lengths as fractions of `steps` (the records' step counts divided by their N), so
     // a run of any length keeps the recipe's shape.
-    double warmup_frac, warmdown_frac, momentum_warmup_frac;
+    double warmup_frac, warmdown_frac, momentum_warmup_frac, momentum_cooldown_frac;
     // Base learning rates per parameter group; the schedule multiplies them all.
     double lr_embed, lr_head, lr_scalar, lr_matrix;
     gm_matrix_opt matrix_opt;  // the adamw preset trains matrices with AdamW too
