@@ -6,7 +6,8 @@
 //   params.bin  the fp32 parameter buffer (test-mode init: every tensor non-zero)
 //   tokens.bin  batch*seq_len + 1 int32 token ids (inputs = [0, N), targets = [1, N])
 // and DIR/rotary_bf16.txt lists "head_dim base" of every preset and scale whose rotary
-// frequencies are rounded to bf16 (refdata/gen/rotary_ref.py computes them with torch).
+// frequencies are rounded to bf16 (refdata/gen/rotary_ref.py computes them with torch, and
+// rotary_eager_ref.py the tables eager torch builds from them).
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -11,7 +11,10 @@
 
 static const char *const ACT_NAMES[] = {"gelu", "relu2", NULL};
 static const char *const VE_NAMES[] = {"none", "unet", "ends", NULL};
-_Static_assert(sizeof(gm_act) == sizeof(int) && sizeof(gm_ve_pattern) == sizeof(int), "enum fields are stored as int");
+static const char *const ROTARY_POS_NAMES[] = {"exact", "eager-bf16", NULL};
+_Static_assert(sizeof(gm_act) == sizeof(int) && sizeof(gm_ve_pattern) == sizeof(int) &&
+                   sizeof(gm_rotary_positions) == sizeof(int),
+               "enum fields are stored as int");
 
 #define C_INT(key, m, lo, hi, help) GM_FIELD_INT(key, gm_config, m, lo, hi, help)
 #define C_DOUBLE(key, m, lo, hi, help) GM_FIELD_DOUBLE(key, gm_config, m, lo, hi, help)
@@ -35,6 +38,9 @@ const gm_field gm_config_fields[] = {
     C_DOUBLE("rotary_base", rotary_base, 1, 1e9, "rotary base"),
     C_INT("rotary_half_truncated", rotary_half_truncated, 0, 1, "record #18's half-truncated rotary"),
     C_INT("rotary_bf16", rotary_bf16, 0, 1, "record #16's rotary frequencies rounded to bf16 (0: exact)"),
+    C_ENUM("rotary_positions", rotary_positions, ROTARY_POS_NAMES,
+           "rotary positions t and angles t*w: exact, or eager-bf16 = both rounded to bf16 (257 -> 256) as eager "
+           "PyTorch's outer(arange(T), bf16 inv_freq) does in record #16 (2024-12-10_MFUTweaks); needs rotary_bf16=1"),
     C_INT("branch_scale_depth", branch_scale_depth, 0, 1, "attention branch x 1/sqrt(2 n_layer)"),
     C_ENUM("mlp_act", mlp_act, ACT_NAMES, "MLP activation"),
     C_DOUBLE("softcap", softcap, 0, 1e6, "logit softcap (0: none)"),
@@ -78,6 +84,11 @@ int gm_config_check(const gm_config *c) {
         return gm_fail("config: head_dim %d must be a multiple of 4, >= 8, for the half-truncated rotary", c->head_dim);
     if (c->rotary_bf16 && c->rotary_half_truncated)
         return gm_fail("config: rotary_bf16 rounds the base^(-2i/HD) table, not the half-truncated rotary");
+    // The eager rounding comes from the bf16 inv_freq buffer: with fp32 frequencies torch promotes
+    // the positions to fp32, exact below 2^24.
+    if (c->rotary_positions == GM_ROTARY_EAGER_BF16 && !c->rotary_bf16)
+        return gm_fail("config: rotary_positions=eager-bf16 rounds positions by the bf16 frequencies of rotary_bf16=1 (record #16); "
+                       "this configuration has rotary_bf16=0");
     if (c->vocab < 2 || c->vocab_padded < c->vocab)
         return gm_fail("config: vocab %d / padded %d", c->vocab, c->vocab_padded);
     if (c->eot < 0 || c->eot >= c->vocab) return gm_fail("config: eot %d outside the vocabulary", c->eot);

@@ -15,6 +15,12 @@ enum { GM_MAX_LAYERS = 32, GM_MAX_VALUE_EMBEDS = 8, GM_MAX_HEAD_DIM = 1024, GM_C
 // ENDS: tables 0..n-1 on the first n layers and again on the last n (012 ... 012).
 typedef enum { GM_VE_NONE = 0, GM_VE_UNET, GM_VE_ENDS } gm_ve_pattern;
 
+// Positions t and angles t * w of the rotary tables (refdata/records/PRESETS.md §2.4):
+// EXACT: t and t * w exact (in double); EAGER_BF16: as eager PyTorch computes record #16's
+// torch.outer(torch.arange(T), inv_freq) with its bf16 inv_freq: the int64 positions promoted to
+// bf16 (257 -> 256) and the product rounded to bf16 (both nearest, ties to even).
+typedef enum { GM_ROTARY_EXACT = 0, GM_ROTARY_EAGER_BF16 } gm_rotary_positions;
+
 typedef struct {
     char name[32];     // preset
     char scale[8];     // "full", "small", "tiny" or "test"
@@ -32,6 +38,7 @@ typedef struct {
     double rotary_base;         // 1e4; 1024 for the half-truncated rotary of #18
     int rotary_half_truncated;  // #18: HD/4 frequencies base^(-i/(HD/4-1)), the other HD/4 pairs fixed
     int rotary_bf16;            // #16: frequencies as fp32, rounded to bf16 (its inv_freq buffer under .bfloat16())
+    gm_rotary_positions rotary_positions;  // #16 eager: positions and angles rounded to bf16 (needs rotary_bf16)
     int branch_scale_depth;     // attention branch scaled by 1/sqrt(2 n_layer) (#2-#4)
     gm_act mlp_act;
     double softcap;      // logits cap*tanh(z/cap); 0: none

@@ -19,11 +19,20 @@ void gm_rotary_freqs(const gm_config *c, double *w) {
     }
 }
 
+double gm_rotary_angle(const gm_config *c, int t, double w) {
+    if (c->rotary_positions == GM_ROTARY_EXACT) return t * w;
+    // t < 2^24 and w a bf16 value: (float)t is exact, and so is the fp32 product of the two
+    // 8-bit significands, which gm_round_bf16 then rounds once.
+    return gm_round_bf16(gm_round_bf16((float)t) * (float)w);
+}
+
 void gm_rotary_tables(const gm_config *c, int T, gm_real *cos_t, gm_real *sin_t) {
     size_t half = (size_t)c->head_dim / 2;
     double w[GM_MAX_HEAD_DIM / 2];
     gm_rotary_freqs(c, w);
     for (int t = 0; t < T; t++)
-        for (size_t i = 0; i < half; i++)
-            cos_t[t * half + i] = (gm_real)cos(t * w[i]), sin_t[t * half + i] = (gm_real)sin(t * w[i]);
+        for (size_t i = 0; i < half; i++) {
+            double theta = gm_rotary_angle(c, t, w[i]);
+            cos_t[t * half + i] = (gm_real)cos(theta), sin_t[t * half + i] = (gm_real)sin(theta);
+        }
 }

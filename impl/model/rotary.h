@@ -13,7 +13,14 @@
 //   does it (fp32 operands, fp32 pow), then rounded to bf16 (nearest, ties to even) by the
 //   whole-model .bfloat16() cast.
 void gm_rotary_freqs(const gm_config *cfg, double *w);
-// cos_t, sin_t (T, HD/2) host arrays: cos and sin of t * w_i, the angle in double.
+// The angle of frequency w (one of gm_rotary_freqs) at position t >= 0:
+//   rotary_positions exact: t * w in double;
+//   eager-bf16 (needs rotary_bf16, so w is a bf16 value): bf16(bf16(t) * w), as eager torch.outer
+//   of an int64 arange and a bf16 vector computes it: the positions promoted to bf16, the product
+//   (exact in fp32: 8 x 8 significant bits) rounded once to bf16, both nearest with ties to even.
+double gm_rotary_angle(const gm_config *cfg, int t, double w);
+// cos_t, sin_t (T, HD/2) host arrays: cos and sin, in double, of gm_rotary_angle(cfg, t, w_i),
+// stored in the model's precision.
 void gm_rotary_tables(const gm_config *cfg, int T, gm_real *cos_t, gm_real *sin_t);
 
 #endif

@@ -25,4 +25,5 @@ for dir in "$tmp"/in/*/; do
 done
 mkdir -p refdata/rotary
 "$py" refdata/gen/rotary_ref.py "$tmp/in/rotary_bf16.txt" refdata/rotary/bf16_inv_freq.txt
-echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)) and refdata/rotary/, $("$py" -c 'import torch; print("torch", torch.__version__)')"
+"$py" refdata/gen/rotary_eager_ref.py "$tmp/in/rotary_bf16.txt" refdata/rotary/eager_tables.txt
+echo "make_refdata: wrote refdata/model/ ($(du -sh refdata/model | cut -f1)) and refdata/rotary/ (bf16_inv_freq.txt, eager_tables.txt), $("$py" -c 'import torch; print("torch", torch.__version__)')"

@@ -111,6 +111,8 @@ def main():
                 return L - 1 - l if meta["ve_pattern"] == "unet" else l - (L - n_ve)
             return None
 
+        # the presets' exact positions; eager-bf16's tables are checked by rotary_eager_ref.py's
+        assert meta["rotary_positions"] == "exact", "ref_model.py implements rotary_positions = exact only"
         cos, sin = rotary_tables(T, HD, Fl("rotary_base"), I("rotary_half_truncated") == 1, I("rotary_bf16") == 1)
         mask = allowed_mask(ids, I("eot"), I("attn_block"), window) if I("doc_mask") else allowed_mask(ids, -1, 1, 0)
         branch = 1.0 / math.sqrt(2 * L) if I("branch_scale_depth") else 1.0
