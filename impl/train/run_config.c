@@ -58,7 +58,10 @@ static const gm_field FIELDS[] = {
     R_ENUM("muon_scale", muon.scale, SCALE_NAMES, "update scale rule"),
     R_INT("muon_split_qkv", muon.split_qkv, 0, 1, "orthogonalize a fused QKV weight per block"),
     R_ENUM("ortho", muon.ortho.method, ORTHO_NAMES, "orthogonalizer"),
-    R_STR("ns_coeffs", ns_coeffs, "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express)"),
+    R_STR("ns_coeffs", ns_coeffs,
+          "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express); polar-express is Polar Express as record "
+          "2025-09-29_PolarExpress runs it: five per-iteration triples on X / (1.02 ||X||_F + 1e-6), X = bf16(G) with "
+          "--ns_bf16=1 --ns_norm=of-x, transposed when tall"),
     R_INT("ns_steps", muon.ortho.steps, 1, 100, "Newton-Schulz iterations"),
     R_STR("gram_restarts", gram_restarts, "gram-ns: restart after these iterations, e.g. 2 or 2,4 (none: never)"),
     R_INT("ns_bf16", muon.ortho.bf16, 0, 1, "emulate bf16 matmuls inside Newton-Schulz"),

@@ -1,7 +1,8 @@
 // NorMuon's per-line second-moment normalization (backend.h; record #43, modded-nanogpt
 // records/track_1_short/2025-11-10_CautiousWD): the per-line statements of cpu/normuon.c, one
 // thread per line (adjacent threads take adjacent columns, so the by-column case reads coalesced),
-// with explicitly rounded fp32 operations (no FMA contraction). The two Frobenius norms add the
+// with explicitly rounded fp32 and fp64 operations (no FMA contraction), so each line's sums, its
+// second moment and its scaled values are the CPU's bit for bit. The two Frobenius norms add the
 // lines' fp64 sums with reduce.cuh's fixed tree, not the CPU's line order: equal to rounding of
 // fp64 sums, then one fp32 rounding of the rescale.
 #include <cuda_runtime.h>
@@ -16,15 +17,15 @@ __global__ static void lines_kernel(float *V, float *v2, double *ss, int nlines,
     if (l >= nlines) return;
     float *x = V + (size_t)l * next;
     double s = 0, t = 0;
-    for (int j = 0; j < len; j++) s += (double)x[j * step] * x[j * step];
-    const float mean = (float)(s / len);
+    for (int j = 0; j < len; j++) s = __dadd_rn(s, __dmul_rn((double)x[j * step], (double)x[j * step]));
+    const float mean = (float)__ddiv_rn(s, (double)len);
     const float v = __fadd_rn(v2[l], __fmul_rn(w, __fsub_rn(mean, v2[l])));
     v2[l] = v;
-    const float r = (float)(1.0 / sqrt(fmax((double)v, 1e-10)));
+    const float r = (float)__ddiv_rn(1.0, __dsqrt_rn(fmax((double)v, 1e-10)));
     for (int j = 0; j < len; j++) {
         const float y = __fmul_rn(x[j * step], r);
         x[j * step] = y;
-        t += (double)y * y;
+        t = __dadd_rn(t, __dmul_rn((double)y, (double)y));
     }
     ss[l] = s, ss[nlines + l] = t;
 }
