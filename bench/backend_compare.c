@@ -559,9 +559,36 @@ static void rng_section(bc *c, int cuda) {
     release(c);
 }
 
+// NorMuon (record #43): a tall (per row), a square and a wide (per column) update, twice each so
+// the second call starts from a non-zero state.
+static void k_normuon(bc *c, const shape_set *sh) {
+    const int dims[3][2] = {{sh->OC, sh->C}, {sh->C, sh->C}, {sh->C, sh->OC}};
+    for (int d = 0; d < 3; d++) {
+        const int rows = dims[d][0], cols = dims[d][1], by_row = rows > cols, lines = by_row ? rows : cols;
+        begin(c, "%s: %dx%d per %s, beta2 0.95, two calls", sh->name, rows, cols, by_row ? "row" : "column");
+        twin V = randn(c, (size_t)rows * cols, 1 / sqrt(cols)), v2 = randn_abs(c, (size_t)lines, 0.01, 1);
+        CALL(c, be->normuon(be, R(V, s), R(v2, s), rows, cols, by_row, 0.95));
+        CALL(c, be->normuon(be, R(V, s), R(v2, s), rows, cols, by_row, 0.95));
+        row(c, "normuon", "V", V);
+        row(c, "normuon", "v2", v2);
+    }
+}
+
+// p - lr (u + wd mask p), plain and cautious.
+static void k_muon_update(bc *c, const shape_set *sh) {
+    const size_t n = (size_t)sh->C * sh->OC;
+    for (int cautious = 0; cautious < 2; cautious++) {
+        begin(c, "%s: n=%zu, lr 0.05, wd 0.06%s", sh->name, n, cautious ? ", cautious" : "");
+        twin p = randn(c, n, 0.1), u = randn(c, n, 1);
+        CALL(c, be->muon_update(be, R(p, s), R(u, s), n, 0.05, 0.06, cautious));
+        row(c, "muon_update", "p", p);
+    }
+}
+
 typedef void (*group)(bc *c, const shape_set *sh);
 static const group GROUPS[] = {k_memory, k_embed,  k_matmul, k_rmsnorm, k_rotary,   k_attention,
-                               k_act,    k_lincomb, k_xent,  k_adam,    k_momentum, k_orthogonalize};
+                               k_act,    k_lincomb, k_xent,  k_adam,    k_momentum, k_orthogonalize,
+                               k_normuon, k_muon_update};
 
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);

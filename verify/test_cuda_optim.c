@@ -6,6 +6,11 @@
 // - adam_update and momentum are the CPU's statements with explicitly rounded operations: equal bit
 //   for bit. With normalize_grad the gradient scale comes from an fp64 sum in another order, so it
 //   may differ by an ulp: m, v and p within 4 eps32 per step, relative.
+// - muon_update (record #43's decayed update) is the CPU's statements too: equal bit for bit.
+// - normuon: each line's sums, its state's EMA and its scaling are the CPU's statements in the
+//   CPU's order (fp64 sums, explicitly rounded fp32): the second moments are equal bit for bit; the
+//   final rescale adds the lines' fp64 sums in another order, so its fp32 factor may differ by an
+//   ulp and each value of V by 2 eps32 relative, so V's norm-wise relative error is at most 2 eps32.
 // - Newton-Schulz in fp32: both sum their products in fp32 in different orders, so they agree as
 //   the CPU's BLAS and triple-loop paths do (test_ns_naive.c): |GPU - CPU| <= 2 sqrt(n) eps32 amp,
 //   amp the run's amplification of rounding errors predicted from G's singular values.
@@ -132,6 +137,49 @@ Test(cuda_optim, momentum_bitwise_equal) {
             free(buf), free(u);
         }
     cc_expect_some_ran(ran);
+}
+
+Test(cuda_optim, muon_update_bitwise_equal) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const size_t n = 4097;
+    for (int cautious = 0; cautious < 2; cautious++) {
+        gm_real *p = cc_randn(&e, n, 0.1), *u = cc_randn(&e, n, 1.0);
+        gm_real *gp = cc_to_gpu(&e, p, sizeof(gm_real) * n), *gu = cc_to_gpu(&e, u, sizeof(gm_real) * n);
+        e.cpu->muon_update(e.cpu, p, u, n, 0.05, 0.06, cautious);
+        e.gpu->muon_update(e.gpu, gp, gu, n, 0.05, 0.06, cautious);
+        cc_expect_equal(&e, cautious ? "muon_update cautious" : "muon_update", gp, p, n);
+        e.gpu->free(e.gpu, gp), e.gpu->free(e.gpu, gu);
+        free(p), free(u);
+    }
+}
+
+Test(cuda_optim, normuon_matches_cpu) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int dims[3][2] = {{3072, 768}, {768, 768}, {768, 3072}};  // c_fc, attention, c_proj (out, in)
+    for (int d = 0; d < 3; d++) {
+        const int rows = dims[d][0], cols = dims[d][1], by_row = rows > cols, lines = by_row ? rows : cols;
+        const size_t n = (size_t)rows * cols;
+        gm_real *v2 = calloc((size_t)lines, sizeof *v2);
+        cr_assert(v2);
+        gm_real *gv2 = cc_to_gpu(&e, v2, sizeof(gm_real) * lines), *gV = e.gpu->alloc(e.gpu, sizeof(gm_real) * n), *V = NULL;
+        cr_assert(gV, "%s", gm_error());
+        for (int step = 0; step < 2; step++) {  // the second call starts from a non-zero state
+            free(V);
+            V = cc_randn(&e, n, 1.0 / sqrt(cols));
+            e.gpu->upload(e.gpu, gV, V, sizeof(gm_real) * n);
+            e.cpu->normuon(e.cpu, V, v2, rows, cols, by_row, 0.95);
+            e.gpu->normuon(e.gpu, gV, gv2, rows, cols, by_row, 0.95);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "normuon %dx%d: second moments", rows, cols);
+        cc_expect_equal(&e, what, gv2, v2, (size_t)lines);
+        snprintf(what, sizeof what, "normuon %dx%d: V", rows, cols);
+        cc_expect_close(&e, what, gV, V, n, 2 * EPS32);
+        e.gpu->free(e.gpu, gV), e.gpu->free(e.gpu, gv2);
+        free(V), free(v2);
+    }
 }
 
 // ---- orthogonalize ----

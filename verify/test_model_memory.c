@@ -115,20 +115,25 @@ Test(model_memory, optimizer_plan_is_what_they_allocate) {
     gm_run_config rc;
     cr_assert_eq(gm_run_config_preset(&rc, "softcap", "test"), 0);
     cr_assert_eq(gm_run_config_finish(&rc), 0);
-    for (int world = 1; world <= 3; world++)
-        for (int rank = 0; rank < world; rank++) {
-            gm_comm comm = {0};
-            comm.rank = rank, comm.world = world;
-            gm_muon_mem plan;
-            gm_muon_state_bytes(views, n, rank, world, &plan);
-            gm_backend be = counting();
-            gm_muon mu;
-            cr_assert_eq(gm_muon_init(&mu, &be, &rc.muon, views, n, &comm), 0, "%s", gm_error());
-            cr_expect_eq(live, plan.momentum + plan.update + plan.gather, "muon rank %d of %d: %zu bytes, plan %zu",
-                         rank, world, live, plan.momentum + plan.update + plan.gather);
-            cr_expect_eq(plan.gather > 0, world > 1);
-            gm_muon_free(&mu);
-        }
+    // The preset's Muon, and with NorMuon's second moments (record #43).
+    for (int normuon = 0; normuon <= 1; normuon++)
+        for (int world = 1; world <= 3; world++)
+            for (int rank = 0; rank < world; rank++) {
+                gm_comm comm = {0};
+                comm.rank = rank, comm.world = world;
+                gm_muon_hparams hp = rc.muon;
+                hp.normuon = normuon;
+                gm_muon_mem plan;
+                gm_muon_state_bytes(&hp, views, n, rank, world, &plan);
+                gm_backend be = counting();
+                gm_muon mu;
+                cr_assert_eq(gm_muon_init(&mu, &be, &hp, views, n, &comm), 0, "%s", gm_error());
+                const size_t want = plan.momentum + plan.update + plan.gather + plan.second;
+                cr_expect_eq(live, want, "muon normuon=%d rank %d of %d: %zu bytes, plan %zu", normuon, rank, world, live, want);
+                cr_expect_eq(plan.gather > 0, world > 1);
+                cr_expect_eq(plan.second > 0, normuon);
+                gm_muon_free(&mu);
+            }
     gm_backend be = counting();
     gm_adam adam;
     cr_assert_eq(gm_adam_init(&adam, &be, &rc.adam, views, n), 0, "%s", gm_error());

@@ -205,6 +205,17 @@ typedef struct {
        (buf after its update). mu and gmul are rounded to gm_real once. ---- */                                       \
     X(momentum, (gm_real * buf, gm_real * u, const gm_real *g, size_t n, double mu, double gmul, int nesterov),        \
       (buf, u, g, n, mu, gmul, nesterov))                                                                              \
+    /* ---- NorMuon (record #43, 2025-11-10_CautiousWD), in place on one orthogonalized update V (rows, cols):        \
+       per line l (a row when by_row, else a column) s_l = sum of V^2 over the line (fp64, index order),             \
+       v2[l] = lerp(v2[l], s_l / len, 1 - beta2) (an EMA in gm_real, no bias correction), V *= 1/sqrt(max(v2[l],     \
+       1e-10)) along the line; then V *= ||V_before|| / max(||V_after||, 1e-10), both Frobenius norms the fp64       \
+       sums of the lines' sums in line order. v2 has rows (by_row) or cols values. ---- */                           \
+    X(normuon, (gm_real * V, gm_real * v2, int rows, int cols, int by_row, double beta2),                             \
+      (V, v2, rows, cols, by_row, beta2))                                                                              \
+    /* ---- the decoupled-weight-decay update of record #43: p = p - lr * (u + wd * mask * p), mask = 1, or           \
+       (u * p >= 0) elementwise when cautious. lr and wd are rounded to gm_real once. ---- */                        \
+    X(muon_update, (gm_real * p, const gm_real *u, size_t n, double lr, double wd, int cautious),                     \
+      (p, u, n, lr, wd, cautious))                                                                                     \
     /* ---- orthogonalize `count` independent matrices (gm_ortho_item); a backend may run them in any                  \
        order or concurrently, each result independent of the others. Non-finite input is an error                     \
        (reported by sync, naming the item); that item's output is then unspecified. ---- */                          \

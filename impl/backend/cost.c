@@ -182,6 +182,24 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, u ? " +u" : "");
 }
 
+// normuon: two squares-and-adds per element (before and after), the scaling and the rescale (2
+// multiplies); reads V three times, writes it twice; the line states are negligible.
+void gm_cost_normuon(gm_kernel_cost *c, gm_real *V, gm_real *v2, int rows, int cols, int by_row, double beta2) {
+    (void)V, (void)v2, (void)beta2;
+    const double dn = (double)rows * cols;
+    *c = (gm_kernel_cost){6 * dn, F * 5 * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%dx%d per %s", rows, cols, by_row ? "row" : "column");
+}
+
+// p - lr (u + wd mask p): up to 5 flops per element (the cautious sign test's product included);
+// reads u, read-modify-writes p.
+void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t n, double lr, double wd, int cautious) {
+    (void)p, (void)u, (void)lr, (void)wd;
+    const double dn = (double)n;
+    *c = (gm_kernel_cost){(cautious ? 5 : 4) * dn, F * 3 * dn, ""};
+    snprintf(c->shape, sizeof c->shape, "%zu%s", n, cautious ? " cautious" : "");
+}
+
 // Newton-Schulz per item (gm_cost_ns_flops), bytes: every pass over the (m, n) matrix and the (m, m)
 // Gram matrices, about steps (8 m n + 10 m^2), plus reading G and writing out. Gram NS is priced
 // as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is

@@ -12,23 +12,35 @@ static int blocks_of(const gm_muon_hparams *hp, const gm_opt_view *v) {
     return hp->split_qkv && v->rows == 3 * v->cols ? 3 : 1;
 }
 
-// Bytes of the buffers for `total` elements of momentum and `mine` of this rank's updates (at
-// least one element each: allocators may refuse 0).
-static gm_muon_mem buffer_bytes(size_t total, size_t mine, int world) {
+// The record-#43 update (NorMuon and/or weight decay) instead of p <- p - lr * scale * O.
+static int decoupled(const gm_muon_hparams *hp) { return hp->normuon || hp->weight_decay != 0; }
+
+// NorMuon's second moments of one matrix: one per line of each block.
+static size_t v2_numel_of(const gm_muon_hparams *hp, const gm_opt_view *v) {
+    int nb = blocks_of(hp, v), brows = v->rows / nb;
+    return hp->normuon ? (size_t)nb * (gm_muon_normuon_by_row(brows, v->cols) ? brows : v->cols) : 0;
+}
+
+// Bytes of the buffers for `total` elements of momentum, `mine` of this rank's updates and `second`
+// NorMuon second moments (at least one element each: allocators may refuse 0).
+static gm_muon_mem buffer_bytes(size_t total, size_t mine, size_t second, int world) {
     gm_muon_mem b;
     b.momentum = (total ? total : 1) * sizeof(gm_real);
     b.update = 2 * (mine ? mine : 1) * sizeof(gm_real);
     b.gather = world > 1 ? b.momentum : 0;
+    b.second = second ? second * sizeof(gm_real) : 0;
     return b;
 }
 
-void gm_muon_state_bytes(const gm_opt_view *views, int n, int rank, int world, gm_muon_mem *out) {
-    size_t total = 0, mine = 0;
+void gm_muon_state_bytes(const gm_muon_hparams *hp, const gm_opt_view *views, int n, int rank, int world,
+                         gm_muon_mem *out) {
+    size_t total = 0, mine = 0, second = 0;
     for (int i = 0; i < n; i++) {
         total += gm_view_numel(&views[i]);
+        second += v2_numel_of(hp, &views[i]);
         if (i % world == rank) mine += gm_view_numel(&views[i]);
     }
-    *out = buffer_bytes(total, mine, world);
+    *out = buffer_bytes(total, mine, second, world);
 }
 
 int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, const gm_opt_view *views, int n,
@@ -41,8 +53,9 @@ int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, co
     m->rank = comm ? comm->rank : 0;
     m->world = comm ? comm->world : 1;
     m->state_offset = malloc((size_t)(n > 0 ? n : 1) * sizeof *m->state_offset);
+    m->v2_offset = malloc((size_t)(n > 0 ? n : 1) * sizeof *m->v2_offset);
     m->bytes = calloc((size_t)m->world, sizeof *m->bytes);
-    if (!m->state_offset || !m->bytes) {
+    if (!m->state_offset || !m->v2_offset || !m->bytes) {
         gm_muon_free(m);
         return gm_fail("muon: out of host memory");
     }
@@ -52,13 +65,16 @@ int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, co
         size_t numel = gm_view_numel(&views[i]);
         m->state_offset[i] = m->state_numel;
         m->state_numel += numel;
+        m->v2_offset[i] = m->v2_numel;
+        m->v2_numel += v2_numel_of(hp, &views[i]);
         m->bytes[i % m->world] += numel * sizeof(gm_real);
         if (i % m->world == m->rank) mine += numel, nitems += blocks_of(hp, &views[i]);
     }
     m->items = calloc((size_t)(nitems > 0 ? nitems : 1), sizeof *m->items);
-    const gm_muon_mem bytes = buffer_bytes(m->state_numel, mine, m->world);
+    const gm_muon_mem bytes = buffer_bytes(m->state_numel, mine, m->v2_numel, m->world);
     int ok = m->items && (m->buf = be->alloc(be, bytes.momentum)) && (m->u = be->alloc(be, bytes.update / 2)) &&
-             (m->send = be->alloc(be, bytes.update / 2)) && (m->world == 1 || (m->recv = be->alloc(be, bytes.gather)));
+             (m->send = be->alloc(be, bytes.update / 2)) && (m->world == 1 || (m->recv = be->alloc(be, bytes.gather))) &&
+             (!hp->normuon || (m->v2 = be->alloc(be, bytes.second)));
     if (!ok) {
         gm_muon_free(m);
         return gm_fail("muon: cannot allocate the optimizer state (%zu elements): %s", m->state_numel, gm_error());
@@ -69,9 +85,11 @@ int gm_muon_init(gm_muon *m, const gm_backend *be, const gm_muon_hparams *hp, co
         const gm_opt_view *vw = &views[i];
         int nb = blocks_of(hp, vw), brows = vw->rows / nb;
         size_t bn = (size_t)brows * vw->cols;
+        // The record-#43 update applies the scale in its eff_lr, after NorMuon.
+        const double scale = decoupled(hp) ? 1.0 : gm_muon_scale_of(hp->scale, brows, vw->cols);
         for (int b = 0; b < nb; b++)
-            m->items[m->nitems++] = (gm_ortho_item){vw->name, m->send + at + b * bn, m->u + at + b * bn, brows, vw->cols,
-                                                    gm_muon_scale_of(hp->scale, brows, vw->cols)};
+            m->items[m->nitems++] =
+                (gm_ortho_item){vw->name, m->send + at + b * bn, m->u + at + b * bn, brows, vw->cols, scale};
         at += gm_view_numel(vw);
     }
     return 0;
@@ -81,12 +99,23 @@ void gm_muon_free(gm_muon *m) {
     if (m->be) {
         m->be->free(m->be, m->buf), m->be->free(m->be, m->u);
         m->be->free(m->be, m->send), m->be->free(m->be, m->recv);
+        m->be->free(m->be, m->v2);
     }
+    free(m->v2_offset);
     free(m->items);
     free(m->bytes);
     free(m->state_offset);
     memset(m, 0, sizeof *m);
 }
+
+// Record #43 keeps one second moment per row of its STORED parameter when rows >= cols, else one per
+// column. Its attention weight is stored (d, 4d) and used as four square (out, in) blocks: wide,
+// so per column (input dimension) of each block; its MLP c_fc is stored transposed, (d, 4d) for a
+// (4d, d) (out, in) matrix: per column of the stored = per row (output neuron) here; c_proj
+// (d, 4d) is (out, in) as stored: per column. In (out, in) terms: rows > cols per row, else per
+// column. (Record #48, 2025-12-11_NorMuonOptimsAndFixes, found this orientation wrong for the
+// attention output and the gates and changed the layout; this follows #43.)
+int gm_muon_normuon_by_row(int rows, int cols) { return rows > cols; }
 
 double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols) {
     switch (rule) {
@@ -114,21 +143,33 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
         if (mine) at += gm_view_numel(vw);
     }
     be->orthogonalize(be, &m->hp.ortho, m->nitems, m->items);
-    const gm_real *all = m->send;
+    gm_real *all = m->send;
     if (W > 1) {
         // Everyone's updates, rank by rank; each rank's block lists its matrices in order.
         if (gm_data_allgatherv(comm, be, m->send, m->recv, m->bytes)) return -1;
         all = m->recv;
     }
-    // p <- p - lr * update, in the order the gathered buffer holds the matrices.
+    // p <- p - lr * update, in the order the gathered buffer holds the matrices. NorMuon and the
+    // decayed update run here, on every rank for every matrix, so every rank's second moments
+    // stay current (as its momentum buffers do) and any rank's checkpoint holds them all.
     const double lr = m->hp.lr * lr_mult;
     at = 0;
     for (int r = 0; r < W; r++)
         for (int i = r; i < m->n; i += W) {
             const gm_opt_view *vw = &m->views[i];
-            gm_real *p = params + vw->offset;
-            be->lincomb_fwd(be, p, 1, NULL, p, -lr, NULL, all + at, gm_view_numel(vw));
+            gm_real *p = params + vw->offset, *V = all + at;
             at += gm_view_numel(vw);
+            if (!decoupled(&m->hp)) {
+                be->lincomb_fwd(be, p, 1, NULL, p, -lr, NULL, V, gm_view_numel(vw));
+                continue;
+            }
+            const int nb = blocks_of(&m->hp, vw), brows = vw->rows / nb, by_row = gm_muon_normuon_by_row(brows, vw->cols);
+            const size_t bn = (size_t)brows * vw->cols, lines = by_row ? (size_t)brows : (size_t)vw->cols;
+            const double eff_lr = lr * gm_muon_scale_of(m->hp.scale, brows, vw->cols), eff_wd = lr * m->hp.weight_decay;
+            for (int b = 0; b < nb; b++) {
+                if (m->hp.normuon) be->normuon(be, V + b * bn, m->v2 + m->v2_offset[i] + b * lines, brows, vw->cols, by_row, m->hp.beta2);
+                be->muon_update(be, p + b * bn, V + b * bn, bn, eff_lr, eff_wd, m->hp.cautious);
+            }
         }
     return 0;
 }

@@ -10,6 +10,16 @@
 //             scaled as three (rows/3, cols) blocks.
 //   mu warmup (#16-): mu_s = (1 - f) mu_from + f mu, f = min(s / warmup, 1).
 //   p <- p - lr * scale * O.
+// Record #43 (2025-11-10_CautiousWD) adds, each a setting (all off: the update above, bit for bit):
+//   normuon   after orthogonalization, per block: V <- NorMuon(O) with a second-moment state per
+//             line (backend.h, normuon): a row of a (rows, cols) block when rows > cols, else a
+//             column; the record decides by its stored shape, which in this (out, in) convention
+//             is that rule (gm_muon_normuon_by_row says why).
+//   weight_decay, cautious  p <- p - eff_lr * (V + eff_wd * mask * p), eff_lr = lr * scale,
+//             eff_wd = lr * weight_decay (the scheduled lr, without the scale), mask = 1 or
+//             (V * p >= 0) elementwise.
+// With either on, the scale moves from the orthogonalized update into eff_lr (where the record
+// applies it), so NorMuon's state sees the unscaled O, as the record's does.
 // Sharded (record #6 on): with W ranks, matrix i is orthogonalized only by rank i % W, and the
 // updates are all-gathered so that every rank applies all of them: the parameters are bitwise the
 // same as one process computing everything. Every rank keeps every momentum buffer (an
@@ -39,6 +49,10 @@ typedef struct {
     gm_muon_scale scale;
     int split_qkv;
     gm_ortho ortho;
+    int normuon;          // record #43's NorMuon
+    double beta2;         // NorMuon's second-moment EMA (record: 0.95)
+    double weight_decay;  // record #43's decoupled weight decay (record: 1.2); 0: none
+    int cautious;         // decay only where V and p agree in sign (V * p >= 0)
 } gm_muon_hparams;
 
 typedef struct {
@@ -50,6 +64,9 @@ typedef struct {
     gm_real *buf;          // backend: momentum, packed view after view (state_offset)
     size_t *state_offset;  // host (n)
     size_t state_numel;
+    gm_real *v2;           // backend (normuon): every block's second moments, matrix after matrix (v2_offset)
+    size_t *v2_offset;     // host (n): where matrix i's blocks' lines start
+    size_t v2_numel;
     gm_real *u, *send;     // backend: this rank's updates before and after orthogonalization, packed
     gm_real *recv;         // backend: every rank's orthogonalized updates in rank order (world > 1)
     gm_ortho_item *items;  // host: one per orthogonalized block of this rank's matrices
@@ -66,13 +83,17 @@ typedef struct {
     size_t momentum;  // buf: every matrix's momentum
     size_t update;    // u and send: this rank's matrices, before and after orthogonalization
     size_t gather;    // recv: every rank's orthogonalized updates (world > 1)
+    size_t second;    // v2: every matrix's NorMuon second moments (normuon)
 } gm_muon_mem;
-void gm_muon_state_bytes(const gm_opt_view *views, int n, int rank, int world, gm_muon_mem *out);
+void gm_muon_state_bytes(const gm_muon_hparams *hp, const gm_opt_view *views, int n, int rank, int world,
+                         gm_muon_mem *out);
 // One step at training step s (for the momentum warmup) on params/grads (flat backend buffers).
 // comm: the one given to init. Returns -1 when the all-gather fails; kernel errors show at the
 // backend's sync.
 int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mult, int s, gm_comm *comm);
 // The scale applied to the orthogonalized (block) update of a (rows, cols) block.
 double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols);
+// NorMuon's axis for a (rows, cols) = (out, in) block: 1 = one second moment per row.
+int gm_muon_normuon_by_row(int rows, int cols);
 
 #endif

@@ -81,6 +81,9 @@ int gm_optimizers_states(const gm_optimizers *o, gm_state_buf *out) {
         snprintf(out[n++].name, sizeof out->name, "adam.%s.v", gm_group_names[g]);
     }
     if (o->has_muon) out[n++] = (gm_state_buf){"muon.buf", o->muon.buf, o->muon.state_numel};
+    // NorMuon's second moments: a checkpoint of a run without them cannot resume one with them
+    // (the resume names the missing section).
+    if (o->has_muon && o->muon.v2) out[n++] = (gm_state_buf){"muon.v2", o->muon.v2, o->muon.v2_numel};
     return n;
 }
 
@@ -89,10 +92,10 @@ int gm_optimizers_plan(const gm_run_config *rc, const gm_table *params, int rank
     gm_opt_view *views[GM_NGROUPS] = {0};
     int nviews[GM_NGROUPS] = {0}, r = split_groups(params, views, nviews);
     *adam = 0;
-    *muon = (gm_muon_mem){0, 0, 0};
+    *muon = (gm_muon_mem){0, 0, 0, 0};
     for (int g = 0; r == 0 && g < GM_NGROUPS; g++) {
         if (!nviews[g]) continue;
-        if (uses_muon(rc, g)) gm_muon_state_bytes(views[g], nviews[g], rank, world, muon);
+        if (uses_muon(rc, g)) gm_muon_state_bytes(&rc->muon, views[g], nviews[g], rank, world, muon);
         else *adam += gm_adam_state_bytes(views[g], nviews[g]);
     }
     for (int g = 0; g < GM_NGROUPS; g++) free(views[g]);

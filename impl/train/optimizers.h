@@ -30,7 +30,7 @@ typedef struct {
     gm_real *buf;
     size_t numel;
 } gm_state_buf;
-enum { GM_MAX_STATE_BUFS = 2 * GM_NGROUPS + 1 };
+enum { GM_MAX_STATE_BUFS = 2 * GM_NGROUPS + 2 };
 
 // comm NULL: one process. -1 + gm_fail (a parameter without a group, out of memory).
 int gm_optimizers_init(gm_optimizers *o, const gm_run_config *rc, const gm_table *params, const gm_backend *be,
@@ -40,7 +40,7 @@ void gm_optimizers_free(gm_optimizers *o);
 // schedule's multiplier. Queues kernels (and Muon's all-gather); errors show at the backend's sync.
 int gm_optimizers_step(gm_optimizers *o, const gm_run_config *rc, gm_real *params, const gm_real *grads, int s,
                        gm_comm *comm);
-// The state buffers (Adam's m and v per group, Muon's momentum) into out; returns their count.
+// The state buffers (Adam's m and v per group, Muon's momentum and NorMuon's second moments) into out; returns their count.
 int gm_optimizers_states(const gm_optimizers *o, gm_state_buf *out);
 // Bytes of their states for rc on `rank` of `world`, without allocating.
 int gm_optimizers_plan(const gm_run_config *rc, const gm_table *params, int rank, int world, size_t *adam,

@@ -204,6 +204,11 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     rc->muon.ortho.steps = 5;
     rc->muon.ortho.bf16 = 1;
     rc->muon.ortho.norm_src = p->ns_norm;
+    // Record #43's additions, off in every preset here (its NorMuon beta2 ready for --normuon=1).
+    rc->muon.normuon = 0;
+    rc->muon.beta2 = 0.95;
+    rc->muon.weight_decay = 0;
+    rc->muon.cautious = 0;
     snprintf(rc->ns_coeffs, sizeof rc->ns_coeffs, "quintic");
     snprintf(rc->gram_restarts, sizeof rc->gram_restarts, "2");  // Dao-AILab's choice for 5 steps
     rc->seed = 1337;

@@ -62,11 +62,22 @@ static const gm_field FIELDS[] = {
     R_ENUM("muon_scale", muon.scale, SCALE_NAMES, "update scale rule"),
     R_INT("muon_split_qkv", muon.split_qkv, 0, 1, "orthogonalize a fused QKV weight per block"),
     R_ENUM("ortho", muon.ortho.method, ORTHO_NAMES, "orthogonalizer"),
-    R_STR("ns_coeffs", ns_coeffs, "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express)"),
+    R_STR("ns_coeffs", ns_coeffs,
+          "Newton-Schulz coefficient set (quintic, cubic, you5, polar-express); polar-express is Polar Express as record "
+          "2025-09-29_PolarExpress runs it: five per-iteration triples on X / (1.02 ||X||_F + 1e-6), X = bf16(G) with "
+          "--ns_bf16=1 --ns_norm=of-x, transposed when tall"),
     R_INT("ns_steps", muon.ortho.steps, 1, 100, "Newton-Schulz iterations"),
     R_STR("gram_restarts", gram_restarts, "gram-ns: restart after these iterations, e.g. 2 or 2,4 (none: never)"),
     R_INT("ns_bf16", muon.ortho.bf16, 0, 1, "emulate bf16 matmuls inside Newton-Schulz"),
     R_ENUM("ns_norm", muon.ortho.norm_src, NORM_NAMES, "Frobenius norm of G or of bf16(G)"),
+    R_INT("normuon", muon.normuon, 0, 1,
+          "NorMuon (record #43, 2025-11-10_CautiousWD): after orthogonalization, each row (tall matrix) or column (square "
+          "or wide) of the update divided by the root of an EMA of its mean square, then the update rescaled to its norm before"),
+    R_DOUBLE("normuon_beta2", muon.beta2, 0, 1, "NorMuon's second-moment EMA coefficient (record #43: 0.95)"),
+    R_DOUBLE("muon_wd", muon.weight_decay, 0, 100,
+             "Muon's decoupled weight decay (record #43's weight_decay, 1.2 there): p -= lr*scale*(update + lr*muon_wd*p)"),
+    R_INT("cautious_wd", muon.cautious, 0, 1,
+          "cautious weight decay (record #43): --muon_wd only where the update and the parameter agree in sign (update*p >= 0)"),
     // run
     GM_FIELD_U64("seed", gm_run_config, seed, "initialization seed"),
     R_STR("out_dir", out_dir, "folder of the log and checkpoints"),
@@ -221,6 +232,8 @@ void gm_run_config_help(const gm_run_config *defaults) {
 static int lr_warmup_warmdown(const gm_run_config *rc) { return rc->lr.kind == GM_LR_WARMUP_WARMDOWN; }
 static int lr_cooldown_frac(const gm_run_config *rc) { return rc->lr.kind == GM_LR_COOLDOWN_FRAC; }
 static int matrices_by_muon(const gm_run_config *rc) { return rc->matrix_opt == GM_MATRIX_MUON; }
+static int uses_normuon(const gm_run_config *rc) { return matrices_by_muon(rc) && rc->muon.normuon; }
+static int has_muon_wd(const gm_run_config *rc) { return matrices_by_muon(rc) && rc->muon.weight_decay > 0; }
 static int has_window(const gm_run_config *rc) { return rc->model.window_start_tokens > 0; }
 static int uses_gram_ns(const gm_run_config *rc) {
     return rc->matrix_opt == GM_MATRIX_MUON && rc->muon.ortho.method == GM_ORTHO_GRAM_NS;
@@ -238,6 +251,10 @@ static const struct {
     {"muon_momentum_from", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
     {"muon_momentum_warmup_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum to warm up"},
     {"muon_momentum_cooldown_frac", matrices_by_muon, "--matrix_opt=adam: no Muon momentum"},
+    {"normuon", matrices_by_muon, "--matrix_opt=adam: no Muon update to normalize"},
+    {"normuon_beta2", uses_normuon, "--normuon=0: no NorMuon second moments"},
+    {"muon_wd", matrices_by_muon, "--matrix_opt=adam: --weight_decay is AdamW's"},
+    {"cautious_wd", has_muon_wd, "--muon_wd=0: no Muon weight decay to make cautious"},
     {"window_end_tokens", has_window, "--window_start_tokens=0: no sliding window"},
     {"gram_restarts", uses_gram_ns, "the matrices are not orthogonalized by --ortho=gram-ns"},
 };

@@ -229,6 +229,7 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
     gm_mem_plan_add(out, "muon_momentum", "Muon momentum", muon.momentum);
     gm_mem_plan_add(out, "muon_update", "Muon updates u, send (this rank's matrices)", muon.update);
     gm_mem_plan_add(out, "muon_gather", "Muon all-gathered updates (world > 1)", muon.gather);
+    if (muon.second) gm_mem_plan_add(out, "muon_second", "NorMuon second moments (every matrix)", muon.second);
     gm_mem_plan_add(out, "acts", "activations kept for the backward", mm.acts);
     gm_mem_plan_add(out, "scratch", "per-layer scratch (forward intermediates, recomputed ones)", mm.scratch);
     gm_mem_plan_add(out, "act_grads_layer", "activation gradients reused layer after layer", mm.act_grads_layer);

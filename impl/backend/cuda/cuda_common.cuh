@@ -39,6 +39,7 @@ enum {
     GM_SCR_SVD_V,       // SVD: right singular vectors
     GM_SCR_SVD_WORK,    // SVD: gesvdj's workspace
     GM_SCR_SVD_INFO,    // SVD: gesvdj's info
+    GM_SCR_NORMUON,     // normuon: each line's sum of squares before and after scaling (fp64), then the rescale
     GM_SCR_COUNT
 };
 
