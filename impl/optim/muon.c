@@ -103,11 +103,13 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
     const double mu = gm_momentum_at(m->hp.momentum_from, m->hp.momentum, m->hp.momentum_warmup, s);
     const double gmul = m->hp.form == GM_MOMENTUM_EMA ? 1.0 - mu : 1.0;
     // Every rank keeps every momentum buffer current (elementwise, cheap), so any rank's checkpoint
-    // holds the whole optimizer state; this rank's matrices also get their update u.
+    // holds the whole optimizer state; this rank's matrices also get their update u. Sharded, the
+    // other ranks' matrices have no averaged gradient here.
     size_t at = 0;
     for (int i = 0; i < m->n; i++) {
         const gm_opt_view *vw = &m->views[i];
         int mine = i % W == m->rank;
+        if (!mine && m->sharded) continue;
         be->momentum(be, m->buf + m->state_offset[i], mine ? m->u + at : NULL, grads + vw->offset, gm_view_numel(vw),
                      mu, gmul, m->hp.nesterov);
         if (mine) at += gm_view_numel(vw);
@@ -128,6 +130,26 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
             gm_real *p = params + vw->offset;
             be->lincomb_fwd(be, p, 1, NULL, p, -lr, NULL, all + at, gm_view_numel(vw));
             at += gm_view_numel(vw);
+        }
+    return 0;
+}
+
+int gm_muon_gather_state(gm_muon *m, gm_comm *comm) {
+    if (!m->sharded || m->world == 1) return 0;
+    const gm_backend *be = m->be;
+    // This rank's momenta packed into send (free between steps), everyone's gathered into recv in
+    // rank order, as the updates are, then each copied back to its place.
+    size_t at = 0;
+    for (int i = m->rank; i < m->n; i += m->world) {
+        be->copy(be, m->send + at, m->buf + m->state_offset[i], gm_view_numel(&m->views[i]) * sizeof(gm_real));
+        at += gm_view_numel(&m->views[i]);
+    }
+    if (gm_data_allgatherv(comm, be, m->send, m->recv, m->bytes)) return -1;
+    at = 0;
+    for (int r = 0; r < m->world; r++)
+        for (int i = r; i < m->n; i += m->world) {
+            be->copy(be, m->buf + m->state_offset[i], m->recv + at, gm_view_numel(&m->views[i]) * sizeof(gm_real));
+            at += gm_view_numel(&m->views[i]);
         }
     return 0;
 }
