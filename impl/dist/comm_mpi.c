@@ -94,14 +94,29 @@ static int mpi_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
 // Span k goes to rank r when it is r's or every rank's.
 static int span_to(const gm_comm_span *s, int r) { return s->rank == r || s->rank == GM_ALL_RANKS; }
 
+// The spans rank r receives, copied from buf into `packed` one after another (pack), or back from it.
+static void move_spans(char *buf, char *packed, const gm_comm_span *spans, int nspans, int r, size_t esize, int pack) {
+    size_t n = 0;
+    for (int k = 0; k < nspans; k++)
+        if (span_to(&spans[k], r)) {
+            char *b = buf + spans[k].offset * esize, *p = packed + n * esize;
+            memcpy(pack ? p : b, pack ? b : p, spans[k].count * esize);
+            n += spans[k].count;
+        }
+}
+
 static int mpi_reduce_scatter(gm_comm *c, void *buf, size_t count, gm_dtype dt, const gm_comm_span *spans, int nspans) {
     MPI_Datatype t = dt == GM_DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
     size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
     const int W = c->world;
     // What each rank receives, in elements, packed span after span; rank 0 keeps its means in place.
     int *counts = calloc((size_t)W, sizeof *counts), *displs = calloc((size_t)W, sizeof *displs);
+    if (!counts || !displs) {
+        free(counts), free(displs);
+        return gm_fail("rank %d: reduce-scatter: out of host memory", c->rank);
+    }
     size_t total = 0;
-    for (int r = 1; counts && displs && r < W; r++) {
+    for (int r = 1; r < W; r++) {
         size_t n = 0;
         for (int k = 0; k < nspans; k++)
             if (span_to(&spans[k], r)) n += spans[k].count;
@@ -112,33 +127,19 @@ static int mpi_reduce_scatter(gm_comm *c, void *buf, size_t count, gm_dtype dt, 
         counts[r] = (int)n, displs[r] = (int)total;
         total += n;
     }
-    char *packed = counts && displs ? malloc((c->rank == 0 ? total : (size_t)counts[c->rank]) * esize + 1) : NULL;
+    char *packed = malloc((c->rank == 0 ? total : (size_t)counts[c->rank]) * esize + 1);
     if (!packed) {
         free(counts), free(displs);
         return gm_fail("rank %d: reduce-scatter: out of host memory", c->rank);
     }
     op_begin(c, "reduce-scatter");
     int rc = reduce_mean_to_root(c, buf, count, dt);
-    if (rc == MPI_SUCCESS && c->rank == 0) {
-        char *at = packed;
-        for (int r = 1; r < W; r++)
-            for (int k = 0; k < nspans; k++)
-                if (span_to(&spans[k], r)) {
-                    memcpy(at, (char *)buf + spans[k].offset * esize, spans[k].count * esize);
-                    at += spans[k].count * esize;
-                }
-    }
+    if (rc == MPI_SUCCESS && c->rank == 0)
+        for (int r = 1; r < W; r++) move_spans(buf, packed + (size_t)displs[r] * esize, spans, nspans, r, esize, 1);
     if (rc == MPI_SUCCESS)
         rc = MPI_Scatterv(packed, counts, displs, t, c->rank == 0 ? MPI_IN_PLACE : packed, counts[c->rank], t, 0,
                           MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS && c->rank != 0) {
-        const char *at = packed;
-        for (int k = 0; k < nspans; k++)
-            if (span_to(&spans[k], c->rank)) {
-                memcpy((char *)buf + spans[k].offset * esize, at, spans[k].count * esize);
-                at += spans[k].count * esize;
-            }
-    }
+    if (rc == MPI_SUCCESS && c->rank != 0) move_spans(buf, packed, spans, nspans, c->rank, esize, 0);
     free(packed), free(counts), free(displs);
     return op_end(c, rc, "reduce-scatter");
 }
