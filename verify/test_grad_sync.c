@@ -122,9 +122,8 @@ Test(grad_sync, value_embed_reduce_scatter_is_the_all_reduce, .timeout = 600) {
 }
 
 Test(grad_sync, softcap_reduce_scatter_is_the_all_reduce, .timeout = 600) {
-    equivalence("softcap", 2, 2, "");
+    equivalence("softcap", 2, 1, "");
     equivalence("softcap", 3, 2, "");
-    equivalence("softcap", 4, 1, "");
 }
 
 // The negative control: one ulp of the Muon momentum (0.95 and 0.9500001 are neighbouring floats)
@@ -143,13 +142,15 @@ Test(grad_sync, one_ulp_of_muon_momentum_is_seen, .timeout = 300) {
 }
 
 // Halted after 2 of 4 steps under the reduce-scatter on 3 ranks, resumed under either option: the
-// final checkpoint and the losses after the halt are the uninterrupted run's. On 2 ranks the same
-// checkpoint is refused (the world size is part of the run).
+// final checkpoint and the losses after the halt are the uninterrupted run's, which gathers and
+// writes its state after every step on the way (--ckpt_every=1). On 2 ranks the same checkpoint is
+// refused (the world size is part of the run).
 Test(grad_sync, reduce_scatter_checkpoint_resumes_bit_for_bit_under_either_option, .timeout = 600) {
     char *dir = th_tmpdir(), *out, *err, flags[4600], want[4800];
     th_make_train_data(dir);
     const char *rs = "--grad_accum=2 --grad_sync=reduce-scatter";
-    run_ok(dir, "value-embed", 3, "ref", rs);
+    snprintf(flags, sizeof flags, "%s --ckpt_every=1", rs);
+    run_ok(dir, "value-embed", 3, "ref", flags);
     snprintf(flags, sizeof flags, "%s --halt_at=2", rs);
     cr_assert_eq(run(dir, "value-embed", 3, "halted", flags, &out, &err), 130, "%s", err);
     free(out), free(err);
