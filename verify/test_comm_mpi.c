@@ -1,5 +1,5 @@
 // Communicators under a real mpirun: collectives are correct and identical on every rank for
-// W = 1..4; mismatched configs are refused at start; a killed or hung rank ends the job with a
+// W = 1..4, and the reduce-scatter hands out bitwise the all-reduce's values; mismatched configs are refused at start; a killed or hung rank ends the job with a
 // non-zero exit in bounded time, naming the rank.
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -22,6 +22,25 @@ Test(comm_mpi, collectives_on_1_to_4_ranks, .timeout = 120) {
         for (int r = 0; r < W; r++) {
             snprintf(want, sizeof want, "rank %d/%d ok\n", r, W);
             cr_assert(strstr(out, want), "W=%d: missing '%s' in: %s", W, want, out);
+        }
+        free(out), free(err);
+    }
+}
+
+// comm_check checks every received value against the all-reduce's bits (f32 and f64, on the CPU
+// backend in place and on the guarded one staged through host memory) and counts the received
+// values whose mean changes with the order of the sums: on 3 and 4 ranks there must be some, else a
+// reduce-scatter that summed in another order than the all-reduce could pass.
+Test(comm_mpi, reduce_scatter_gives_the_all_reduce_bits_on_1_to_4_ranks, .timeout = 120) {
+    for (int W = 1; W <= 4; W++) {
+        char *out, *err, want[64];
+        cr_assert_eq(run_mpi(W, "reduce-scatter", &out, &err), 0, "W=%d: %s%s", W, out, err);
+        for (int r = 0; r < W; r++) {
+            snprintf(want, sizeof want, "rank %d/%d reduce-scatter ok: ", r, W);
+            const char *line = strstr(out, want);
+            cr_assert(line, "W=%d: missing '%s' in: %s", W, want, out);
+            long differ = atol(line + strlen(want));
+            if (W >= 3) cr_assert_gt(differ, 0, "W=%d rank %d: no received value depends on the order of the sums", W, r);
         }
         free(out), free(err);
     }

@@ -37,18 +37,31 @@ void gm_comm_close(gm_comm *c) {
 
 static size_t dtype_size(gm_dtype dt) { return dt == GM_DT_F64 ? sizeof(double) : sizeof(float); }
 
-static int staged_allreduce(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt) {
+// The all-reduce (nspans < 0) or the reduce-scatter of buf, through host memory when the backend's
+// is not host-visible (the whole buffer: every rank contributes all of it).
+static int staged_reduce(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt, const gm_comm_span *spans,
+                         int nspans) {
     if (c->world == 1) return 0;
     if (be->sync(be)) return -1;  // the kernels that wrote buf, and their errors
-    if (be->host_visible) return c->ops->allreduce_mean(c, buf, count, dt);
+    void *h = buf;
     size_t bytes = count * dtype_size(dt);
-    void *h = malloc(bytes ? bytes : 1);
-    if (!h) return gm_fail("rank %d: all-reduce: out of host memory for %zu bytes", c->rank, bytes);
-    be->download(be, h, buf, bytes);
-    int rc = c->ops->allreduce_mean(c, h, count, dt);
-    if (rc == 0) be->upload(be, buf, h, bytes);
-    free(h);
+    if (!be->host_visible) {
+        if (!(h = malloc(bytes ? bytes : 1)))
+            return gm_fail("rank %d: %s: out of host memory for %zu bytes", c->rank,
+                           nspans >= 0 ? "reduce-scatter" : "all-reduce", bytes);
+        be->download(be, h, buf, bytes);
+    }
+    int rc = nspans >= 0 ? c->ops->reduce_scatter_mean(c, h, count, dt, spans, nspans)
+                         : c->ops->allreduce_mean(c, h, count, dt);
+    if (h != buf) {
+        if (rc == 0) be->upload(be, buf, h, bytes);
+        free(h);
+    }
     return rc;
+}
+
+static int staged_allreduce(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt) {
+    return staged_reduce(c, be, buf, count, dt, NULL, -1);
 }
 
 static int staged_allgatherv(gm_comm *c, const gm_backend *be, const void *send, void *recv,
@@ -74,7 +87,7 @@ static int staged_allgatherv(gm_comm *c, const gm_backend *be, const void *send,
     return rc;
 }
 
-const gm_comm_data_ops gm_comm_staged_data = {"staged", staged_allreduce, staged_allgatherv, NULL};
+const gm_comm_data_ops gm_comm_staged_data = {"staged", staged_allreduce, staged_reduce, staged_allgatherv, NULL};
 
 int gm_comm_check_same(gm_comm *c, const char *what, uint64_t hash) {
     if (c->world == 1) return 0;

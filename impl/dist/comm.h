@@ -2,13 +2,16 @@
 // the buffers hold. Two channels:
 //   host channel  host memory: control scalars (losses, the stop flag), start-up hashes.
 //                 single (world size 1) or MPI (Open MPI).
-//   data channel  backend memory (backend.h): the gradient all-reduce and Muon's all-gather.
+//   data channel  backend memory (backend.h): the gradient all-reduce (or reduce-scatter) and
+//                 Muon's all-gather.
 //                 staged: through the host channel, via download/upload when the backend's memory
 //                 is not host-visible (in place when it is); or NCCL on the CUDA backend's stream.
 // Kinds: single (both channels trivial), mpi (MPI + staged), nccl (MPI + NCCL; the NCCL unique id
 // is broadcast over MPI).
 // Every collective gives bitwise identical results on every rank (the MPI all-reduce is a reduce
 // to rank 0 in rank order followed by a broadcast), so replicated parameters never drift apart.
+// The reduce-scatter is that same reduction of the whole buffer followed by a scatter instead of the
+// broadcast: every value a rank receives is bitwise the one the all-reduce gives it.
 // A collective that does not finish within `timeout_s` (a peer died or hung) ends this process
 // with one line naming the rank and the operation, so a job never hangs forever.
 #ifndef GM_DIST_COMM_H
@@ -24,11 +27,23 @@ typedef enum { GM_DT_F32, GM_DT_F64 } gm_dtype;
 
 typedef struct gm_comm gm_comm;
 
+// A part of a buffer (elements [offset, offset + count)) and the rank that receives its mean, or
+// every rank (GM_ALL_RANKS).
+typedef struct {
+    size_t offset, count;
+    int rank;
+} gm_comm_span;
+enum { GM_ALL_RANKS = -1 };
+
 // The host channel: host buffers.
 typedef struct {
     const char *name;
     // In place: buf <- mean over ranks of buf. count elements of type dt.
     int (*allreduce_mean)(gm_comm *c, void *buf, size_t count, gm_dtype dt);
+    // In place: the mean over ranks of buf, reduced as allreduce_mean reduces it, reaches each span's
+    // rank only: afterwards buf[span] holds the mean where span.rank is this rank or GM_ALL_RANKS,
+    // and anything elsewhere. Spans lie inside buf and do not overlap; every rank passes the same.
+    int (*reduce_scatter_mean)(gm_comm *c, void *buf, size_t count, gm_dtype dt, const gm_comm_span *spans, int nspans);
     // recv <- concatenation in rank order of every rank's send; rank r sends bytes_per_rank[r].
     int (*allgatherv)(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank);
     int (*broadcast)(gm_comm *c, void *buf, size_t bytes, int root);
@@ -41,6 +56,10 @@ typedef struct {
 typedef struct {
     const char *name;
     int (*allreduce_mean)(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt);
+    // As the host channel's. NCCL: one ncclReduce per span to its rank (ncclAllReduce for
+    // GM_ALL_RANKS), grouped: spans of any size, but NCCL's sums, not bitwise its all-reduce's.
+    int (*reduce_scatter_mean)(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt,
+                               const gm_comm_span *spans, int nspans);
     int (*allgatherv)(gm_comm *c, const gm_backend *be, const void *send, void *recv, const size_t *bytes_per_rank);
     void (*close)(gm_comm *c);  // before the host channel's close; NULL: nothing to release
 } gm_comm_data_ops;
@@ -69,6 +88,10 @@ static inline int gm_allgatherv(gm_comm *c, const void *send, void *recv, const 
 }
 static inline int gm_data_allreduce_mean(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt) {
     return c->data->allreduce_mean(c, be, buf, count, dt);
+}
+static inline int gm_data_reduce_scatter_mean(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt,
+                                              const gm_comm_span *spans, int nspans) {
+    return c->data->reduce_scatter_mean(c, be, buf, count, dt, spans, nspans);
 }
 static inline int gm_data_allgatherv(gm_comm *c, const gm_backend *be, const void *send, void *recv,
                                      const size_t *bytes_per_rank) {

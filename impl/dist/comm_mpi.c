@@ -58,12 +58,14 @@ static int op_end(gm_comm *c, int mpi_rc, const char *name) {
 
 enum { CHUNK = 1 << 26 };  // elements per MPI call, well inside int counts
 
-static int mpi_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
+// buf <- the sum over ranks divided by W, on rank 0 (the other ranks' buf is left as it was). The
+// one reduction of every mean here: the same MPI_Reduce calls on the same buffer give the same bits,
+// so the all-reduce and the reduce-scatter of a buffer hand out identical values.
+static int reduce_mean_to_root(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
     MPI_Datatype t = dt == GM_DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
     size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
     int rc = MPI_SUCCESS;
-    op_begin(c, "all-reduce");
-    // Reduce in a fixed order to rank 0, then broadcast: every rank gets the same bits.
+    // Reduce in a fixed order to rank 0.
     for (size_t at = 0; rc == MPI_SUCCESS && at < count; at += CHUNK) {
         int n = (int)(count - at < CHUNK ? count - at : CHUNK);
         char *p = (char *)buf + at * esize;
@@ -74,9 +76,72 @@ static int mpi_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
             else
                 for (int i = 0; i < n; i++) ((float *)p)[i] /= (float)c->world;
         }
-        if (rc == MPI_SUCCESS) rc = MPI_Bcast(p, n, t, 0, MPI_COMM_WORLD);
     }
+    return rc;
+}
+
+static int mpi_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
+    MPI_Datatype t = dt == GM_DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
+    op_begin(c, "all-reduce");
+    // Then broadcast: every rank gets the same bits.
+    int rc = reduce_mean_to_root(c, buf, count, dt);
+    for (size_t at = 0; rc == MPI_SUCCESS && at < count; at += CHUNK)
+        rc = MPI_Bcast((char *)buf + at * esize, (int)(count - at < CHUNK ? count - at : CHUNK), t, 0, MPI_COMM_WORLD);
     return op_end(c, rc, "all-reduce");
+}
+
+// Span k goes to rank r when it is r's or every rank's.
+static int span_to(const gm_comm_span *s, int r) { return s->rank == r || s->rank == GM_ALL_RANKS; }
+
+// The spans rank r receives, copied from buf into `packed` one after another (pack), or back from it.
+static void move_spans(char *buf, char *packed, const gm_comm_span *spans, int nspans, int r, size_t esize, int pack) {
+    size_t n = 0;
+    for (int k = 0; k < nspans; k++)
+        if (span_to(&spans[k], r)) {
+            char *b = buf + spans[k].offset * esize, *p = packed + n * esize;
+            memcpy(pack ? p : b, pack ? b : p, spans[k].count * esize);
+            n += spans[k].count;
+        }
+}
+
+static int mpi_reduce_scatter(gm_comm *c, void *buf, size_t count, gm_dtype dt, const gm_comm_span *spans, int nspans) {
+    MPI_Datatype t = dt == GM_DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
+    const int W = c->world;
+    // What each rank receives, in elements, packed span after span; rank 0 keeps its means in place.
+    int *counts = calloc((size_t)W, sizeof *counts), *displs = calloc((size_t)W, sizeof *displs);
+    if (!counts || !displs) {
+        free(counts), free(displs);
+        return gm_fail("rank %d: reduce-scatter: out of host memory", c->rank);
+    }
+    size_t total = 0;
+    for (int r = 1; r < W; r++) {
+        size_t n = 0;
+        for (int k = 0; k < nspans; k++)
+            if (span_to(&spans[k], r)) n += spans[k].count;
+        if (n > INT_MAX || total > INT_MAX) {
+            free(counts), free(displs);
+            return gm_fail("rank %d: reduce-scatter of %zu elements exceeds MPI's int counts", c->rank, total + n);
+        }
+        counts[r] = (int)n, displs[r] = (int)total;
+        total += n;
+    }
+    char *packed = malloc((c->rank == 0 ? total : (size_t)counts[c->rank]) * esize + 1);
+    if (!packed) {
+        free(counts), free(displs);
+        return gm_fail("rank %d: reduce-scatter: out of host memory", c->rank);
+    }
+    op_begin(c, "reduce-scatter");
+    int rc = reduce_mean_to_root(c, buf, count, dt);
+    if (rc == MPI_SUCCESS && c->rank == 0)
+        for (int r = 1; r < W; r++) move_spans(buf, packed + (size_t)displs[r] * esize, spans, nspans, r, esize, 1);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Scatterv(packed, counts, displs, t, c->rank == 0 ? MPI_IN_PLACE : packed, counts[c->rank], t, 0,
+                          MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS && c->rank != 0) move_spans(buf, packed, spans, nspans, c->rank, esize, 0);
+    free(packed), free(counts), free(displs);
+    return op_end(c, rc, "reduce-scatter");
 }
 
 static int mpi_allgatherv(gm_comm *c, const void *send, void *recv, const size_t *bytes_per_rank) {
@@ -125,7 +190,7 @@ static void mpi_close(gm_comm *c) {
     if (!finalized) MPI_Finalize();
 }
 
-static const gm_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_allgatherv, mpi_broadcast, mpi_barrier, mpi_close};
+static const gm_comm_ops mpi_ops = {"mpi", mpi_allreduce, mpi_reduce_scatter, mpi_allgatherv, mpi_broadcast, mpi_barrier, mpi_close};
 
 static int gm_mpi_init(int *argc, char ***argv, int *rank, int *world) {
     int inited = 0, provided = 0;

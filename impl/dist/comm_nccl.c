@@ -31,6 +31,7 @@ int gm_comm_open_mpi(gm_comm *c, int *argc, char ***argv);
     X(ncclGetUniqueId)         \
     X(ncclCommInitRank)        \
     X(ncclAllReduce)           \
+    X(ncclReduce)              \
     X(ncclBroadcast)           \
     X(ncclGroupStart)          \
     X(ncclGroupEnd)            \
@@ -105,6 +106,27 @@ static int nccl_allreduce(gm_comm *c, const gm_backend *be, void *buf, size_t co
     return wait_done(c, st, "all-reduce", nccl.ncclAllReduce(buf, buf, count, t, ncclAvg, s->comm, st));
 }
 
+// ncclReduceScatter needs equal counts per rank, and Muon's matrices give each rank a different
+// share: one reduce per span to its rank instead (an all-reduce for every rank's spans), fused in a
+// group; spans of any size, in place.
+static int nccl_reduce_scatter(gm_comm *c, const gm_backend *be, void *buf, size_t count, gm_dtype dt,
+                               const gm_comm_span *spans, int nspans) {
+    (void)count;
+    nccl_state *s = c->data_impl;
+    cudaStream_t st = stream_of(c, be, "reduce-scatter");
+    if (!st) return -1;
+    ncclDataType_t t = dt == GM_DT_F64 ? ncclFloat64 : ncclFloat32;
+    size_t esize = dt == GM_DT_F64 ? sizeof(double) : sizeof(float);
+    ncclResult_t r = nccl.ncclGroupStart();
+    for (int k = 0; k < nspans && r == ncclSuccess; k++) {
+        char *p = (char *)buf + spans[k].offset * esize;
+        r = spans[k].rank == GM_ALL_RANKS ? nccl.ncclAllReduce(p, p, spans[k].count, t, ncclAvg, s->comm, st)
+                                          : nccl.ncclReduce(p, p, spans[k].count, t, ncclAvg, spans[k].rank, s->comm, st);
+    }
+    ncclResult_t e = nccl.ncclGroupEnd();
+    return wait_done(c, st, "reduce-scatter", r != ncclSuccess ? r : e);
+}
+
 static int nccl_allgatherv(gm_comm *c, const gm_backend *be, const void *send, void *recv,
                            const size_t *bytes_per_rank) {
     // NCCL has no all-gather-v: one broadcast per rank into its slot, fused in a group.
@@ -129,7 +151,7 @@ static void nccl_close(gm_comm *c) {
     c->data_impl = NULL;
 }
 
-static const gm_comm_data_ops nccl_data = {"nccl", nccl_allreduce, nccl_allgatherv, nccl_close};
+static const gm_comm_data_ops nccl_data = {"nccl", nccl_allreduce, nccl_reduce_scatter, nccl_allgatherv, nccl_close};
 
 int gm_comm_open_nccl(gm_comm *c, int *argc, char ***argv) {
     if (gm_comm_open_mpi(c, argc, argv)) return -1;

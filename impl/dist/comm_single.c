@@ -1,10 +1,15 @@
-// World size 1: the mean of one buffer is itself; gathering is a copy.
+// World size 1: the mean of one buffer is itself (reduced or scattered); gathering is a copy.
 #include <string.h>
 
 #include "dist/comm.h"
 
 static int single_allreduce(gm_comm *c, void *buf, size_t count, gm_dtype dt) {
     (void)c, (void)buf, (void)count, (void)dt;
+    return 0;
+}
+
+static int single_reduce_scatter(gm_comm *c, void *buf, size_t count, gm_dtype dt, const gm_comm_span *spans, int nspans) {
+    (void)c, (void)buf, (void)count, (void)dt, (void)spans, (void)nspans;
     return 0;
 }
 
@@ -26,7 +31,8 @@ static int single_barrier(gm_comm *c) {
 
 static void single_close(gm_comm *c) { (void)c; }
 
-static const gm_comm_ops single_ops = {"single", single_allreduce, single_allgatherv, single_broadcast, single_barrier, single_close};
+static const gm_comm_ops single_ops = {"single",         single_allreduce, single_reduce_scatter, single_allgatherv,
+                                       single_broadcast, single_barrier,   single_close};
 
 int gm_comm_open_single(gm_comm *c) {
     c->ops = &single_ops;

@@ -133,11 +133,13 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
                                      m->hp.steps, s);
     const double gmul = m->hp.form == GM_MOMENTUM_EMA ? 1.0 - mu : 1.0;
     // Every rank keeps every momentum buffer current (elementwise, cheap), so any rank's checkpoint
-    // holds the whole optimizer state; this rank's matrices also get their update u.
+    // holds the whole optimizer state; this rank's matrices also get their update u. Sharded, the
+    // other ranks' matrices have no averaged gradient here.
     size_t at = 0;
     for (int i = 0; i < m->n; i++) {
         const gm_opt_view *vw = &m->views[i];
         int mine = i % W == m->rank;
+        if (!mine && m->sharded) continue;
         be->momentum(be, m->buf + m->state_offset[i], mine ? m->u + at : NULL, grads + vw->offset, gm_view_numel(vw),
                      mu, gmul, m->hp.nesterov);
         if (mine) at += gm_view_numel(vw);
@@ -170,6 +172,26 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
                 if (m->hp.normuon) be->normuon(be, V + b * bn, m->v2 + m->v2_offset[i] + b * lines, brows, vw->cols, by_row, m->hp.beta2);
                 be->muon_update(be, p + b * bn, V + b * bn, bn, eff_lr, eff_wd, m->hp.cautious);
             }
+        }
+    return 0;
+}
+
+int gm_muon_gather_state(gm_muon *m, gm_comm *comm) {
+    if (!m->sharded || m->world == 1) return 0;
+    const gm_backend *be = m->be;
+    // This rank's momenta packed into send (free between steps), everyone's gathered into recv in
+    // rank order, as the updates are, then each copied back to its place.
+    size_t at = 0;
+    for (int i = m->rank; i < m->n; i += m->world) {
+        be->copy(be, m->send + at, m->buf + m->state_offset[i], gm_view_numel(&m->views[i]) * sizeof(gm_real));
+        at += gm_view_numel(&m->views[i]);
+    }
+    if (gm_data_allgatherv(comm, be, m->send, m->recv, m->bytes)) return -1;
+    at = 0;
+    for (int r = 0; r < m->world; r++)
+        for (int i = r; i < m->n; i += m->world) {
+            be->copy(be, m->buf + m->state_offset[i], m->recv + at, gm_view_numel(&m->views[i]) * sizeof(gm_real));
+            at += gm_view_numel(&m->views[i]);
         }
     return 0;
 }

@@ -24,6 +24,10 @@
 // updates are all-gathered so that every rank applies all of them: the parameters are bitwise the
 // same as one process computing everything. Every rank keeps every momentum buffer (an
 // elementwise update), so any rank's checkpoint holds the whole optimizer state.
+// Sharded momentum (`sharded`, the trainer's --grad_sync=reduce-scatter, record 2025-05-30_noallreduce):
+// matrix i's averaged gradient reaches only rank i % W, so only that rank keeps its momentum
+// current; the other ranks' copies are stale until gm_muon_gather_state collects them (for a
+// checkpoint). The buffers keep their whole size: the state is sharded, its memory is not.
 // Every buffer is backend memory and every step is backend kernels (momentum, orthogonalize,
 // lincomb) plus the communicator's data-channel all-gather.
 #ifndef GM_OPTIM_MUON_H
@@ -61,6 +65,7 @@ typedef struct {
     const gm_opt_view *views;
     int n;
     int rank, world;       // the ownership split (matrix i on rank i % world)
+    int sharded;           // set after init: grads hold only this rank's matrices' averaged gradients
     gm_real *buf;          // backend: momentum, packed view after view (state_offset)
     size_t *state_offset;  // host (n)
     size_t state_numel;
@@ -91,6 +96,9 @@ void gm_muon_state_bytes(const gm_muon_hparams *hp, const gm_opt_view *views, in
 // comm: the one given to init. Returns -1 when the all-gather fails; kernel errors show at the
 // backend's sync.
 int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mult, int s, gm_comm *comm);
+// Sharded: every rank's current momenta into every rank's buf (a collective: all ranks call it),
+// so that buf holds the whole state; 0 at once when not sharded or on one rank.
+int gm_muon_gather_state(gm_muon *m, gm_comm *comm);
 // The scale applied to the orthogonalized (block) update of a (rows, cols) block.
 double gm_muon_scale_of(gm_muon_scale rule, int rows, int cols);
 // NorMuon's axis for a (rows, cols) = (out, in) block: 1 = one second moment per row.

@@ -43,6 +43,7 @@ int gm_optimizers_init(gm_optimizers *o, const gm_run_config *rc, const gm_table
         if (!o->nviews[g]) continue;
         if (uses_muon(rc, g)) {
             if (gm_muon_init(&o->muon, be, &rc->muon, o->views[g], o->nviews[g], comm)) return -1;
+            o->muon.sharded = rc->grad_sync == GM_GRAD_SYNC_REDUCE_SCATTER;
             o->has_muon = 1;
         } else {
             gm_adam_hparams hp = rc->adam;
@@ -69,6 +70,36 @@ int gm_optimizers_step(gm_optimizers *o, const gm_run_config *rc, gm_real *param
     for (int g = 0; g < GM_NGROUPS; g++)
         if (o->has_adam[g]) gm_adam_step(&o->adam[g], params, grads, mult);
     return o->has_muon ? gm_muon_step(&o->muon, params, grads, mult, s, comm) : 0;
+}
+
+static int by_offset(const void *a, const void *b) {
+    const gm_comm_span *x = a, *y = b;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+int gm_optimizers_grad_spans(const gm_optimizers *o, int world, gm_comm_span **spans) {
+    int n = 0;
+    for (int g = 0; g < GM_NGROUPS; g++) n += o->nviews[g];
+    gm_comm_span *s = *spans = malloc((size_t)(n ? n : 1) * sizeof *s);
+    if (!s) return gm_fail("optimizers: out of memory");
+    n = 0;
+    for (int g = 0; g < GM_NGROUPS; g++)
+        for (int i = 0; i < o->nviews[g]; i++) {
+            int muon = o->has_muon && o->views[g] == o->muon.views;
+            s[n++] = (gm_comm_span){o->views[g][i].offset, gm_view_numel(&o->views[g][i]), muon ? i % world : GM_ALL_RANKS};
+        }
+    qsort(s, (size_t)n, sizeof *s, by_offset);
+    int merged = 0;
+    for (int k = 0; k < n; k++)
+        if (merged && s[merged - 1].rank == s[k].rank && s[merged - 1].offset + s[merged - 1].count == s[k].offset)
+            s[merged - 1].count += s[k].count;
+        else
+            s[merged++] = s[k];
+    return merged;
+}
+
+int gm_optimizers_gather_state(gm_optimizers *o, gm_comm *comm) {
+    return o->has_muon ? gm_muon_gather_state(&o->muon, comm) : 0;
 }
 
 int gm_optimizers_states(const gm_optimizers *o, gm_state_buf *out) {

@@ -40,7 +40,15 @@ void gm_optimizers_free(gm_optimizers *o);
 // schedule's multiplier. Queues kernels (and Muon's all-gather); errors show at the backend's sync.
 int gm_optimizers_step(gm_optimizers *o, const gm_run_config *rc, gm_real *params, const gm_real *grads, int s,
                        gm_comm *comm);
-// The state buffers (Adam's m and v per group, Muon's momentum and NorMuon's second moments) into out; returns their count.
+// Which ranks need each parameter's averaged gradient (--grad_sync=reduce-scatter): Muon's matrix i
+// only rank i % world, which orthogonalizes it; every other parameter every rank. Spans in the
+// order of the flat buffer, neighbours with the same rank merged; *spans malloc'd. Count, or -1.
+int gm_optimizers_grad_spans(const gm_optimizers *o, int world, gm_comm_span **spans);
+// Sharded Muon momentum gathered on every rank (a collective), so gm_optimizers_states holds the
+// whole state; 0 at once when nothing is sharded.
+int gm_optimizers_gather_state(gm_optimizers *o, gm_comm *comm);
+// The state buffers (Adam's m and v per group, Muon's momentum and NorMuon's second moments) into out;
+// returns their count.
 int gm_optimizers_states(const gm_optimizers *o, gm_state_buf *out);
 // Bytes of their states for rc on `rank` of `world`, without allocating.
 int gm_optimizers_plan(const gm_run_config *rc, const gm_table *params, int rank, int world, size_t *adam,

@@ -214,6 +214,7 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     rc->seed = 1337;
     snprintf(rc->out_dir, sizeof rc->out_dir, "runs/%s-%s", name, scale);
     snprintf(rc->comm, sizeof rc->comm, "auto");
+    rc->grad_sync = GM_GRAD_SYNC_ALL_REDUCE;
     snprintf(rc->backend, sizeof rc->backend, "cpu");
     rc->comm_timeout = 300;
     rc->log_every = 5;

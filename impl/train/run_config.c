@@ -17,7 +17,8 @@ static const char *const MOM_NAMES[] = {"sum", "ema", NULL};
 static const char *const SCALE_NAMES[] = {"none", "sqrt-max", "aspect", NULL};
 static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", "gram-ns", NULL};
 static const char *const NORM_NAMES[] = {"of-g", "of-x", NULL};
-_Static_assert(sizeof(gm_lr_kind) == sizeof(int) && sizeof(gm_matrix_opt) == sizeof(int) &&
+static const char *const GRAD_SYNC_NAMES[] = {"all-reduce", "reduce-scatter", NULL};
+_Static_assert(sizeof(gm_lr_kind) == sizeof(int) && sizeof(gm_matrix_opt) == sizeof(int) && sizeof(gm_grad_sync) == sizeof(int) &&
                    sizeof(gm_momentum_form) == sizeof(int) && sizeof(gm_muon_scale) == sizeof(int) &&
                    sizeof(gm_ortho_method) == sizeof(int) && sizeof(gm_ns_norm_src) == sizeof(int),
                "enum fields are stored as int");
@@ -90,6 +91,10 @@ static const gm_field FIELDS[] = {
     R_INT("overwrite", overwrite, 0, 1, "replace the run already in out_dir (its log.jsonl and ckpt.bin)"),
     R_INT("dump_at", dump_at, -1, 1 << 30, "write block-matrix gradients and momenta at this step to out_dir/matrices (-1: never)"),
     R_STR("comm", comm, "communicator: single, mpi, nccl, auto"),
+    R_ENUM("grad_sync", grad_sync, GRAD_SYNC_NAMES,
+           "gradient averaging across ranks: all-reduce (every rank gets every gradient) or reduce-scatter (each Muon "
+           "matrix's gradient goes only to the rank that orthogonalizes it, which alone keeps its momentum; the Adam "
+           "parameters' stay all-reduced; record 2025-05-30_noallreduce); the same values, so the same training"),
     R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests), cpu-bf16mm (CPU with the CUDA matmul's bf16 operands)"),
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
@@ -257,6 +262,7 @@ static const struct {
     {"cautious_wd", has_muon_wd, "--muon_wd=0: no Muon weight decay to make cautious"},
     {"window_end_tokens", has_window, "--window_start_tokens=0: no sliding window"},
     {"gram_restarts", uses_gram_ns, "the matrices are not orthogonalized by --ortho=gram-ns"},
+    {"grad_sync", matrices_by_muon, "--matrix_opt=adam: no Muon matrices to reduce-scatter"},
 };
 
 static int refuse_unused_flags(const gm_run_config *rc) {

@@ -14,6 +14,9 @@
 #include "optim/schedule.h"
 
 typedef enum { GM_MATRIX_ADAM = 0, GM_MATRIX_MUON = 1 } gm_matrix_opt;
+// How the ranks average the gradients: every rank all of them, or each Muon matrix's only to the
+// rank that orthogonalizes it (record 2025-05-30_noallreduce); the same values either way.
+typedef enum { GM_GRAD_SYNC_ALL_REDUCE = 0, GM_GRAD_SYNC_REDUCE_SCATTER = 1 } gm_grad_sync;
 
 // Flags given on the command line are remembered by field (model fields first, then the run's),
 // so that a flag the chosen recipe ignores can be refused instead of silently dropped.
@@ -52,6 +55,7 @@ typedef struct {
     char resume[512];    // checkpoint to resume from ("" : fresh start)
     int overwrite;       // 1: replace the run already in out_dir (its log and checkpoint)
     char comm[16];       // single | mpi | nccl | auto
+    gm_grad_sync grad_sync;
     char backend[16];    // cpu | cuda | guarded (backend/select.h)
     int device;          // CUDA device of --backend=cuda
     double comm_timeout; // seconds a collective may take before the job is stopped

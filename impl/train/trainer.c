@@ -35,6 +35,8 @@ struct gm_trainer {
     gm_loader train, val;
     int val_steps;
     gm_optimizers opt;
+    gm_comm_span *spans;  // --grad_sync=reduce-scatter: which rank receives each gradient (NULL: all-reduce)
+    int nspans;
     int32_t *x, *y;
     gm_jsonl log;
     char ckpt_path[600];
@@ -56,6 +58,7 @@ static char *config_core_json(const gm_run_config *rc, int world) {
     core.comm_timeout = 0;
     core.plan_memory = 0;
     core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
+    core.grad_sync = GM_GRAD_SYNC_ALL_REDUCE;  // the same values either way, so a checkpoint resumes under both
     core.device = 0;
     char *json = gm_run_config_json(&core), tail[48];
     int n = snprintf(tail, sizeof tail, ",\"world_size\":%d}", world);
@@ -122,8 +125,11 @@ static size_t checkpoint_bytes(const trainer *t) {
     return gm_ckpt_file_bytes(s, ckpt_sections(t, 0, &sc, bufs, nb, NULL, s));
 }
 
-// Written atomically: on any failure the previous ckpt.bin (if any) is left as it was.
+// Written atomically: on any failure the previous ckpt.bin (if any) is left as it was. Every rank
+// calls it: a sharded optimizer state is gathered first.
 static int save_checkpoint(trainer *t, int step) {
+    if (gm_optimizers_gather_state(&t->opt, t->comm))
+        return gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error());
     if (t->comm->rank != 0) return 0;
     gm_ckpt_section s[MAX_SECTIONS];
     state_buf bufs[MAX_SECTIONS];
@@ -372,11 +378,14 @@ static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *
         if (!isfinite(l)) return step_fault(s, "train", l);
         sum += l;
     }
-    // The backward added the mean over the k micro-batches; average across ranks, once per step.
+    // The backward added the mean over the k micro-batches; average across ranks, once per step
+    // (reduce-scatter: each Muon matrix's mean only on its owner, the same values).
     PHASE("allreduce");
     gm_real *g = t->model.g;
     size_t n = t->model.params.total;
-    if (gm_data_allreduce_mean(t->comm, t->be, g, n, real_dtype())) return -1;
+    if (t->spans ? gm_data_reduce_scatter_mean(t->comm, t->be, g, n, real_dtype(), t->spans, t->nspans)
+                 : gm_data_allreduce_mean(t->comm, t->be, g, n, real_dtype()))
+        return -1;
     const int dump = s == rc->dump_at;
     if (dump && dump_matrices(t, g, NULL, "grad")) return -1;
     PHASE("optimizer");
@@ -422,6 +431,7 @@ static void free_trainer(trainer *t) {
     free(t->x);
     free(t->y);
     free(t->config_core);
+    free(t->spans);
 }
 
 // The shards of --<flag>. The presets' patterns (data/gcide/..., data/fineweb10B/...) are relative
@@ -456,9 +466,15 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
     t->config_core = config_core_json(rc, W);
+    if (rc->grad_sync == GM_GRAD_SYNC_REDUCE_SCATTER && W > 1 && rc->dump_at >= 0) {
+        gm_fail("--dump_at: under --grad_sync=reduce-scatter on %d ranks, rank 0 holds only its own matrices' gradients and "
+                "momenta; dump with --grad_sync=all-reduce (the same values)", W);
+        goto fail;
+    }
     snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s/ckpt.bin", rc->out_dir);
     // Every rank must run the same configuration on the same data.
     if (gm_comm_check_same(comm, "the resolved configuration", gm_hash_bytes(GM_HASH_INIT, t->config_core, strlen(t->config_core))) ||
+        gm_comm_check_same(comm, "--grad_sync", (uint64_t)rc->grad_sync) ||
         gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
         open_shards(&t->train, "train_data", rc->train_data, B, T, comm, c->vocab) ||
         open_shards(&t->val, "val_data", rc->val_data, B, T, comm, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
@@ -472,6 +488,8 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     }
     if (gm_model_create(&t->model, c, be) || gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
         gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
+        goto fail;
+    if (rc->grad_sync == GM_GRAD_SYNC_REDUCE_SCATTER && (t->nspans = gm_optimizers_grad_spans(&t->opt, W, &t->spans)) < 0)
         goto fail;
     return t;
 fail:
@@ -549,6 +567,8 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         // most 5% of the time. The last step's is written below.
         int due = rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0;
         due |= rc->ckpt_every >= 0 && rc->ckpt_every_s > 0 && gm_seconds_since(t_ckpt) >= fmax(rc->ckpt_every_s, 20 * ckpt_write_s);
+        // Gathering a sharded state takes every rank: they follow rank 0's clock.
+        if (t->spans && W > 1 && gm_broadcast(comm, &due, sizeof due, 0)) goto fail;
         if (due && s + 1 < rc->steps) {
             uint64_t w = gm_now_ns();
             if (save_checkpoint(t, s + 1)) goto fail;
