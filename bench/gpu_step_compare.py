@@ -2,7 +2,7 @@
 """The whole training step on a second backend against the CPU: every preset at the test scale.
 
   gpu_step_compare.py --build DIR [--backend cuda] [--ref cpu] [--presets "adamw ..."] [--steps N]
-                      [--halt N] [--out FILE] [--work DIR]
+                      [--halt N] [--cases plain,accum,resume] [--out FILE] [--work DIR]
 
 --ref names the CPU side: cpu (fp32 matmuls), or cpu-bf16mm (matmul operands rounded to bf16 as
 the CUDA backend rounds them, so what is left between the two is the order of fp32 sums and the
@@ -11,6 +11,8 @@ GPU's transcendental functions). For each preset, on made-up test-scale shards (
   accum    the same with --grad_accum=2 on both;
   resume   halted at step --halt on the backend and resumed on --ref to step N (and the reverse),
            each against the uninterrupted run of the backend it finished on.
+--cases picks among them (default all three); resume without plain reuses the plain runs an earlier
+call left in --work (a slow runtime can so spread the cases over several calls).
 Every row gives the train losses' largest difference over the steps, the final validation
 losses, and the checkpoints' differences from ckpt_diff (parameters and every optimizer state:
 max |a - b| / max |a| and the normwise error; bitwise or not; the step, loader and Adam step-count
@@ -93,9 +95,13 @@ def main():
     ap.add_argument("--presets", default=PRESETS)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--halt", type=int, default=2)
+    ap.add_argument("--cases", default="plain,accum,resume")
     ap.add_argument("--out")
     ap.add_argument("--work", default=None)
     a = ap.parse_args()
+    cases = a.cases.split(",")
+    if not cases or any(c not in ("plain", "accum", "resume") for c in cases):
+        sys.exit("gpu_step_compare: error: --cases: '%s' is not a comma-separated list of plain, accum, resume" % a.cases)
     if not 1 <= a.halt < a.steps:
         sys.exit("gpu_step_compare: error: --halt must be in [1, --steps)")
     work = os.path.abspath(a.work or os.path.join(a.build, "gpu_step_compare"))
@@ -135,10 +141,18 @@ def main():
                 lines.append("| %s | %s | %d non-finite values | | | | | | | |" % (preset, case, nonfinite))
             print(lines[-1], file=sys.stderr, flush=True)
 
-        train(a.ref, "cpu")
-        row("plain %d steps" % a.steps, d("cpu"), d("gpu"), train(a.backend, "gpu"))
-        train(a.ref, "cpu-acc", "--grad_accum=2")
-        row("--grad_accum=2", d("cpu-acc"), d("gpu-acc"), train(a.backend, "gpu-acc", "--grad_accum=2"))
+        if "plain" in cases:
+            train(a.ref, "cpu")
+            row("plain %d steps" % a.steps, d("cpu"), d("gpu"), train(a.backend, "gpu"))
+        if "accum" in cases:
+            train(a.ref, "cpu-acc", "--grad_accum=2")
+            row("--grad_accum=2", d("cpu-acc"), d("gpu-acc"), train(a.backend, "gpu-acc", "--grad_accum=2"))
+        if "resume" not in cases:
+            continue
+        for name in ("cpu", "gpu"):
+            if not os.path.exists(os.path.join(d(name), "ckpt.bin")):
+                sys.exit("gpu_step_compare: error: --cases=resume needs the plain runs: %s has no ckpt.bin "
+                         "(add plain to --cases)" % d(name))
         # Halted on one backend, resumed on the other; compared with the run that never left the latter.
         secs = train(a.backend, "gpu-half", "--halt_at=%d" % a.halt)
         secs += train(a.ref, "gpu-to-cpu", "--resume=" + os.path.join(d("gpu-half"), "ckpt.bin"))
