@@ -5,10 +5,15 @@
 // measured values overlaid (gnuplot PNG); the time of NS, gram-ns and the SVD per shape on one
 // thread; and the time of the orthogonalize kernel over every Muon matrix of the softcap model at
 // full scale, on one thread and on all threads. Every rate is a fraction of the OpenBLAS sgemm
-// rate measured in the same run at the same thread count. Inputs are Gaussian matrices.
+// rate measured in the same run at the same thread count. Inputs are Gaussian matrices. With the
+// numerics, NorMuon's effect on the update's singular values (record #43): the model's Muon shapes
+// (Gaussian) and the real gradients of refdata/matrices/, orthogonalized, then through the CPU
+// backend's `normuon` kernel (optim/normuon_effect.h).
 //
 //   build/bench/ns_report --out=reports/ns --commit=<git describe> [--reps=7] [--only=numerics|timing]
+//                         [--matrices=refdata/matrices]
 #include <cblas.h>
+#include <dirent.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -24,10 +29,13 @@
 #include "base/help.h"
 #include "base/error.h"
 #include "base/io.h"
+#include "base/matfile.h"
 #include "base/rng.h"
 #include "base/stats.h"
 #include "base/timer.h"
 #include "model/params.h"
+#include "optim/muon.h"
+#include "optim/normuon_effect.h"
 #include "optim/ns_coeffs.h"
 #include "optim/ortho_stats.h"
 #include "train/ceilings.h"
@@ -99,20 +107,158 @@ typedef struct {
     gm_ortho cfg;
 } timed;
 
+// ---- NorMuon's effect on the update (record #43) ----
+#define NORMUON_SEQ 10      // the fixed sequence's length: steps of the second-moment EMA
+#define NORMUON_BETA2 0.95  // record #43's beta2 (2025-11-10_CautiousWD, NorMuon's default)
+
+// O (m, n) in fp64 from G: NS with `set` (5 steps, bf16 emulated, norm of the bf16 X: as record
+// #43 runs Polar Express) in fp32, or, set NULL, the exact polar factor from the fp64 SVD.
+static void make_update(const gm_ns_coeffs *set, const float *Gf, double *O, int m, int n) {
+    const size_t mn = (size_t)m * n;
+    double *G = malloc(mn * sizeof *G);
+    float *X = malloc(mn * sizeof *X);
+    if (!G || !X) gm_die("ns_report: out of memory at %dx%d", m, n);
+    const gm_ortho cfg = {.method = GM_ORTHO_NS, .coeffs = set, .steps = 5, .bf16 = 1, .norm_src = GM_NS_NORM_OF_X};
+    for (size_t i = 0; i < mn; i++) G[i] = Gf[i];
+    if (set ? gm_ns_f32(&cfg, Gf, X, m, n, GM_MM_BLAS) : gm_svd_polar_f64(G, O, m, n)) gm_die_last();
+    if (set)
+        for (size_t i = 0; i < mn; i++) O[i] = X[i];
+    free(G), free(X);
+}
+
+static void normuon_row(gm_atomic_file *md, const char *input, int m, int n, int by_row, const char *upd,
+                        const char *what, const gm_ortho_stats *st) {
+    const double along = by_row ? st->row_max / st->row_min : st->col_max / st->col_min;
+    const double across = by_row ? st->col_max / st->col_min : st->row_max / st->row_min;
+    OUT(md, "| %s | %dx%d | %s | %s | %s | %.4f | %.4f | %.4g | %.4f | %.4f | %.4f | %.4f | %.4f |\n", input, m, n,
+        by_row ? "row" : "column", upd, what, st->smin, st->smax, st->smax / st->smin, st->orth_err, st->polar_err,
+        st->fro, along, across);
+}
+
+// The rows of one input G = Gs[T-1] (m, n), fp32: for each update (Polar Express, the quintic, the
+// exact polar factor) O itself, NorMuon(O) after one step from a zero state and, when T > 1,
+// NorMuon(O) after the T updates made from Gs[0..T-1] in turn.
+static void normuon_rows(gm_atomic_file *md, const char *input, float *const *Gs, int T, int m, int n) {
+    const size_t mn = (size_t)m * n;
+    const int by_row = gm_muon_normuon_by_row(m, n);
+    double *G = malloc(mn * sizeof *G), **O = calloc((size_t)T, sizeof *O);
+    if (!G || !O) gm_die("ns_report: out of memory at %dx%d", m, n);
+    for (int t = 0; t < T; t++)
+        if (!(O[t] = malloc(mn * sizeof **O))) gm_die("ns_report: out of memory at %dx%d", m, n);
+    for (size_t i = 0; i < mn; i++) G[i] = Gs[T - 1][i];
+    gm_polar_ref ref;
+    if (gm_polar_ref_init(&ref, G, m, n)) gm_die_last();
+    const struct {
+        const char *name;
+        const gm_ns_coeffs *set;
+    } kinds[] = {{"polar-express 5 (#43)", gm_ns_coeffs_find("polar-express")},
+                 {"quintic 5", gm_ns_coeffs_find("quintic")},
+                 {"SVD polar U V^T", NULL}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        fprintf(stderr, "ns_report: normuon %s %dx%d, %s\n", input, m, n, kinds[k].name);
+        for (int t = 0; t < T; t++) make_update(kinds[k].set, Gs[t], O[t], m, n);
+        gm_ortho_stats st_o, st_1, st_T;
+        if (gm_normuon_effect(&ref, G, (const double *const *)O + T - 1, 1, by_row, NORMUON_BETA2, &st_o, &st_1, NULL))
+            gm_die_last();
+        normuon_row(md, input, m, n, by_row, kinds[k].name, "O", &st_o);
+        normuon_row(md, input, m, n, by_row, kinds[k].name, "NorMuon(O), 1 step", &st_1);
+        if (T > 1) {
+            if (gm_normuon_effect(&ref, G, (const double *const *)O, T, by_row, NORMUON_BETA2, &st_o, &st_T, NULL))
+                gm_die_last();
+            char what[64];
+            snprintf(what, sizeof what, "NorMuon(O), step %d", T);
+            normuon_row(md, input, m, n, by_row, kinds[k].name, what, &st_T);
+        }
+    }
+    gm_polar_ref_free(&ref);
+    for (int t = 0; t < T; t++) free(O[t]);
+    free(O), free(G);
+}
+
+static int is_bin(const struct dirent *e) {
+    const size_t len = strlen(e->d_name);
+    return len > 4 && strcmp(e->d_name + len - 4, ".bin") == 0;
+}
+
+// Every *.bin of the folder, in name order; any fault ends the program before a report is opened.
+static gm_matrix *read_matrices(const char *dir, int *count) {
+    struct dirent **names;
+    const int n = scandir(dir, &names, is_bin, alphasort);
+    if (n < 0) gm_die("--matrices: cannot read the folder %s", dir);
+    if (n == 0) gm_die("--matrices: %s holds no *.bin matrices", dir);
+    gm_matrix *mats = calloc((size_t)n, sizeof *mats);
+    if (!mats) gm_die("ns_report: out of memory");
+    for (int f = 0; f < n; f++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, names[f]->d_name);
+        if (gm_matfile_read(path, &mats[f])) gm_die("--matrices: %s", gm_error());
+        free(names[f]);
+    }
+    free(names);
+    *count = n;
+    return mats;
+}
+
+static void normuon_section(gm_atomic_file *md, const char *matrices, gm_matrix *mats, int nmats) {
+    OUT(md,
+        "\n## NorMuon: how far from orthogonal the final update is (record #43)\n\n"
+        "Record #43 (modded-nanogpt records/track_1_short/2025-11-10_CautiousWD, NorMuon from 2025-10-24_NorMuon) "
+        "orthogonalizes the momentum with Polar Express and then applies NorMuon: each line of the update (a row when "
+        "rows > cols, else a column: `gm_muon_normuon_by_row`) is divided by the root of its second moment, an EMA "
+        "(beta2 = %.2f, zero start) of the line's mean square, and the whole matrix is rescaled to the Frobenius norm "
+        "it had. Here O goes through the CPU backend's `normuon` kernel (fp32). A row scaling D O (or a column scaling "
+        "O D) of an orthogonal O is orthogonal only when D is a multiple of the identity, so wherever O's line norms "
+        "differ NorMuon's output is not orthogonal, by design: its singular values spread away from O's while its "
+        "Frobenius norm stays ||O||_F (the rescale; equal to rounding in every row below). After one step from the zero "
+        "state v2 = (1 - beta2) mean(line^2), so every line leaves with the same norm whatever beta2 and the input's "
+        "scale: that column reads 1 up to rounding. A square polar factor U V^T has every row and column of norm 1, so "
+        "NorMuon leaves it as it is; a rectangular one has orthonormal lines only along its long side, and NorMuon "
+        "(which normalises the other lines of a wide c_proj and of a tall c_fc) takes it away from orthogonal. Row "
+        "`step %d`: the same O after %d updates made from independent Gaussian inputs of the same shape (Philox seed 9, "
+        "the last input the one above), so the state averages line statistics over steps: line norms are then only "
+        "partly equalised. Gaussian inputs are one sample each (Philox seed 9, entries N(0,1)), the model's Muon shapes "
+        "at full scale; the real inputs are the trainer's gradient/momentum dumps in `%s` (their README: tiny softcap "
+        "run, step 30). Columns: sigma min/max and ||QQ^T - I||_2 (small side) of the update, sigma max/min, polar error "
+        "against G's polar factor, ||.||_F, and the largest over the smallest line norm along NorMuon's axis and along "
+        "the other axis. Checked by verify/test_normuon_effect.c.\n\n",
+        NORMUON_BETA2, NORMUON_SEQ, NORMUON_SEQ, matrices);
+    OUT(md, "| input | shape | NorMuon axis | orthogonalizer | update | sigma min | sigma max | sigma max/min | "
+            "QQ^T-I (2) | polar err | norm F | line norm max/min (axis) | max/min (other axis) |\n");
+    OUT(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    static const struct {
+        int rows, cols;
+        const char *what;
+    } model[] = {{768, 768, "attn block (Gaussian)"}, {3072, 768, "mlp c_fc (Gaussian)"}, {768, 3072, "mlp c_proj (Gaussian)"}};
+    for (int sh = 0; sh < 3; sh++) {
+        const int m = model[sh].rows, n = model[sh].cols;
+        float *Gs[NORMUON_SEQ];
+        for (int t = 0; t < NORMUON_SEQ; t++) {
+            if (!(Gs[t] = malloc((size_t)m * n * sizeof(float)))) gm_die("ns_report: out of memory at %dx%d", m, n);
+            for (size_t i = 0; i < (size_t)m * n; i++) Gs[t][i] = gm_rng_normal(9, (uint64_t)(sh * NORMUON_SEQ + t), i);
+        }
+        normuon_rows(md, model[sh].what, Gs, NORMUON_SEQ, m, n);
+        for (int t = 0; t < NORMUON_SEQ; t++) free(Gs[t]);
+    }
+    for (int f = 0; f < nmats; f++) normuon_rows(md, mats[f].name, &mats[f].data, 1, mats[f].rows, mats[f].cols);
+}
+
 static void usage(void) {
-    printf("usage: ns_report [--out=DIR] [--commit=TEXT] [--reps=N] [--only=numerics|timing|all]\n"
+    printf("usage: ns_report [--out=DIR] [--commit=TEXT] [--reps=N] [--only=numerics|timing|all] [--matrices=DIR]\n"
            "  Newton-Schulz vs SVD: error vs steps vs time per coefficient set and precision, the scalar\n"
-           "  map data of bench/ns_map.gp, and the timings; Markdown tables in OUT.\n"
+           "  map data of bench/ns_map.gp, NorMuon's effect on the update's singular values, and the\n"
+           "  timings; Markdown tables in OUT.\n"
            "  --out       report folder (default reports/ns)\n"
            "  --commit    commit named in the reports (default unknown)\n"
            "  --reps      timed repetitions, the median reported (default 7)\n"
-           "  --only      numerics, timing or all (default all)\n");
+           "  --only      numerics, timing or all (default all)\n"
+           "  --matrices  folder of real gradient matrices (*.bin, base/matfile.h) for the NorMuon section\n"
+           "              (default refdata/matrices)\n");
 }
 
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     if (gm_help_requested(argc, argv)) return usage(), 0;
-    const char *out = "reports/ns", *commit = "unknown", *only = "all";
+    const char *out = "reports/ns", *commit = "unknown", *only = "all", *matrices = "refdata/matrices";
     int reps = 7;
     for (int i = 1; i < argc;) {
         const char *key, *val;
@@ -121,11 +267,14 @@ int main(int argc, char **argv) {
         else if (strcmp(key, "commit") == 0) commit = val;
         else if (strcmp(key, "reps") == 0) reps = (int)gm_arg_int(key, val, 1, 64);
         else if (strcmp(key, "only") == 0) only = val;
-        else gm_die("--%s: unknown flag (known: --out, --commit, --reps, --only)", key);
+        else if (strcmp(key, "matrices") == 0) matrices = val;
+        else gm_die("--%s: unknown flag (known: --out, --commit, --reps, --only, --matrices)", key);
     }
     if (strcmp(only, "all") && strcmp(only, "numerics") && strcmp(only, "timing"))
         gm_die("--only: '%s' is not numerics, timing or all", only);
     const int do_numerics = strcmp(only, "timing") != 0, do_timing = strcmp(only, "numerics") != 0;
+    int nmats = 0;
+    gm_matrix *mats = do_numerics ? read_matrices(matrices, &nmats) : NULL;
     char cmdline[1024] = "";
     for (int i = 0; i < argc; i++) {
         strncat(cmdline, i ? " " : "", sizeof cmdline - strlen(cmdline) - 1);
@@ -280,7 +429,14 @@ int main(int argc, char **argv) {
             "Inputs: one Gaussian matrix per shape (Philox seed 7, entries N(0,1)); not real gradients. Reference: "
             "polar factor U V^T from the fp64 SVD (LAPACK dgesdd). `bf16`: bf16 emulated on the CPU (normalized input "
             "and every product rounded to bf16, fp32 accumulation). Normalization X = G / (s ||X||_F + eps) with the "
-            "norm of the bf16 X (records #8+). Methods: `ns` plain Newton-Schulz; `gram-ns` Gram Newton-Schulz "
+            "norm of the bf16 X (records #8+). `polar-express` rows are Polar Express as records "
+            "2025-09-29_PolarExpress and 2025-11-10_CautiousWD (#43) run it (their `polar_express`, printed at the top "
+            "of their logs in modded-nanogpt records/track_1_short/): bf16 input, X / (||X||_F (1 + 2e-2) + 1e-6) with "
+            "the norm of the bf16 X, a tall input transposed (and the result back), their five triples (beyond step 5, "
+            "full table, the fifth repeats). Its bf16 rows at K = 5 are the record's computation but for one "
+            "rounding: eager PyTorch returns the norm of a bf16 tensor as bf16, so the denominator is rounded to 8 bits "
+            "(a scale change below 2^-7 relative; the record's compiled function may keep it wider), where ours stays "
+            "fp64. Methods: `ns` plain Newton-Schulz; `gram-ns` Gram Newton-Schulz "
             "(iterating on X X^T, one restart before step 2; a square input runs NS with symmetric products). "
             "Columns: polar error ||Q - UV^T||_F / ||UV^T||_F; sigma min/max of Q; ||QQ^T - I||_2 (small side); dual "
             "gap (||G||_* - <G, Q>) / ||G||_* (negative when ||Q||_2 > 1); bound violation max(||Q||_2 - 1, 0). The "
@@ -352,9 +508,11 @@ int main(int argc, char **argv) {
         OUT(&md, "%s", summary);
         OUT(&md, "\nSteps 1..%d: ns_table_full.md. Scalar map after %d steps with the measured u_i^T Q v_i of the "
                  "768x768 and 768x3072 inputs (plain NS, fp32 and bf16): ns_map.png.\n", MAX_STEPS, MAP_STEPS);
+        normuon_section(&md, matrices, mats, nmats);
         if (gm_atomic_commit(&full) || gm_atomic_commit(&dat)) gm_die_last();
     }
     if (gm_atomic_commit(&md)) gm_die_last();
-    free(cpu);
+    for (int f = 0; f < nmats; f++) gm_matrix_free(&mats[f]);
+    free(mats), free(cpu);
     return 0;
 }

@@ -31,14 +31,29 @@ void gm_polar_ref_free(gm_polar_ref *ref) {
     ref->P = ref->s = NULL;
 }
 
+// Smallest and largest Euclidean norm of Q's rows (by_row) or columns.
+static void line_norm_range(const double *Q, int rows, int cols, int by_row, double *lo, double *hi) {
+    const int nlines = by_row ? rows : cols, len = by_row ? cols : rows;
+    const size_t step = by_row ? 1 : (size_t)cols, next = by_row ? (size_t)cols : 1;
+    *lo = INFINITY, *hi = 0;
+    for (int l = 0; l < nlines; l++) {
+        double s = 0;
+        for (int j = 0; j < len; j++) s += Q[l * next + j * step] * Q[l * next + j * step];
+        *lo = fmin(*lo, sqrt(s)), *hi = fmax(*hi, sqrt(s));
+    }
+}
+
 int gm_ortho_stats_f64(const gm_polar_ref *ref, const double *G, const double *Q, gm_ortho_stats *st) {
     const int rows = ref->rows, cols = ref->cols, k = ref->k;
     const size_t n = (size_t)rows * cols;
-    double diff2 = 0, p2 = 0, inner = 0;
+    double diff2 = 0, p2 = 0, inner = 0, q2 = 0;
     for (size_t i = 0; i < n; i++) {
         double d = Q[i] - ref->P[i];
-        diff2 += d * d, p2 += ref->P[i] * ref->P[i], inner += G[i] * Q[i];
+        diff2 += d * d, p2 += ref->P[i] * ref->P[i], inner += G[i] * Q[i], q2 += Q[i] * Q[i];
     }
+    line_norm_range(Q, rows, cols, 1, &st->row_min, &st->row_max);
+    line_norm_range(Q, rows, cols, 0, &st->col_min, &st->col_max);
+    st->fro = sqrt(q2);
     // Gram on the small side: Q Q^T (rows, rows) when wide, Q^T Q (cols, cols) when tall.
     double *W = malloc((size_t)k * k * sizeof(double)), *lam = malloc((size_t)k * sizeof(double));
     if (!W || !lam) {

@@ -17,6 +17,10 @@ typedef struct {
     double orth_err;    // ||Q Q^T - I||_2 on the small side = max_i |s_i(Q)^2 - 1|
     double dual_gap;    // (||G||_* - <G, Q>) / ||G||_*: how much of the steepest-descent value Q loses
     double bound_viol;  // max(||Q||_2 - 1, 0): how far Q leaves the spectral-norm unit ball
+    double fro;         // ||Q||_F
+    // Extreme Euclidean norms of Q's rows and of its columns: NorMuon (backend.h `normuon`) makes
+    // one of the two families equal, which an orthogonal Q need not have.
+    double row_min, row_max, col_min, col_max;
 } gm_ortho_stats;
 
 int gm_polar_ref_init(gm_polar_ref *ref, const double *G, int rows, int cols);
