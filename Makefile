@@ -253,7 +253,7 @@ train: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 # Every preset, SEEDS seeds, BUDGET steps each (empty: bench/repro.sh's defaults for the scale):
 # runs/repro-<scale>/report/ (table with statistics, curves, README), or the folder REPORT names
 # (REPORT=reports/repro rewrites the committed tiny sample). An interrupted repro continues.
-PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap
+PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap normuon
 SEEDS ?=
 BUDGET ?=
 OVERLAY ?=

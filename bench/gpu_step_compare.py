@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-PRESETS = "adamw muon-v1 muon-v2 untied value-embed softcap"
+PRESETS = "adamw muon-v1 muon-v2 untied value-embed softcap normuon"
 
 
 def write_shard(path, n, seed):

@@ -2,7 +2,7 @@
 # make repro: train every preset on the same data and token budget with several seeds, then write
 # the validation-loss table (with its statistics) and the loss-versus-tokens curves.
 # Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE] [OVERLAY] [REPORT]
-#   PRESETS  space-separated (default: all six)
+#   PRESETS  space-separated (default: all seven)
 #   SEEDS    seeds per preset (default: tiny 3, small 3, full 3)
 #   BUDGET   optimizer steps per run (default: tiny 100; small and full: the scale's steps, i.e.
 #            small's 150 and, at full, each record's own)
@@ -17,7 +17,7 @@
 # written when it ends, says so); an unfinished one is trained again from the start.
 set -euo pipefail
 BUILD=${1:-build}
-PRESETS=${2:-"adamw muon-v1 muon-v2 untied value-embed softcap"}
+PRESETS=${2:-"adamw muon-v1 muon-v2 untied value-embed softcap normuon"}
 SEEDS=${3:-}
 BUDGET=${4:-}
 SCALE=${5:-tiny}
@@ -47,7 +47,7 @@ BINARY_ID=$(sha256sum "$BUILD/train" | cut -d' ' -f1)
 
 # The command as make would show it, for the report.
 cmd="make repro SCALE=$SCALE SEEDS=$SEEDS${BUDGET:+ BUDGET=$BUDGET}"
-if [ "$PRESETS" != "adamw muon-v1 muon-v2 untied value-embed softcap" ]; then cmd+=" PRESETS=\"$PRESETS\""; fi
+if [ "$PRESETS" != "adamw muon-v1 muon-v2 untied value-embed softcap normuon" ]; then cmd+=" PRESETS=\"$PRESETS\""; fi
 if [ "$BUILD" != build ]; then cmd+=" BUILD=$BUILD"; fi
 if [ -n "$OVERLAY" ]; then cmd+=" OVERLAY=\"$OVERLAY\""; fi
 if [ -n "$REPORT" ]; then cmd+=" REPORT=$REPORT"; fi

@@ -5,8 +5,9 @@
 # would be a bar under 2 px, so the spread gets an axis of its own rather than invisible bars.
 # Each preset has one colour and point shape, looked up by its name (PRESETS below), so a preset
 # looks the same in every chart whatever presets are drawn with it; every colour has at least 3:1
-# contrast against the white background, and the two lowest curves (value-embed, softcap) are red
-# and blue. The logs given to `make repro OVERLAY=...` (overlay.labels / overlay.dat) are drawn
+# contrast against the white background; the two lowest curves of the records up to #18
+# (value-embed, softcap) are red and blue, and normuon (softcap's model with record #43's
+# optimizer, compared with softcap above all) is teal. The logs given to `make repro OVERLAY=...` (overlay.labels / overlay.dat) are drawn
 # dashed in colours of their own on the loss panel, then with a logarithmic token axis (a
 # full-scale PyTorch log runs to billions of tokens).
 # Usage: gnuplot -e "dir='reports/repro'" bench/repro_curves.gp
@@ -17,10 +18,10 @@ n = words(presets)
 overlays = system("cat ".dir."/overlay.labels 2>/dev/null")
 m = words(overlays)
 # The presets in record order with their colours and point types; an unknown name is black.
-PRESETS = " adamw muon-v1 muon-v2 untied value-embed softcap "
-array COLOUR[6] = [0x444444, 0x228833, 0xbb5500, 0xaa3377, 0xcc3311, 0x0077bb]
-array POINT[6] = [5, 7, 9, 11, 13, 15]
-array OVERLAY_COLOUR[4] = [0x000000, 0x009988, 0x886600, 0x6644aa]
+PRESETS = " adamw muon-v1 muon-v2 untied value-embed softcap normuon "
+array COLOUR[7] = [0x444444, 0x228833, 0xbb5500, 0xaa3377, 0xcc3311, 0x0077bb, 0x009988]
+array POINT[7] = [5, 7, 9, 11, 13, 15, 6]
+array OVERLAY_COLOUR[4] = [0x000000, 0x886600, 0x6644aa, 0x888822]
 slot(name) = strstrt(PRESETS, " ".name." ") ? words(PRESETS[1:strstrt(PRESETS, " ".name." ")]) + 1 : 0
 colour(i) = slot(word(presets, i)) ? COLOUR[slot(word(presets, i))] : 0x000000
 point(i) = slot(word(presets, i)) ? POINT[slot(word(presets, i))] : 4

@@ -24,7 +24,7 @@ import repro_stats as st  # noqa: E402
 import speedrun_logs  # noqa: E402
 
 # The records in the order they were set: each preset is compared with the one before it.
-RECORD_ORDER = ["adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap"]
+RECORD_ORDER = ["adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap", "normuon"]
 ACCEPT_LOSS = 3.28  # the speedrun's bar: mean final val loss below it at p < 0.01
 
 

@@ -165,6 +165,11 @@ def check_records_rendered():
         # Record #18's README: 80 runs, scipy's one-sided p for mean < 3.28 printed as p=0.0001.
         if softcap[1] != "#18" or softcap[7] != "80" or round(float(softcap[9]), 4) != 0.0001:
             raise AssertionError("softcap record row %s" % softcap)
+        # Record #43's README: 10 runs, mean 3.2784, sd 0.0013, scipy's one-sided p printed as p=0.0018
+        # (0.00177 from the csv's mean and sd; the table shows p >= 0.001 with 3 decimals).
+        normuon = row(table, "normuon")
+        if normuon[1] != "#43" or normuon[7] != "10" or normuon[9] != "%.3f" % 0.0018:
+            raise AssertionError("normuon record row %s" % normuon)
         if row(table, "muon-v2")[7] != "1" or row(table, "muon-v2")[9] != "-":
             raise AssertionError("a single published run has no spread or p: %s" % row(table, "muon-v2"))
 

@@ -29,7 +29,9 @@ static const char *const PRESETS[][2] = {
     {"untied", ""},
     {"value-embed", "--n_value_embeds=2 --window_start_tokens=16 --window_end_tokens=64"},
     {"softcap", "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"},
+    {"normuon", "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"},
 };
+enum { NPRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 
 typedef struct {
     double loss[STEPS];
@@ -68,7 +70,9 @@ static void same(const run_result *a, const run_result *b, const char *what, int
 Test(backend_seam, guarded_trains_every_preset_bitwise_like_cpu, .timeout = 600) {
     char *dir = th_tmpdir(), out[4200];
     th_make_train_data(dir);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < NPRESETS; i++) cr_assert_str_eq(PRESETS[i][0], gm_preset_names[i], "the table above misses a preset");
+    cr_assert_null(gm_preset_names[NPRESETS], "the table above misses %s", gm_preset_names[NPRESETS]);
+    for (int i = 0; i < NPRESETS; i++) {
         snprintf(out, sizeof out, "--out_dir=%s/cpu-%d", dir, i);
         run_result c = train(gm_backend_cpu(), dir, i, out);
         snprintf(out, sizeof out, "--out_dir=%s/guarded-%d", dir, i);

@@ -206,7 +206,9 @@ static double contrast_on_white(int r, int g, int b) {
     return 1.05 / (l + 0.05);
 }
 
-static const char *const all_presets[] = {"adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap"};
+static const char *const all_presets[] = {"adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap", "normuon"};
+enum { NPRESETS = sizeof all_presets / sizeof all_presets[0] };
+#define ALL_PRESETS "adamw muon-v1 muon-v2 untied value-embed softcap normuon"
 
 // Whether the space-separated `list` holds `word`.
 static int in_list(const char *list, const char *word) {
@@ -218,13 +220,13 @@ static int in_list(const char *list, const char *word) {
 
 // Render bench/repro_curves.gp on made-up curves of the presets named in `subset` (space-separated,
 // in that order), shaped like a tiny-scale repro (7 validations to 102400 tokens; preset k of the
-// six ends at 5.5 - 0.1 k with sd 0.00(4+k)); with `overlay`, two PyTorch-like logs to 2e9 tokens.
+// seven ends at 5.5 - 0.1 k with sd 0.001 (4 + k)); with `overlay`, two PyTorch-like logs to 2e9 tokens.
 static char *render_curves(const char *dir, const char *subset, int overlay) {
     char vars[4400], out[4300], dat[8192], line[256];
     size_t n = 0;
     snprintf(line, sizeof line, "%s\n", subset);
     put(dir, "curves.presets", line);
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < NPRESETS; k++) {
         if (!in_list(subset, all_presets[k])) continue;
         n += (size_t)snprintf(dat + n, sizeof dat - n, "%s# %s: tokens mean std\n", n ? "\n\n" : "", all_presets[k]);
         for (int v = 0; v <= 6; v++) {
@@ -245,22 +247,24 @@ static char *render_curves(const char *dir, const char *subset, int overlay) {
 
 Test(charts, repro_chart_colours_stand_out_and_the_spread_is_stated) {
     char *dir = th_tmpdir();
-    char *svg = render_curves(dir, "adamw muon-v1 muon-v2 untied value-embed softcap", 0);
-    int rgb[6][3];
-    for (int i = 0; i < 6; i++) {
+    char *svg = render_curves(dir, ALL_PRESETS, 0);
+    int rgb[NPRESETS][3];
+    for (int i = 0; i < NPRESETS; i++) {
         const char *c = in_group(svg, all_presets[i], "stroke='rgb(");
         cr_assert_eq(sscanf(c, "%d, %d, %d", &rgb[i][0], &rgb[i][1], &rgb[i][2]), 3);
         double k = contrast_on_white(rgb[i][0], rgb[i][1], rgb[i][2]);
         cr_assert_geq(k, 3.0, "%s: rgb(%d, %d, %d) has contrast %.2f:1 on white, below 3:1", all_presets[i], rgb[i][0], rgb[i][1],
                       rgb[i][2], k);
+        // black is the script's colour for a name missing from its table
+        cr_assert(rgb[i][0] || rgb[i][1] || rgb[i][2], "%s is black: not in bench/repro_curves.gp's PRESETS", all_presets[i]);
         for (int j = 0; j < i; j++)
             cr_assert(memcmp(rgb[i], rgb[j], sizeof rgb[i]), "%s and %s share a colour", all_presets[i], all_presets[j]);
     }
-    // The final point of each preset with its standard deviation written out (0.004 .. 0.009).
-    for (int i = 0; i < 6; i++) {
+    // The final point of each preset with its standard deviation written out (0.004 .. 0.010).
+    for (int i = 0; i < NPRESETS; i++) {
         char key[64];
-        snprintf(key, sizeof key, " ± 0.00%d<", 4 + i);
-        cr_assert(strstr(svg, key), "the spread of %s (0.00%d) is not written", all_presets[i], 4 + i);
+        snprintf(key, sizeof key, " ± %.3f<", 0.001 * (4 + i));
+        cr_assert(strstr(svg, key), "the spread of %s (%.3f) is not written", all_presets[i], 0.001 * (4 + i));
     }
     free(svg);
     th_rmtree(dir);
@@ -271,18 +275,18 @@ Test(charts, repro_chart_colours_stand_out_and_the_spread_is_stated) {
 // grey alone): the colour comes from the preset's name, not its place in the list.
 Test(charts, repro_chart_gives_each_preset_one_colour_in_any_subset) {
     char *dir = th_tmpdir();
-    char *svg = render_curves(dir, "adamw muon-v1 muon-v2 untied value-embed softcap", 0);
-    char want[6][32];
-    for (int i = 0; i < 6; i++) snprintf(want[i], sizeof want[i], "%.14s", in_group(svg, all_presets[i], "stroke='rgb("));
+    char *svg = render_curves(dir, ALL_PRESETS, 0);
+    char want[NPRESETS][32];
+    for (int i = 0; i < NPRESETS; i++) snprintf(want[i], sizeof want[i], "%.14s", in_group(svg, all_presets[i], "stroke='rgb("));
     free(svg);
-    const char *subsets[] = {"softcap", "adamw softcap", "softcap value-embed untied", "muon-v2 adamw"};
-    for (int s = 0; s < 4; s++) {
+    const char *subsets[] = {"softcap", "adamw softcap", "softcap value-embed untied", "muon-v2 adamw", "softcap normuon"};
+    for (int s = 0; s < 5; s++) {
         svg = render_curves(dir, subsets[s], 0);
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < NPRESETS; i++) {
             if (!in_list(subsets[s], all_presets[i])) continue;
             char got[32];
             snprintf(got, sizeof got, "%.14s", in_group(svg, all_presets[i], "stroke='rgb("));
-            cr_expect_str_eq(got, want[i], "%s is rgb(%s among '%s' but rgb(%s among all six", all_presets[i], got, subsets[s],
+            cr_expect_str_eq(got, want[i], "%s is rgb(%s among '%s' but rgb(%s among all seven", all_presets[i], got, subsets[s],
                              want[i]);
         }
         free(svg);
@@ -292,14 +296,14 @@ Test(charts, repro_chart_gives_each_preset_one_colour_in_any_subset) {
 }
 
 // The spread between seeds is drawn where it can be seen: each preset's sd over tokens in a panel
-// of its own with a zero-based axis, the final sd (0.004 .. 0.009 in the fixture) at least 10 px
+// of its own with a zero-based axis, the final sd (0.004 .. 0.010 in the fixture) at least 10 px
 // tall and in proportion (the +-1 sd bars on the loss axis were under 2 px).
 Test(charts, repro_chart_draws_the_spread_between_seeds_tall_enough_to_see) {
     char *dir = th_tmpdir();
-    char *svg = render_curves(dir, "adamw muon-v1 muon-v2 untied value-embed softcap", 0);
-    double area[8][4], h[6];
+    char *svg = render_curves(dir, ALL_PRESETS, 0);
+    double area[8][4], h[NPRESETS];
     int panels = panels_apart(svg, "curves.png", area, 8);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < NPRESETS; i++) {
         char title[64];
         snprintf(title, sizeof title, "sd of %s", all_presets[i]);
         const char *p = in_group(svg, title, "d='M"), *end = strchr(p, '\'');
@@ -311,9 +315,9 @@ Test(charts, repro_chart_draws_the_spread_between_seeds_tall_enough_to_see) {
             if (x >= area[a][0] && x <= area[a][2] && y >= area[a][1] && y <= area[a][3]) in = a;
         cr_assert_geq(in, 0, "%s: its last point (%.1f, %.1f) lies in no panel", title, x, y);
         h[i] = area[in][3] - y;
-        cr_expect_geq(h[i], 10.0, "%s: the final sd 0.00%d is drawn %.1f px tall", title, 4 + i, h[i]);
+        cr_expect_geq(h[i], 10.0, "%s: the final sd %.3f is drawn %.1f px tall", title, 0.001 * (4 + i), h[i]);
     }
-    for (int i = 1; i < 6; i++)
+    for (int i = 1; i < NPRESETS; i++)
         cr_expect_float_eq(h[i] / h[0], (4.0 + i) / 4.0, 0.05, "%s: drawn %.1f px against adamw's %.1f px, not in proportion", all_presets[i],
                            h[i], h[0]);
     free(svg);
@@ -321,12 +325,12 @@ Test(charts, repro_chart_draws_the_spread_between_seeds_tall_enough_to_see) {
     free(dir);
 }
 
-// The chart as a reader sees it, with 1, 2 and 6 presets and with overlaid logs (a logarithmic
+// The chart as a reader sees it, with 1, 2 and 7 presets and with overlaid logs (a logarithmic
 // token axis): no panel over another, every text inside the canvas (the last x tick was cut at the
 // right edge) and clear of the others.
 Test(charts, repro_chart_panels_and_texts_stay_apart) {
     char *dir = th_tmpdir();
-    const char *subsets[] = {"softcap", "adamw softcap", "adamw muon-v1 muon-v2 untied value-embed softcap"};
+    const char *subsets[] = {"softcap", "adamw softcap", ALL_PRESETS};
     for (int overlay = 0; overlay < 2; overlay++)
         for (int s = 0; s < 3; s++) {
             char *svg = render_curves(dir, subsets[s], overlay), what[128];

@@ -28,7 +28,8 @@ enum { STEPS = 4 };
 // window that grows over the run. 768 validation tokens divide among 1..4 ranks of 64.
 static const char *preset_flags(const char *preset) {
     if (!strcmp(preset, "value-embed")) return "--n_value_embeds=2 --window_start_tokens=16 --window_end_tokens=64";
-    if (!strcmp(preset, "softcap")) return "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64";
+    if (!strcmp(preset, "softcap") || !strcmp(preset, "normuon"))
+        return "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64";
     return "";
 }
 
@@ -124,6 +125,12 @@ Test(grad_sync, value_embed_reduce_scatter_is_the_all_reduce, .timeout = 600) {
 Test(grad_sync, softcap_reduce_scatter_is_the_all_reduce, .timeout = 600) {
     equivalence("softcap", 2, 1, "");
     equivalence("softcap", 3, 2, "");
+}
+
+// NorMuon's second moments and the cautious decay run after the all-gather on every rank, from
+// the gathered updates: the same under either sync, even though the momentum is sharded.
+Test(grad_sync, normuon_reduce_scatter_is_the_all_reduce, .timeout = 600) {
+    equivalence("normuon", 3, 2, "");
 }
 
 // The negative control: one ulp of the Muon momentum (0.95 and 0.9500001 are neighbouring floats)

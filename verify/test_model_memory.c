@@ -166,6 +166,7 @@ Test(model_memory, plan_is_what_training_allocates, .timeout = 300) {
     check_trainer("adamw", "--steps=2");
     check_trainer("muon-v2", "--steps=2");
     check_trainer("softcap", "--steps=2 --n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16");
+    check_trainer("normuon", "--steps=2 --n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16");  // + NorMuon's state
 }
 
 // ---- the record's per-GPU shape ----
@@ -178,9 +179,9 @@ Test(model_memory, full_scale_softcap_fits_the_budget) {
         gm_mem_plan plan;
         cr_assert_eq(gm_train_memory_plan(&rc, 1, 0, &plan), 0, "%s", gm_error());
         cr_log_info("%s full, B %d T %d: %.2f GB planned", *p, rc.model.batch, rc.model.seq_len, plan.total / 1e9);
-        if (!strcmp(*p, "softcap")) {
-            cr_assert(rc.model.batch == 1 && rc.model.seq_len == 65536, "softcap full is not the record's shape");
-            cr_expect_lt(plan.total, GM_MEM_BUDGET_BYTES, "softcap full: %.2f GB planned, budget %.0f GB",
+        if (!strcmp(*p, "softcap") || !strcmp(*p, "normuon")) {  // normuon: softcap's model + NorMuon's state
+            cr_assert(rc.model.batch == 1 && rc.model.seq_len == 65536, "%s full is not the record's shape", *p);
+            cr_expect_lt(plan.total, GM_MEM_BUDGET_BYTES, "%s full: %.2f GB planned, budget %.0f GB", *p,
                          plan.total / 1e9, GM_MEM_BUDGET_BYTES / 1e9);
         }
     }

@@ -1,5 +1,6 @@
 // The parameter table of every preset at full scale against the records: total count, number of
-// Muon matrices (counts from the records, refdata/records/PRESETS.md section 1), contiguous
+// Muon matrices (counts from the records, refdata/records/PRESETS.md section 1; normuon's model
+// is softcap's), contiguous
 // non-overlapping views; and the record initialisation (zero-init projections/head, lambdas).
 #include <criterion/criterion.h>
 #include <math.h>
@@ -21,10 +22,21 @@ typedef struct {
 static const record_count records[] = {
     {"adamw", 123532032, 48},  {"muon-v1", 123532032, 48},     {"muon-v2", 123532032, 48},
     {"untied", 162201600, 72}, {"value-embed", 394002486, 72}, {"softcap", 275742772, 68},
+    {"normuon", 275742772, 68},
 };
+enum { NRECORDS = sizeof records / sizeof records[0] };
+
+// Every preset has its record's count above (a preset added without one fails here).
+Test(model_params, every_preset_has_a_record_count) {
+    for (const char *const *p = gm_preset_names; *p; p++) {
+        size_t r = 0;
+        while (r < NRECORDS && strcmp(records[r].preset, *p)) r++;
+        cr_expect_lt(r, NRECORDS, "%s: no parameter count from its record here", *p);
+    }
+}
 
 Test(model_params, full_scale_counts_match_the_records) {
-    for (size_t r = 0; r < sizeof records / sizeof records[0]; r++) {
+    for (size_t r = 0; r < NRECORDS; r++) {
         gm_config cfg;
         cr_assert_eq(gm_preset_model(&cfg, records[r].preset, "full"), 0, "%s", gm_error());
         gm_table t;
@@ -114,13 +126,14 @@ Test(model_params, tiny_forward_backward_runs) {
 }
 
 // The sliding-window schedule against the records' own figures (PRESETS.md 7.2 and 8.1):
-// W_0 = 1 block, first increase at step 110 of 1480 (#16) and 103 of 1390 (#18), W_N = 14.
+// W_0 = 1 block, first increase at step 110 of 1480 (#16) and 103 of 1390 (#18, and normuon on
+// its model and steps), W_N = 14.
 Test(model_params, window_schedule_as_recorded) {
     const struct {
         const char *preset;
         long steps, first_increase;
-    } r[] = {{"value-embed", 1480, 110}, {"softcap", 1390, 103}};
-    for (int i = 0; i < 2; i++) {
+    } r[] = {{"value-embed", 1480, 110}, {"softcap", 1390, 103}, {"normuon", 1390, 103}};
+    for (int i = 0; i < 3; i++) {
         gm_config cfg;
         cr_assert_eq(gm_preset_model(&cfg, r[i].preset, "full"), 0);
         cr_expect_eq(gm_config_window_blocks(&cfg, 0, r[i].steps), 1);

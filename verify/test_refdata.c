@@ -4,8 +4,11 @@
 // a changed configuration or init makes the test say the refdata is stale (`make refdata`).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <stdio.h>
 
+#include "helpers.h"
 #include "refdata_fixture.h"
+#include "train/run_config.h"
 
 #define BAR 1e-4
 
@@ -27,3 +30,15 @@ Test(refdata, muon_v2) { check_preset("muon-v2"); }
 Test(refdata, untied) { check_preset("untied"); }
 Test(refdata, value_embed) { check_preset("value-embed"); }
 Test(refdata, softcap) { check_preset("softcap"); }
+// softcap's model with record #43's optimizer: the same model, so the same reference (meta.txt differs in the name).
+Test(refdata, normuon) { check_preset("normuon"); }
+
+// Every preset has its committed reference (a preset added without `make refdata` fails here;
+// each one's check is its own test above).
+Test(refdata, every_preset_has_its_reference) {
+    for (const char *const *p = gm_preset_names; *p; p++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "refdata/model/%s/ref.bin", *p);
+        cr_expect(th_file_exists(th_root_path(rel)), "%s: no %s (make refdata)", *p, rel);
+    }
+}

@@ -1,4 +1,4 @@
-// The PyTorch reference pins the sliding-window rule of the doc-masked presets (#16, #18): its
+// The PyTorch reference pins the sliding-window rule of the doc-masked presets (#16, #18, normuon): its
 // tokens hold a document spanning more blocks than the window, so windows w - 1, w and w + 1 give
 // different outputs on both sides, and our model matches PyTorch at each of the three windows and
 // misses the reference of w under w - 1 and w + 1. A window rule off by one block fails here and
@@ -65,3 +65,4 @@ static void check_windows(const char *preset) {
 
 Test(refdata_window, value_embed) { check_windows("value-embed"); }
 Test(refdata_window, softcap) { check_windows("softcap"); }
+Test(refdata_window, normuon) { check_windows("normuon"); }

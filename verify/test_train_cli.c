@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/io.h"
 #include "train/checkpoint.h"
+#include "train/run_config.h"
 #include "helpers.h"
 
 Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
@@ -18,8 +19,12 @@ Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
                                 {"muon-v2", ""},
                                 {"untied", ""},
                                 {"value-embed", "--n_value_embeds=2 --window_start_tokens=16 --window_end_tokens=64"},
-                                {"softcap", "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"}};
-    for (int i = 0; i < 6; i++) {
+                                {"softcap", "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"},
+                                {"normuon", "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"}};
+    enum { N = sizeof presets / sizeof presets[0] };
+    for (int i = 0; i < N; i++) cr_assert_str_eq(presets[i][0], gm_preset_names[i], "the table above misses a preset");
+    cr_assert_null(gm_preset_names[N], "the table above misses %s", gm_preset_names[N]);
+    for (int i = 0; i < N; i++) {
         char *dir = th_tmpdir(), *out, *err, log[4200];
         th_make_train_data(dir);
         cr_assert_eq(th_train(dir, presets[i][0], presets[i][1], &out, &err), 0, "%s: %s", presets[i][0], err);

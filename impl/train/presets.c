@@ -37,6 +37,7 @@ typedef struct {
     gm_config model;                // the record's shapes and switches
     int steps, warmup, warmdown;    // the record's schedule, in its steps
     double cooldown_frac;           // > 0: the cooldown-fraction schedule (#18)
+    double lr_floor;                // the cooldown ends at this lr multiplier (#43; 0: at 0)
     int val_every;
     double lr_embed, lr_head, lr_scalar, lr_matrix;
     gm_matrix_opt matrix_opt;
@@ -45,8 +46,17 @@ typedef struct {
     gm_momentum_form form;
     gm_muon_scale scale;
     int split_qkv, momentum_warmup, batch0_twice;
+    int momentum_cooldown;          // the last steps over which the Muon momentum falls back (#43)
     gm_ns_norm_src ns_norm;
+    const char *ns_coeffs;          // Newton-Schulz coefficient set (optim/ns_coeffs.c); NULL: quintic
+    int normuon;                    // #43's NorMuon, with its beta2
+    double normuon_beta2;
+    double muon_wd;                 // #43's decoupled Muon weight decay; cautious: masked by sign
+    int cautious;
 } preset;
+
+// Record #43's NorMuon beta2: rows without NorMuon keep it, ready for --normuon=1.
+#define NORMUON_BETA2 0.95
 
 static const preset PRESETS[] = {
     {.model = {.name = "adamw", GPT2_ROTARY},
@@ -80,10 +90,20 @@ static const preset PRESETS[] = {
      .lr_embed = 0.6, .lr_head = 0.008, .lr_scalar = 0.04, .lr_matrix = 0.05, .matrix_opt = GM_MATRIX_MUON,
      .beta1 = 0.8, .form = GM_MOMENTUM_EMA, .scale = GM_MUON_SCALE_ASPECT, .momentum_warmup = 300,
      .ns_norm = GM_NS_NORM_OF_X},
+    // #43's optimizer (2025-11-10_CautiousWD, refdata/records/PRESETS.md §9) on softcap's model and softcap's
+    // 1390 steps of 2^19 tokens: its momentum warmup (300) and cooldown (50) keep the record's step
+    // counts at full scale, its lr cooldown the record's fraction (0.5 of the steps, to 0.1).
+    {.model = {.name = "normuon", UNTIED, LONG_CONTEXT, .rotary_base = 1024.0, .rotary_half_truncated = 1,
+               .softcap = 15.0, .n_value_embeds = 3, .ve_pattern = GM_VE_ENDS, .skip_attn_mask = 1u << 7},
+     .steps = 1390, .warmup = 0, .warmdown = 0, .cooldown_frac = 0.5, .lr_floor = 0.1, .val_every = 125,
+     .lr_embed = 0.6, .lr_head = 0.008, .lr_scalar = 0.04, .lr_matrix = 0.03, .matrix_opt = GM_MATRIX_MUON,
+     .beta1 = 0.65, .form = GM_MOMENTUM_EMA, .scale = GM_MUON_SCALE_ASPECT, .momentum_warmup = 300,
+     .momentum_cooldown = 50, .ns_norm = GM_NS_NORM_OF_X, .ns_coeffs = "polar-express", .normuon = 1,
+     .normuon_beta2 = 0.95, .muon_wd = 1.2, .cautious = 1},
 };
 enum { NPRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 
-const char *const gm_preset_names[] = {"adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap", NULL};
+const char *const gm_preset_names[] = {"adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap", "normuon", NULL};
 _Static_assert(sizeof gm_preset_names / sizeof gm_preset_names[0] == NPRESETS + 1, "one name per preset row");
 
 // ---- scales ----
@@ -151,8 +171,9 @@ typedef struct {
     const char *train_data, *val_data;
 } scale_rule;
 
-// Small's 150 steps x 3 seeds x 6 presets make `make repro SCALE=small` about 37 minutes on 2 quiet
-// cores (the committed sample took 4384 s of CPU time: reports/repro-small/README.md); 11
+// Small's 150 steps x 3 seeds x 6 presets made `make repro SCALE=small` about 37 minutes on 2 quiet
+// cores (the committed sample took 4384 s of CPU time: reports/repro-small/README.md; normuon, the
+// seventh, adds about a sixth); 11
 // validations on 8 k tokens. Test scale trains only on data with ids below its vocab of 120 (the tests make their
 // own); its run settings are tiny's.
 static const scale_rule SCALES[NSCALES] = {
@@ -190,12 +211,14 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     rc->warmup_frac = (double)p->warmup / p->steps;
     rc->warmdown_frac = (double)p->warmdown / p->steps;
     rc->lr.cooldown_frac = p->cooldown_frac;
+    rc->lr.floor = p->lr_floor;
     rc->lr_embed = p->lr_embed, rc->lr_head = p->lr_head, rc->lr_scalar = p->lr_scalar, rc->lr_matrix = p->lr_matrix;
     rc->matrix_opt = p->matrix_opt;
     rc->adam = (gm_adam_hparams){0, p->beta1, 0.95, 1e-8, p->weight_decay, p->normalize_grad};
     rc->muon.momentum = 0.95;
     rc->muon.momentum_from = 0.85;
     rc->momentum_warmup_frac = (double)p->momentum_warmup / p->steps;
+    rc->momentum_cooldown_frac = (double)p->momentum_cooldown / p->steps;
     rc->muon.nesterov = 1;
     rc->muon.form = p->form;
     rc->muon.scale = p->scale;
@@ -204,12 +227,12 @@ int gm_run_config_preset(gm_run_config *rc, const char *name, const char *scale)
     rc->muon.ortho.steps = 5;
     rc->muon.ortho.bf16 = 1;
     rc->muon.ortho.norm_src = p->ns_norm;
-    // Record #43's additions, off in every preset here (its NorMuon beta2 ready for --normuon=1).
-    rc->muon.normuon = 0;
-    rc->muon.beta2 = 0.95;
-    rc->muon.weight_decay = 0;
-    rc->muon.cautious = 0;
-    snprintf(rc->ns_coeffs, sizeof rc->ns_coeffs, "quintic");
+    // Record #43's additions (the normuon row's; off in the others).
+    rc->muon.normuon = p->normuon;
+    rc->muon.beta2 = p->normuon ? p->normuon_beta2 : NORMUON_BETA2;
+    rc->muon.weight_decay = p->muon_wd;
+    rc->muon.cautious = p->cautious;
+    snprintf(rc->ns_coeffs, sizeof rc->ns_coeffs, "%s", p->ns_coeffs ? p->ns_coeffs : "quintic");
     snprintf(rc->gram_restarts, sizeof rc->gram_restarts, "2");  // Dao-AILab's choice for 5 steps
     rc->seed = 1337;
     snprintf(rc->out_dir, sizeof rc->out_dir, "runs/%s-%s", name, scale);

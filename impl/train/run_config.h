@@ -65,7 +65,7 @@ typedef struct {
     unsigned char given[GM_RUN_MAX_FIELDS];  // set by gm_run_config_set (not part of the JSON)
 } gm_run_config;
 
-// The preset `name` (adamw, muon-v1, muon-v2, untied, value-embed, softcap) at `scale` (full: the
+// The preset `name` (adamw, muon-v1, muon-v2, untied, value-embed, softcap, normuon) at `scale` (full: the
 // record's shapes; small: tiny's model on longer sequences, for `make repro SCALE=small`; tiny: the
 // embedded corpus on a CPU; test: gradient checks and refdata); -1 +
 // gm_fail naming --preset or --scale when unknown. Defined in train/presets.c.
