@@ -251,8 +251,7 @@ static void usage(void) {
            "  --commit    commit named in the reports (default unknown)\n"
            "  --reps      timed repetitions, the median reported (default 7)\n"
            "  --only      numerics, timing or all (default all)\n"
-           "  --matrices  folder of real gradient matrices (*.bin, base/matfile.h) for the NorMuon section\n"
-           "              (default refdata/matrices)\n");
+           "  --matrices  the NorMuon section's real gradient matrices, *.bin (default refdata/matrices)\n");
 }
 
 int main(int argc, char **argv) {
