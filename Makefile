@@ -87,7 +87,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # neither relinked nor announced.
 .SECONDARY:
 
-.PHONY: help deps build verify gpu-check bench refdata repro train data clean bundle bundle-check FORCE
+.PHONY: help deps build verify gpu-check bench refdata repro repro-frontier train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
 
 help:
@@ -99,6 +99,10 @@ help:
 	@echo "                  ~37 min on 2 quiet cores) -> runs/repro-SCALE/report/, or REPORT=folder (REPORT=reports/repro"
 	@echo "                  rewrites the committed sample); an interrupted repro continues, reusing its finished runs"
 	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
+	@echo "                  a PRESETS word LABEL=PRESET:--flag=v[,--flag=v] is a variant, compared with its preset"
+	@echo "  make repro-frontier  softcap, normuon and each of record #43's optimizer changes alone on softcap"
+	@echo "                  (Polar Express, NorMuon, cautious weight decay), same knobs -> runs/repro-SCALE/frontier/"
+	@echo "                  (sample: reports/frontier-small/, SCALE=small SEEDS=5)"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
 	@echo "                  (replaces only a dataset make_data wrote: data/gcide/make_data.txt lists its files)"
@@ -260,6 +264,14 @@ OVERLAY ?=
 REPORT ?=
 repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(REPORT)"
+
+# The optimizer frontier (issue 23): softcap, normuon (record #43's optimizer on softcap), and each of
+# #43's optimizer changes alone on softcap, as variants LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh).
+# Report: runs/repro-<scale>/frontier/ unless REPORT names a folder (the sample: reports/frontier-small/).
+FRONTIER := softcap normuon softcap+polar-express=softcap:--ns_coeffs=polar-express softcap+normuon=softcap:--normuon=1 \
+            softcap+cautious-wd=softcap:--muon_wd=1.2,--cautious_wd=1
+repro-frontier: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
+	$(Q)bash bench/repro.sh $(BUILD) "$(FRONTIER)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(or $(REPORT),runs/repro-$(SCALE)/frontier)"
 
 data/gcide/val_000000.bin: | build
 	@$(MAKE) --no-print-directory data

@@ -2,7 +2,9 @@
 # make repro: train every preset on the same data and token budget with several seeds, then write
 # the validation-loss table (with its statistics) and the loss-versus-tokens curves.
 # Usage: bash bench/repro.sh BUILD [PRESETS] [SEEDS] [BUDGET] [SCALE] [OVERLAY] [REPORT]
-#   PRESETS  space-separated (default: all seven)
+#   PRESETS  space-separated (default: all seven); a word LABEL=PRESET:FLAG[,FLAG...] is a variant: the
+#            preset with those train flags (e.g. softcap+cwd=softcap:--muon_wd=1.2,--cautious_wd=1),
+#            reported as LABEL and compared with its preset
 #   SEEDS    seeds per preset (default: tiny 3, small 3, full 3)
 #   BUDGET   optimizer steps per run (default: tiny 100; small and full: the scale's steps, i.e.
 #            small's 150 and, at full, each record's own)
@@ -39,6 +41,35 @@ esac
 if [ -n "$BUDGET" ]; then EXTRA+=(--steps="$BUDGET"); fi
 OVERLAY_ARGS=()
 for spec in $OVERLAY; do OVERLAY_ARGS+=(--overlay="$spec"); done
+# Every word names a known preset, or is a variant LABEL=PRESET:FLAG[,FLAG...]; checked before any run.
+KNOWN=" $("$BUILD/train" --help 2>&1 | sed -n 's/^  presets: //p' | tr -d ,) "
+declare -A PRESET_OF FLAGS_OF
+LABELS=""
+for word in $PRESETS; do
+  label=$word preset=$word flags=""
+  if [[ $word == *=* ]]; then
+    label=${word%%=*} rest=${word#*=}
+    preset=${rest%%:*} flags=${rest#"$preset"} flags=${flags#:}
+    if ! [[ $label =~ ^[a-z0-9][a-z0-9+._-]*$ ]] || [[ $KNOWN == *" $label "* ]]; then
+      echo "repro: PRESETS: variant label '$label' must be lower-case letters, digits and + . _ - and not a preset's name" >&2; exit 2
+    fi
+    if [ -z "$flags" ] || [[ ,$flags, =~ ,[^-] ]] || [[ ,$flags, == *,,* ]]; then
+      echo "repro: PRESETS: variant '$word' needs train flags after the colon: LABEL=PRESET:--flag=value[,--flag=value...]" >&2; exit 2
+    fi
+  fi
+  if [[ $KNOWN != *" $preset "* ]]; then
+    echo "repro: PRESETS: unknown preset '$preset' in '$word' (known:$KNOWN)" >&2; exit 2
+  fi
+  if [ -n "$flags" ]; then  # the trainer parses the flags (and reads nothing else) with --plan_memory=1
+    IFS=, read -r -a f <<<"$flags"
+    if ! err=$("$BUILD/train" --preset="$preset" --scale="$SCALE" "${f[@]}" --plan_memory=1 2>&1 >/dev/null); then
+      echo "repro: PRESETS: variant '$label': ${err#train: error: }" >&2; exit 2
+    fi
+  fi
+  if [[ " $LABELS " == *" $label "* ]]; then echo "repro: PRESETS: '$label' named twice" >&2; exit 2; fi
+  LABELS+="${LABELS:+ }$label"
+  PRESET_OF[$label]=$preset FLAGS_OF[$label]=$flags
+done
 RUNS=runs/repro-$SCALE
 OUT=${REPORT:-$RUNS/report}
 mkdir -p "$RUNS" "$OUT"
@@ -54,19 +85,22 @@ if [ -n "$REPORT" ]; then cmd+=" REPORT=$REPORT"; fi
 
 start=$(date +%s)
 n=0
-total=$(( $(wc -w <<<"$PRESETS") * SEEDS ))
-for preset in $PRESETS; do
+total=$(( $(wc -w <<<"$LABELS") * SEEDS ))
+for label in $LABELS; do
+  preset=${PRESET_OF[$label]}
+  IFS=, read -r -a flags <<<"${FLAGS_OF[$label]}"
   for seed in $(seq 1 "$SEEDS"); do
     n=$((n + 1))
-    dir="$RUNS/$preset/seed$seed"
-    args=(--preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 "${EXTRA[@]}")
+    dir="$RUNS/$label/seed$seed"
+    args=(--preset="$preset" --scale="$SCALE" --seed="$seed" --out_dir="$dir" --overwrite=1 --log_every=10 "${EXTRA[@]}"
+          "${flags[@]}")
     key="train $BINARY_ID ${args[*]}"
     if [ -f "$dir/repro.key" ] && [ "$(cat "$dir/repro.key")" = "$key" ]; then
-      echo "== repro run $n/$total: $preset seed $seed: reused (finished before, same flags and train binary) =="
+      echo "== repro run $n/$total: $label seed $seed: reused (finished before, same flags and train binary) =="
       cat "$dir/load.txt" >> "$RUNS/load.txt"
       continue
     fi
-    echo "== repro run $n/$total: $preset seed $seed (${BUDGET:-default} steps, $SCALE) =="
+    echo "== repro run $n/$total: $label seed $seed (${BUDGET:-default} steps, $SCALE${flags[*]:+, ${flags[*]}}) =="
     rm -f "$dir/repro.key"
     # --overwrite=1: a repro run replaces an unfinished or different run of an earlier `make repro`.
     "$BUILD/train" "${args[@]}" | grep -E "^(step|train:)"
