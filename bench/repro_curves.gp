@@ -4,7 +4,7 @@
 # loss) along the way, on its own zero-based axis: next to the loss range (about 4) an sd of 0.01
 # would be a bar under 2 px, so the spread gets an axis of its own rather than invisible bars.
 # Each preset has one colour and point shape, looked up by its name (PRESETS below), so a preset
-# looks the same in every chart whatever presets are drawn with it; every colour has at least 3:1
+# looks the same in every chart whatever presets are drawn with it (variants below); every colour has at least 3:1
 # contrast against the white background; the two lowest curves of the records up to #18
 # (value-embed, softcap) are red and blue, and normuon (softcap's model with record #43's
 # optimizer, compared with softcap above all) is teal. The logs given to `make repro OVERLAY=...` (overlay.labels / overlay.dat) are drawn
@@ -17,14 +17,19 @@ presets = system("cat ".dir."/curves.presets")
 n = words(presets)
 overlays = system("cat ".dir."/overlay.labels 2>/dev/null")
 m = words(overlays)
-# The presets in record order with their colours and point types; an unknown name is black.
+# The presets in record order with their colours and point types (a name not among them: below).
 PRESETS = " adamw muon-v1 muon-v2 untied value-embed softcap normuon "
 array COLOUR[7] = [0x444444, 0x228833, 0xbb5500, 0xaa3377, 0xcc3311, 0x0077bb, 0x009988]
 array POINT[7] = [5, 7, 9, 11, 13, 15, 6]
 array OVERLAY_COLOUR[4] = [0x000000, 0x886600, 0x6644aa, 0x888822]
 slot(name) = strstrt(PRESETS, " ".name." ") ? words(PRESETS[1:strstrt(PRESETS, " ".name." ")]) + 1 : 0
-colour(i) = slot(word(presets, i)) ? COLOUR[slot(word(presets, i))] : 0x000000
-point(i) = slot(word(presets, i)) ? POINT[slot(word(presets, i))] : 4
+# A name not in the table (a variant, LABEL=PRESET:FLAGS in bench/repro.sh) takes the next of four
+# colours and point types of its own, in the order the variants are listed.
+array VARIANT_COLOUR[4] = [0x882255, 0x8c510a, 0x5d3a9b, 0x777700]
+array VARIANT_POINT[4] = [4, 8, 10, 12]
+variants_to(i) = i < 1 ? 0 : variants_to(i - 1) + (slot(word(presets, i)) ? 0 : 1)
+colour(i) = slot(word(presets, i)) ? COLOUR[slot(word(presets, i))] : VARIANT_COLOUR[(variants_to(i) - 1) % 4 + 1]
+point(i) = slot(word(presets, i)) ? POINT[slot(word(presets, i))] : VARIANT_POINT[(variants_to(i) - 1) % 4 + 1]
 # Token ticks with an SI suffix (20k, 1M, 2G): short enough never to run together.
 set format x "%.0s%c"
 set grid

@@ -219,16 +219,22 @@ static int in_list(const char *list, const char *word) {
 }
 
 // Render bench/repro_curves.gp on made-up curves of the presets named in `subset` (space-separated,
-// in that order), shaped like a tiny-scale repro (7 validations to 102400 tokens; preset k of the
-// seven ends at 5.5 - 0.1 k with sd 0.001 (4 + k)); with `overlay`, two PyTorch-like logs to 2e9 tokens.
+// in that order; a name that is not a preset is a variant, number 7, 8, ... in its order), shaped
+// like a tiny-scale repro (7 validations to 102400 tokens; curve k, k the preset's place among the
+// seven or the variant's number, ends at 5.5 - 0.1 k with sd 0.001 (4 + k)); with `overlay`, two
+// PyTorch-like logs to 2e9 tokens.
 static char *render_curves(const char *dir, const char *subset, int overlay) {
-    char vars[4400], out[4300], dat[8192], line[256];
+    char vars[4400], out[4300], dat[8192], line[256], words[256];
     size_t n = 0;
     snprintf(line, sizeof line, "%s\n", subset);
     put(dir, "curves.presets", line);
-    for (int k = 0; k < NPRESETS; k++) {
-        if (!in_list(subset, all_presets[k])) continue;
-        n += (size_t)snprintf(dat + n, sizeof dat - n, "%s# %s: tokens mean std\n", n ? "\n\n" : "", all_presets[k]);
+    snprintf(words, sizeof words, "%s", subset);
+    int variants = 0;
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        int k = 0;
+        while (k < NPRESETS && strcmp(all_presets[k], w)) k++;
+        if (k == NPRESETS) k += variants++;
+        n += (size_t)snprintf(dat + n, sizeof dat - n, "%s# %s: tokens mean std\n", n ? "\n\n" : "", w);
         for (int v = 0; v <= 6; v++) {
             double t = v == 6 ? 102400 : 17408.0 * v, loss = 5.5 - 0.1 * k + 3.0 * (exp(-t / 20000) - exp(-102400.0 / 20000));
             n += (size_t)snprintf(dat + n, sizeof dat - n, "%.0f %.6f %.6f\n", t, loss, v == 6 ? 0.001 * (4 + k) : 0.02);
@@ -245,26 +251,32 @@ static char *render_curves(const char *dir, const char *subset, int overlay) {
     return render(dir, "bench/repro_curves.gp", vars, out);
 }
 
+// The seven presets and four variants (LABEL=PRESET:FLAGS in bench/repro.sh) drawn together: eleven
+// colours, all different. A preset missing from the script's table would take the first variant
+// colour, which the fourth variant then shares, so the difference test also finds a forgotten preset.
+#define VARIANTS "softcap+a softcap+b softcap+c softcap+d"
+enum { NCURVES = NPRESETS + 4 };
 Test(charts, repro_chart_colours_stand_out_and_the_spread_is_stated) {
+    static const char *const name[NCURVES] = {"adamw", "muon-v1", "muon-v2", "untied", "value-embed", "softcap", "normuon",
+                                              "softcap+a", "softcap+b", "softcap+c", "softcap+d"};
     char *dir = th_tmpdir();
-    char *svg = render_curves(dir, ALL_PRESETS, 0);
-    int rgb[NPRESETS][3];
-    for (int i = 0; i < NPRESETS; i++) {
-        const char *c = in_group(svg, all_presets[i], "stroke='rgb(");
+    char *svg = render_curves(dir, ALL_PRESETS " " VARIANTS, 0);
+    int rgb[NCURVES][3];
+    for (int i = 0; i < NCURVES; i++) {
+        const char *c = in_group(svg, name[i], "stroke='rgb(");
         cr_assert_eq(sscanf(c, "%d, %d, %d", &rgb[i][0], &rgb[i][1], &rgb[i][2]), 3);
         double k = contrast_on_white(rgb[i][0], rgb[i][1], rgb[i][2]);
-        cr_assert_geq(k, 3.0, "%s: rgb(%d, %d, %d) has contrast %.2f:1 on white, below 3:1", all_presets[i], rgb[i][0], rgb[i][1],
+        cr_assert_geq(k, 3.0, "%s: rgb(%d, %d, %d) has contrast %.2f:1 on white, below 3:1", name[i], rgb[i][0], rgb[i][1],
                       rgb[i][2], k);
-        // black is the script's colour for a name missing from its table
-        cr_assert(rgb[i][0] || rgb[i][1] || rgb[i][2], "%s is black: not in bench/repro_curves.gp's PRESETS", all_presets[i]);
         for (int j = 0; j < i; j++)
-            cr_assert(memcmp(rgb[i], rgb[j], sizeof rgb[i]), "%s and %s share a colour", all_presets[i], all_presets[j]);
+            cr_assert(memcmp(rgb[i], rgb[j], sizeof rgb[i]), "%s and %s share a colour (a preset missing from "
+                      "bench/repro_curves.gp's PRESETS takes a variant's)", name[i], name[j]);
     }
-    // The final point of each preset with its standard deviation written out (0.004 .. 0.010).
-    for (int i = 0; i < NPRESETS; i++) {
+    // The final point of each curve with its standard deviation written out (0.004 .. 0.014).
+    for (int i = 0; i < NCURVES; i++) {
         char key[64];
         snprintf(key, sizeof key, " ± %.3f<", 0.001 * (4 + i));
-        cr_assert(strstr(svg, key), "the spread of %s (%.3f) is not written", all_presets[i], 0.001 * (4 + i));
+        cr_assert(strstr(svg, key), "the spread of %s (%.3f) is not written", name[i], 0.001 * (4 + i));
     }
     free(svg);
     th_rmtree(dir);
@@ -325,14 +337,15 @@ Test(charts, repro_chart_draws_the_spread_between_seeds_tall_enough_to_see) {
     free(dir);
 }
 
-// The chart as a reader sees it, with 1, 2 and 7 presets and with overlaid logs (a logarithmic
-// token axis): no panel over another, every text inside the canvas (the last x tick was cut at the
-// right edge) and clear of the others.
+// The chart as a reader sees it, with 1, 2 and 7 presets, the frontier repro's five curves (three
+// variants), and with overlaid logs (a logarithmic token axis): no panel over another, every text
+// inside the canvas (the last x tick was cut at the right edge) and clear of the others.
 Test(charts, repro_chart_panels_and_texts_stay_apart) {
     char *dir = th_tmpdir();
-    const char *subsets[] = {"softcap", "adamw softcap", ALL_PRESETS};
+    const char *subsets[] = {"softcap", "adamw softcap", ALL_PRESETS,
+                             "softcap normuon softcap+polar-express softcap+normuon softcap+cautious-wd"};
     for (int overlay = 0; overlay < 2; overlay++)
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < 4; s++) {
             char *svg = render_curves(dir, subsets[s], overlay), what[128];
             snprintf(what, sizeof what, "curves.png of %s%s", subsets[s], overlay ? " with overlays" : "");
             double area[8][4];
