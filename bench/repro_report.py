@@ -2,10 +2,15 @@
 """Turn the repro runs' JSON-lines logs into a report folder:
 
 - table.md: per preset the final validation loss (mean ± sd over seeds) with one-sided Welch t-tests
-  against the previous record's preset and against adamw; "tokens to reach adamw's final loss" with a
-  percentile bootstrap interval and a bootstrap test of the records' ordering; the loss at a third and
-  two thirds of the budget; at full scale the speedrun's acceptance test (mean < 3.28); the published
+  against the previous record's preset (a variant: against its preset) and against the baseline
+  (adamw, or the first preset named when adamw is not among them); "tokens to reach the baseline's
+  final loss" with a percentile bootstrap interval and a bootstrap test of the records' ordering; each
+  preset and variant against the one it changes, in both directions; the loss at a third and two
+  thirds of the budget; at full scale the speedrun's acceptance test (mean < 3.28); the published
   records (refdata/speedrun_records.csv); the overlaid PyTorch logs, if any.
+
+A word of --presets is a preset or a variant LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh): the
+preset trained with those flags, its runs under <runs>/LABEL/.
 - curves.dat / curves.presets (our curves), overlay.dat / overlay.labels (the overlaid logs), for
   bench/repro_curves.gp.
 - README.md: how, where and when it was made, and the table.
@@ -84,18 +89,38 @@ def fmt_tokens(x):
     return "not reached" if x is None or math.isinf(x) else "%.0f" % x
 
 
-def previous_record(p, presets):
+def parse_presets(words):
+    """(labels, {variant label: (preset, flags)}) of --presets' words; labels in the order given."""
+    labels, variants = [], {}
+    for w in words:
+        label = w
+        if "=" in w:
+            label, rest = w.split("=", 1)
+            preset, _, flags = rest.partition(":")
+            if not label or not preset or not flags:
+                fail("--presets: '%s' is not LABEL=PRESET:FLAG[,FLAG...]" % w)
+            variants[label] = (preset, flags.split(","))
+        if label in labels:
+            fail("--presets: '%s' named twice" % label)
+        labels.append(label)
+    return labels, variants
+
+
+def previous_record(p, presets, variants):
+    """The label p is compared with: a variant's preset, else the record before p among presets."""
+    if p in variants:
+        return variants[p][0] if variants[p][0] in presets else None
     earlier = [q for q in RECORD_ORDER[:RECORD_ORDER.index(p)] if q in presets] if p in RECORD_ORDER else []
     return earlier[-1] if earlier else None
 
 
-def loss_table(presets, finals, budgets, alpha, notes):
-    lines = ["| preset | seeds | tokens | final val loss (mean ± sd) | vs previous record: Δ, p | vs adamw: Δ, p |",
-             "|---|---|---|---|---|---|"]
+def loss_table(presets, variants, base, finals, budgets, alpha, notes):
+    lines = ["| preset | seeds | tokens | final val loss (mean ± sd) | vs previous record%s: Δ, p | vs %s: Δ, p |" % (
+             " (variant: its preset)" if variants else "", base), "|---|---|---|---|---|---|"]
     for p in presets:
         m, s = st.mean_sd(finals[p])
         cells, compared = [], set()
-        for q in (previous_record(p, presets), "adamw" if p != "adamw" else None):
+        for q in (previous_record(p, presets, variants), base if p != base else None):
             if q is None:
                 cells.append("-")
                 continue
@@ -116,31 +141,35 @@ def loss_table(presets, finals, budgets, alpha, notes):
     return lines
 
 
-def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
-    target = st.mean_sd([c[-1][1] for c in curves["adamw"]])[0]
+def tokens_table(presets, variants, base_preset, curves, budgets, alpha, resamples, seed, notes):
+    """The table, the target, and {label: (compared label, p, reverse p)} of the bootstrap tests."""
+    target = st.mean_sd([c[-1][1] for c in curves[base_preset]])[0]
     point = {p: st.tokens_to_reach(st.mean_curve(curves[p]), target) for p in presets}
-    reps = st.bootstrap_tokens({p: curves[p] for p in presets}, "adamw", resamples, seed)
-    base = point["adamw"]
-    lines = ["| preset | tokens to %.4f | %g%% bootstrap interval | fraction of adamw | fewer tokens than previous record: bootstrap p |"
-             % (target, 100 * (1 - alpha)), "|---|---|---|---|---|"]
+    reps = st.bootstrap_tokens({p: curves[p] for p in presets}, base_preset, resamples, seed)
+    base = point[base_preset]
+    lines = ["| preset | tokens to %.4f | %g%% bootstrap interval | fraction of %s | fewer tokens than previous record%s: bootstrap p |"
+             % (target, 100 * (1 - alpha), base_preset, " (variant: its preset)" if variants else ""), "|---|---|---|---|---|"]
     links = []  # the records' ordering, one verdict per consecutive pair
+    tests = {}
     for p in presets:
         r = sorted(reps[p])
         lo, hi = st.quantile(r, alpha / 2), st.quantile(r, 1 - alpha / 2)
         interval = "%s – %s" % (fmt_tokens(lo), fmt_tokens(hi) if not math.isinf(hi) else "not reached (> %d)" % budgets[p])
         frac = "%.2f" % (point[p] / base) if point[p] is not None and base else "-"
-        q = previous_record(p, presets)
+        q = previous_record(p, presets, variants)
         cell = "-"
         if q is not None:
             # Share of replicates where this preset needs at least as many tokens as the previous one
             # (both "not reached" counts as a tie): the bootstrap's one-sided p for "fewer tokens".
             pv = sum(a >= b for a, b in zip(reps[p], reps[q])) / resamples
             rev = sum(a <= b for a, b in zip(reps[p], reps[q])) / resamples
+            tests[p] = (q, pv, rev)
             shown = fmt_p(pv) if pv > 0 else "< %g" % (1.0 / resamples)
-            cell = "%s%s" % (shown, "" if pv < alpha else " (not separable)")
+            cell = "%s%s" % (shown, "" if pv < alpha else " (reversed)" if rev < alpha else " (not separable)")
             verdict = "shown, p %s" % (shown if pv == 0 else "= " + shown) if pv < alpha else \
                 "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (p = %s)" % shown
-            links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, verdict))
+            if p not in variants:
+                links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, verdict))
             if pv >= alpha:
                 notes.append("tokens to target: %s and %s are not separable at α = %g (bootstrap p = %s)%s." %
                              (p, q, alpha, fmt_p(pv), "; the reverse holds: %s needs fewer (p = %s)" % (q, fmt_p(rev))
@@ -148,7 +177,35 @@ def tokens_table(presets, curves, budgets, alpha, resamples, seed, notes):
         lines.append("| %s | %s | %s | %s | %s |" % (p, fmt_tokens(point[p]), interval, frac, cell))
     if links:
         lines += ["", "The records' ordering in tokens to target, link by link at α = %g: %s." % (alpha, "; ".join(links))]
-    return lines, target
+    return lines, target, tests
+
+
+def verdict(pv, rev, alpha, fewer, resamples):
+    """One comparison in words: 'lower'/'fewer' shown, the reverse shown, or not separable (a bootstrap
+    p of 0 is below 1 / resamples)."""
+    word = ("fewer tokens", "more tokens") if fewer else ("lower", "higher")
+    shown = lambda x: ("p < %g" % (1.0 / resamples)) if x == 0 else "p = %s" % fmt_p(x)  # noqa: E731
+    if pv < alpha:
+        return "%s (%s)" % (word[0], shown(pv))
+    if rev < alpha:
+        return "**%s** (%s)" % (word[1], shown(rev))
+    return "not separable (p = %s and %s)" % (fmt_p(pv), fmt_p(rev))
+
+
+def separable_table(presets, variants, finals, token_tests, alpha, resamples):
+    """Each label against the one it changes, final loss and tokens to target, in both directions."""
+    lines = ["| preset | compared with | what differs | final loss Δ | final loss | tokens to target |", "|---|---|---|---|---|---|"]
+    for p in presets:
+        q = previous_record(p, presets, variants)
+        if q is None:
+            continue
+        lower, higher = st.welch_less(finals[p], finals[q]), st.welch_less(finals[q], finals[p])
+        delta = st.mean_sd(finals[p])[0] - st.mean_sd(finals[q])[0]
+        loss = "n/a (one seed)" if lower is None else verdict(lower[2], higher[2], alpha, False, resamples)
+        _, pv, rev = token_tests[p]
+        what = "`%s`" % " ".join(variants[p][1]) if p in variants else "the record's changes (PRESETS.md)"
+        lines.append("| %s | %s | %s | %+.4f | %s | %s |" % (p, q, what, delta, loss, verdict(pv, rev, alpha, True, resamples)))
+    return lines
 
 
 def points_table(presets, curves, speed):
@@ -254,9 +311,9 @@ def main():
                                                       "speedrun_records.csv"))
     ap.add_argument("--overlay", action="append", default=[], help="LABEL=PATH[@TOKENS_PER_STEP]: a PyTorch log to plot beside")
     a = ap.parse_args()
-    presets = a.presets.split()
-    if "adamw" not in presets:
-        fail("--presets: adamw is needed (its final loss is the target)")
+    presets, variants = parse_presets(a.presets.split())
+    # The baseline: adamw (the first record) when it is trained, else the first preset named.
+    base = "adamw" if "adamw" in presets else presets[0]
     if not 0 < a.alpha < 0.5:
         fail("--alpha: %g is not in (0, 0.5)" % a.alpha)
     if a.resamples < 100:
@@ -279,21 +336,36 @@ def main():
             loads = [float(x.split()[0]) for x in f if x.strip()]
 
     notes = []
+    pairs = {(p, q) for p in presets for q in (previous_record(p, presets, variants), base) if q is not None and q != p}
     out = ["# Validation loss, %s scale, %s steps, %s seeds per preset" % (
         a.scale, "/".join(map(str, steps)), "/".join(map(str, seeds))), "",
         "Significance level α = %g for every test; p-values are one-sided and not corrected for the %d comparisons."
-        % (a.alpha, 2 * (len(presets) - 1)), "",
-        "## Final validation loss", "",
-        "Δ: this preset's mean minus the other's (negative: lower loss). p: one-sided Welch t-test of \"this preset's "
-        "mean final loss is lower\"; (n.s.): not significant at α.", ""]
-    out += loss_table(presets, finals, budgets, a.alpha, notes)
-    tok_lines, target = tokens_table(presets, curves, budgets, a.alpha, a.resamples, a.boot_seed, notes)
-    out += ["", "## Tokens to reach adamw's final loss", "",
-            "Target: adamw's final mean val loss, %.4f. Tokens: where the preset's mean curve first reaches it (linear "
+        % (a.alpha, len(pairs)), ""]
+    if variants:
+        out += ["Variants (`LABEL=PRESET:FLAGS` in `make repro`'s PRESETS): a preset trained with extra flags, compared "
+                "with its preset.", "", "| variant | preset | flags |", "|---|---|---|"]
+        out += ["| %s | %s | `%s` |" % (v, variants[v][0], " ".join(variants[v][1])) for v in presets if v in variants]
+        out += [""]
+    out += ["## Final validation loss", "",
+            "Δ: this preset's mean minus the other's (negative: lower loss). p: one-sided Welch t-test of \"this preset's "
+            "mean final loss is lower\"; (n.s.): not significant at α.", ""]
+    out += loss_table(presets, variants, base, finals, budgets, a.alpha, notes)
+    tok_lines, target, token_tests = tokens_table(presets, variants, base, curves, budgets, a.alpha, a.resamples,
+                                                  a.boot_seed, notes)
+    out += ["", "## Tokens to reach %s's final loss" % base, "",
+            "Target: %s's final mean val loss, %.4f. Tokens: where the preset's mean curve first reaches it (linear "
             "interpolation between validations). Interval: percentile bootstrap, %d resamples of the seeds with "
             "replacement (the target re-estimated in each), seed %d. Bootstrap p: share of the replicates in which this "
-            "preset needs at least as many tokens as the previous record's." % (target, a.resamples, a.boot_seed), ""]
+            "preset needs at least as many tokens as the previous record's%s." % (
+                base, target, a.resamples, a.boot_seed, " (a variant: its preset's)" if variants else ""), ""]
     out += tok_lines
+    if token_tests:
+        out += ["", "## Separable from the one it changes?", "",
+                "Each preset against the previous record trained here, each variant against its preset, tested both ways at "
+                "α = %g: the final loss by one-sided Welch t-tests (lower, and higher), the tokens to %.4f by the bootstrap "
+                "above (fewer, and more: the share of replicates needing at most as many). \"Not separable\": neither "
+                "direction is shown at this scale and seed count." % (a.alpha, target), ""]
+        out += separable_table(presets, variants, finals, token_tests, a.alpha, a.resamples)
     out += ["", "## Validation loss along the way", ""] + points_table(presets, curves, speed)
     if a.scale == "full":
         out += ["", "## The speedrun's acceptance test", "",

@@ -10,7 +10,9 @@ data sets with published test results, so the figures in table.md have known ans
 - the mean curves cross adamw's final loss at token counts computed by hand;
 - the published records' table gives record #18's acceptance p as its README does (p=0.0001);
 - an overlaid modded-nanogpt log lands in overlay.dat at step x tokens per step;
-- a bad overlay stops the report with one line naming the file, before anything is written.
+- a bad overlay stops the report with one line naming the file, before anything is written;
+- variants (LABEL=PRESET:FLAGS) without adamw: the first preset is the baseline, each variant is
+  compared with its preset both ways (lower shown, higher shown, neither), on the same data sets.
 
   repro_report_check.py [NAME ...]   run the named checks (all by default)."""
 import json
@@ -202,6 +204,50 @@ def check_overlay():
         report(r.runs, out, "--scale", "tiny")
         if os.path.exists(os.path.join(out, "overlay.dat")):
             raise AssertionError("stale overlay.dat kept")
+
+
+VARIANTS = "softcap normuon softcap+lower=softcap:--a=1,--b=2 softcap+higher=softcap:--c=3"
+
+
+def check_variants():
+    """softcap ends at 5 + SLEEP2 / 10 and normuon at 5 + SLEEP1 / 10 (muon-v1 vs adamw above: lower at
+    p = 0.0397, so neither direction at 0.01); softcap+lower and softcap+higher end 1.158 below and 0.842
+    above softcap's mean, far outside its spread (Welch t = -13.6 and 9.92, df 17.8)."""
+    with Runs() as r:
+        runs = os.path.join(r.dir, "variants")
+        for i, (a, b) in enumerate(zip(SLEEP2, SLEEP1)):
+            write_run(runs, "softcap", i + 1, [9.0, 7.0, 6.0, 5.6, 5.0 + a / 10])
+            write_run(runs, "normuon", i + 1, [9.0, 6.5, 5.8, 5.4, 5.0 + b / 10])
+            write_run(runs, "softcap+lower", i + 1, [9.0, 6.0, 5.0, 4.5, 4.0 + b / 10])
+            write_run(runs, "softcap+higher", i + 1, [9.0, 7.5, 6.5, 6.2, 6.0 + b / 10])
+        out = os.path.join(r.dir, "rep")
+        res = subprocess.run([sys.executable, REPORT, "--runs", runs, "--out", out, "--presets", VARIANTS, "--resamples", "2000",
+                              "--scale", "small"], capture_output=True, text=True)
+        if res.returncode:
+            raise AssertionError(res.stderr)
+        table = open(os.path.join(out, "table.md")).read()
+        if row(table, "softcap+lower")[1:] != ["softcap", "`--a=1 --b=2`"] or row(table, "softcap+higher")[2] != "`--c=3`":
+            raise AssertionError("the variants' flags:\n%s" % table)
+        loss = section(table, "Final validation loss")
+        if "| vs softcap: Δ, p |" not in loss:
+            raise AssertionError("softcap (the first preset) is not the baseline:\n%s" % loss)
+        near("normuon vs softcap p", p_of(row(loss, "normuon")[4]), 0.0397, 0.0005)
+        if "| tokens to 5.2330 |" not in section(table, "Tokens to reach softcap's final loss"):
+            raise AssertionError("target is not softcap's final loss:\n%s" % table)
+        sep = section(table, "Separable from the one it changes?")
+        want = {"normuon": ("softcap", "-0.1580", "not separable (p = 0.040 and 0.960)", "not separable"),
+                "softcap+lower": ("softcap", "-1.1580", "lower (p = ", "fewer tokens (p < 0.0005)"),
+                "softcap+higher": ("softcap", "+0.8420", "**higher** (p = ", "**more tokens** (p < 0.0005)")}
+        for label, (q, delta, loss_v, tok_v) in want.items():
+            cells = row(sep, label)
+            if cells[1] != q or cells[3] != delta or not cells[4].startswith(loss_v) or not cells[5].startswith(tok_v):
+                raise AssertionError("%s: %s" % (label, cells))
+        if "softcap > normuon: not separable" not in table or "softcap > softcap+" in table:
+            raise AssertionError("the records' ordering names a variant, or lacks normuon:\n%s" % table)
+        bad = subprocess.run([sys.executable, REPORT, "--runs", runs, "--out", out + "2", "--presets", "softcap x=softcap",
+                              "--scale", "small"], capture_output=True, text=True)
+        if bad.returncode == 0 or "--presets: 'x=softcap' is not LABEL=PRESET:FLAG" not in bad.stderr or os.path.exists(out + "2"):
+            raise AssertionError("a variant without flags: rc %d, %r" % (bad.returncode, bad.stderr))
 
 
 def check_bad_input():
