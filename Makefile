@@ -101,7 +101,7 @@ help:
 	@echo "                  SEEDS=, BUDGET= (steps), PRESETS=, OVERLAY='label=log.txt[@tokens_per_step] ...' (PyTorch logs)"
 	@echo "                  a PRESETS word LABEL=PRESET:--flag=v[,--flag=v] is a variant, compared with its preset"
 	@echo "  make repro-frontier  softcap, normuon and each of record #43's optimizer changes alone on softcap"
-	@echo "                  (Polar Express, NorMuon, cautious weight decay), same knobs -> runs/repro-SCALE/frontier/"
+	@echo "                  (Polar Express, NorMuon, cautious weight decay, its lrs and schedules) -> runs/repro-SCALE/frontier/"
 	@echo "                  (sample: reports/frontier-small/, SCALE=small SEEDS=5)"
 	@echo "  make build      build the library, programs and test binaries"
 	@echo "  make data       build the embedded dataset: dict-gcide -> BPE tokenizer -> shards under data/gcide"
@@ -266,10 +266,13 @@ repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(REPORT)"
 
 # The optimizer frontier (issue 23): softcap, normuon (record #43's optimizer on softcap), and each of
-# #43's optimizer changes alone on softcap, as variants LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh).
+# #43's optimizer changes alone on softcap, as variants LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh):
+# Polar Express, NorMuon, cautious weight decay, and the rest of what the normuon preset changes (its
+# Muon lr, Adam beta1, lr cooldown and floor, momentum cooldown: 50/1390 of the steps; PRESETS.md §9).
 # Report: runs/repro-<scale>/frontier/ unless REPORT names a folder (the sample: reports/frontier-small/).
 FRONTIER := softcap normuon softcap+polar-express=softcap:--ns_coeffs=polar-express softcap+normuon=softcap:--normuon=1 \
-            softcap+cautious-wd=softcap:--muon_wd=1.2,--cautious_wd=1
+            softcap+cautious-wd=softcap:--muon_wd=1.2,--cautious_wd=1 \
+            softcap+hyperparams=softcap:--lr_matrix=0.03,--adam_beta1=0.65,--cooldown_frac=0.5,--lr_floor=0.1,--muon_momentum_cooldown_frac=0.03597122302158273
 repro-frontier: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
 	$(Q)bash bench/repro.sh $(BUILD) "$(FRONTIER)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(or $(REPORT),runs/repro-$(SCALE)/frontier)"
 

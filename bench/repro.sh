@@ -81,6 +81,7 @@ if [ -n "$REPORT" ]; then cmd+=" REPORT=$REPORT"; fi
 
 start=$(date +%s)
 n=0
+reused=0
 total=$(( $(wc -w <<<"$LABELS") * SEEDS ))
 for label in $LABELS; do
   preset=${PRESET_OF[$label]}
@@ -94,6 +95,7 @@ for label in $LABELS; do
     if [ -f "$dir/repro.key" ] && [ "$(cat "$dir/repro.key")" = "$key" ]; then
       echo "== repro run $n/$total: $label seed $seed: reused (finished before, same flags and train binary) =="
       cat "$dir/load.txt" >> "$RUNS/load.txt"
+      reused=$((reused + 1))
       continue
     fi
     echo "== repro run $n/$total: $label seed $seed (${BUDGET:-default} steps, $SCALE${flags[*]:+, ${flags[*]}}) =="
@@ -111,6 +113,6 @@ times > "$RUNS/times.txt"
 cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, ms, "m"); s += ms[1] * 60 + ms[2] }
   printf "%.0f", s }' "$RUNS/times.txt")
 python3 bench/repro_report.py --runs="$RUNS" --out="$OUT" --scale="$SCALE" --seeds="$SEEDS" --presets="$PRESETS" \
-  --elapsed="$elapsed" --cpu_seconds="$cpu" --load="$RUNS/load.txt" --command="$cmd" "${OVERLAY_ARGS[@]}"
+  --elapsed="$elapsed" --cpu_seconds="$cpu" --reused="$reused" --load="$RUNS/load.txt" --command="$cmd" "${OVERLAY_ARGS[@]}"
 gnuplot -e "dir='$OUT'" bench/repro_curves.gp
 echo "repro: wrote $OUT/README.md, $OUT/table.md, $OUT/curves.png in $elapsed s wall, $cpu s CPU"

@@ -302,7 +302,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=None, help="read seed1..seedN of every preset (default: every seed folder)")
     ap.add_argument("--command", default="", help="the command that made the runs, named in README.md")
     ap.add_argument("--elapsed", type=float, default=None, help="wall seconds of all runs")
-    ap.add_argument("--cpu_seconds", type=float, default=None, help="CPU seconds (user + sys) of all runs")
+    ap.add_argument("--cpu_seconds", type=float, default=None, help="CPU seconds (user + sys) of the runs trained")
+    ap.add_argument("--reused", type=int, default=0, help="runs reused from an earlier repro (not in --elapsed)")
     ap.add_argument("--load", default="", help="file of load averages sampled during the runs, one per line")
     ap.add_argument("--alpha", type=float, default=0.01, help="significance level of every test and interval")
     ap.add_argument("--resamples", type=int, default=10000, help="bootstrap replicates")
@@ -387,8 +388,12 @@ def main():
         a.command or "make repro SCALE=%s" % a.scale, hw.get("cpu", "?"), hw.get("cpu_threads", "?"),
         hw.get("omp_threads", "?"), commit)]
     if a.elapsed is not None:
-        how.append("All runs took %.0f s wall%s." % (
-            a.elapsed, "" if a.cpu_seconds is None else " and %.0f s of CPU time (user + sys)" % a.cpu_seconds))
+        cost = "%.0f s wall%s" % (a.elapsed, "" if a.cpu_seconds is None else " and %.0f s of CPU time (user + sys)" % a.cpu_seconds)
+        total = sum(len(curves[p]) for p in presets)
+        how.append("All runs took %s." % cost if not a.reused else
+                   "The %d runs trained by this invocation took %s; the other %d were reused, finished by an earlier "
+                   "invocation with the same flags and train binary (their time is not counted here)." % (
+                       total - a.reused, cost, a.reused))
     if loads:
         how.append("1-minute load average sampled after each run: %.2f to %.2f (median %.2f)." % (
             min(loads), max(loads), sorted(loads)[len(loads) // 2]))

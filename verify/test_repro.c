@@ -74,6 +74,7 @@ static const char *REPRO_SCRIPT =
     "echo '== continued'; bash bench/repro.sh \"$T/bin\" 'adamw softcap' 2 6 tiny ''\n"
     "echo \"calls $(wc -l < \"$T/calls\")\"\n"
     "test -s runs/repro-tiny/report/table.md && echo 'report in runs'\n"
+    "grep -q 'The 2 runs trained by this invocation took .*; the other 2 were reused' runs/repro-tiny/report/README.md && echo 'reuse stated'\n"
     "cmp -s reports/repro/table.md \"$ROOT/reports/repro/table.md\" && echo 'sample untouched'\n"
     "echo '== named'; bash bench/repro.sh \"$T/bin\" 'adamw softcap' 2 6 tiny '' \"$T/rep\"\n"
     "echo \"calls $(wc -l < \"$T/calls\")\"\n"
@@ -105,6 +106,7 @@ Test(repro_run, report_outside_the_samples_and_interrupted_repro_continues, .tim
     cr_expect(strstr(cont, "calls 5\n"), "the continued repro trained more than the 2 unfinished runs: %s", out);
     cr_expect(strstr(named, "calls 5\n"), "the third repro trained again: %s", out);
     cr_expect(strstr(out, "report in runs"), "no report in runs/repro-tiny/report: %s%s", out, err);
+    cr_expect(strstr(out, "reuse stated"), "the report's README counts the reused runs' time as this repro's: %s", out);
     cr_expect(strstr(out, "sample untouched"), "reports/repro/table.md was rewritten: %s", out);
     cr_expect(strstr(out, "report in REPORT"), "no report in the REPORT folder: %s%s", out, err);
     const char *var = strstr(out, "== variant");
