@@ -89,6 +89,11 @@ set size 0.4, 0.5
 set title "final validation loss, mean ± 1 sd over seeds" font ",10"
 set xlabel "validation loss" font ",10"
 unset ylabel
+# The names are this panel's y tick labels: its left margin (in characters of the default 11-point
+# font; the labels are 9-point) grows with the longest, so a variant's label stays inside the panel.
+longest = 0
+do for [i=1:n] { longest = strlen(word(presets, i)) > longest ? strlen(word(presets, i)) : longest }
+set lmargin (longest * 0.75 + 2 > 10 ? longest * 0.75 + 2 : 10)
 set format x "%g"
 set ytics 1 font ",9" nomirror
 set grid noytics
