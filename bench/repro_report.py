@@ -8,12 +8,12 @@
   preset and variant against the one it changes, in both directions; the loss at a third and two
   thirds of the budget; at full scale the speedrun's acceptance test (mean < 3.28); the published
   records (refdata/speedrun_records.csv); the overlaid PyTorch logs, if any.
-
-A word of --presets is a preset or a variant LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh): the
-preset trained with those flags, its runs under <runs>/LABEL/.
 - curves.dat / curves.presets (our curves), overlay.dat / overlay.labels (the overlaid logs), for
   bench/repro_curves.gp.
 - README.md: how, where and when it was made, and the table.
+
+A word of --presets is a preset or a variant LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh): the
+preset trained with those flags, its runs under <runs>/LABEL/.
 
 Only figures read from the logs appear; nothing is typed in by hand. Python standard library only."""
 import argparse
@@ -85,6 +85,16 @@ def fmt_p(p):
     return "%.2g" % p if p < 0.001 else "%.3f" % p
 
 
+def fmt_boot_p(x, resamples):
+    """A bootstrap p: "0.007", or "< 0.0001" when no replicate counted (below 1 / resamples)."""
+    return "< %g" % (1.0 / resamples) if x == 0 else fmt_p(x)
+
+
+def p_phrase(shown):
+    """"p = 0.007" or "p < 0.0001" of a p as fmt_p or fmt_boot_p show it."""
+    return "p " + (shown if shown.startswith("<") else "= " + shown)
+
+
 def fmt_tokens(x):
     return "not reached" if x is None or math.isinf(x) else "%.0f" % x
 
@@ -142,7 +152,7 @@ def loss_table(presets, variants, base, finals, budgets, alpha, notes):
 
 
 def tokens_table(presets, variants, base_preset, curves, budgets, alpha, resamples, seed, notes):
-    """The table, the target, and {label: (compared label, p, reverse p)} of the bootstrap tests."""
+    """The table, the target, and {label: (p, reverse p)} of the bootstrap tests against the label each is compared with."""
     target = st.mean_sd([c[-1][1] for c in curves[base_preset]])[0]
     point = {p: st.tokens_to_reach(st.mean_curve(curves[p]), target) for p in presets}
     reps = st.bootstrap_tokens({p: curves[p] for p in presets}, base_preset, resamples, seed)
@@ -163,13 +173,13 @@ def tokens_table(presets, variants, base_preset, curves, budgets, alpha, resampl
             # (both "not reached" counts as a tie): the bootstrap's one-sided p for "fewer tokens".
             pv = sum(a >= b for a, b in zip(reps[p], reps[q])) / resamples
             rev = sum(a <= b for a, b in zip(reps[p], reps[q])) / resamples
-            tests[p] = (q, pv, rev)
-            shown = fmt_p(pv) if pv > 0 else "< %g" % (1.0 / resamples)
+            tests[p] = (pv, rev)
+            shown = fmt_boot_p(pv, resamples)
             cell = "%s%s" % (shown, "" if pv < alpha else " (reversed)" if rev < alpha else " (not separable)")
-            verdict = "shown, p %s" % (shown if pv == 0 else "= " + shown) if pv < alpha else \
-                "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (p = %s)" % shown
+            link = "shown, " + p_phrase(shown) if pv < alpha else \
+                "reversed, %s needs fewer (p = %s)" % (q, fmt_p(rev)) if rev < alpha else "not separable (%s)" % p_phrase(shown)
             if p not in variants:
-                links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, verdict))
+                links.append("%s %s %s: %s" % (q, ">=" if (q, p) == ("value-embed", "softcap") else ">", p, link))
             if pv >= alpha:
                 notes.append("tokens to target: %s and %s are not separable at α = %g (bootstrap p = %s)%s." %
                              (p, q, alpha, fmt_p(pv), "; the reverse holds: %s needs fewer (p = %s)" % (q, fmt_p(rev))
@@ -184,11 +194,10 @@ def verdict(pv, rev, alpha, fewer, resamples):
     """One comparison in words: 'lower'/'fewer' shown, the reverse shown, or not separable (a bootstrap
     p of 0 is below 1 / resamples)."""
     word = ("fewer tokens", "more tokens") if fewer else ("lower", "higher")
-    shown = lambda x: ("p < %g" % (1.0 / resamples)) if x == 0 else "p = %s" % fmt_p(x)  # noqa: E731
     if pv < alpha:
-        return "%s (%s)" % (word[0], shown(pv))
+        return "%s (%s)" % (word[0], p_phrase(fmt_boot_p(pv, resamples)))
     if rev < alpha:
-        return "**%s** (%s)" % (word[1], shown(rev))
+        return "**%s** (%s)" % (word[1], p_phrase(fmt_boot_p(rev, resamples)))
     return "not separable (p = %s and %s)" % (fmt_p(pv), fmt_p(rev))
 
 
@@ -202,7 +211,7 @@ def separable_table(presets, variants, finals, token_tests, alpha, resamples):
         lower, higher = st.welch_less(finals[p], finals[q]), st.welch_less(finals[q], finals[p])
         delta = st.mean_sd(finals[p])[0] - st.mean_sd(finals[q])[0]
         loss = "n/a (one seed)" if lower is None else verdict(lower[2], higher[2], alpha, False, resamples)
-        _, pv, rev = token_tests[p]
+        pv, rev = token_tests[p]
         what = "`%s`" % " ".join(variants[p][1]) if p in variants else "the record's changes (PRESETS.md)"
         lines.append("| %s | %s | %s | %+.4f | %s | %s |" % (p, q, what, delta, loss, verdict(pv, rev, alpha, True, resamples)))
     return lines
