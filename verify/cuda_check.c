@@ -27,8 +27,13 @@ void cc_require_gpu(void) {
 }
 
 cc_env cc_begin(void) {
-    cc_env e = {gm_backend_cpu(), gm_backend_cuda(0), 0, 1};
-    cr_assert(e.gpu, "cuda backend: %s", gm_error());
+    const gm_backend *gpu = gm_backend_cuda(0);
+    cr_assert(gpu, "cuda backend: %s", gm_error());
+    return cc_begin_backend(gpu);
+}
+
+cc_env cc_begin_backend(const gm_backend *under_test) {
+    cc_env e = {gm_backend_cpu(), under_test, 0, 1};
     const char *s = getenv("GM_TEST_SEED");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -121,7 +126,7 @@ gm_real *cc_from_gpu(const cc_env *e, const gm_real *dev, size_t n) {
 }
 
 void cc_sync(const cc_env *e, const char *what) {
-    cr_assert_eq(gm_cuda_sync(e->gpu), 0, "%s: %s (seed %llu)", what, gm_error(), (unsigned long long)e->seed);
+    cr_assert_eq(e->gpu->sync(e->gpu), 0, "%s: %s (seed %llu)", what, gm_error(), (unsigned long long)e->seed);
 }
 
 static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {

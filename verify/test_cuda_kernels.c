@@ -11,20 +11,14 @@
 
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
-#include "base/bf16.h"
 #include "base/error.h"
 #include "cuda_check.h"
+#include "matmul_check.h"
 
 static gm_real *dup(const gm_real *x, size_t n) {
     gm_real *y = malloc(sizeof(gm_real) * (n ? n : 1));
     cr_assert(y);
     memcpy(y, x, sizeof(gm_real) * n);
-    return y;
-}
-
-static gm_real *rounded_bf16(const gm_real *x, size_t n) {
-    gm_real *y = dup(x, n);
-    for (size_t i = 0; i < n; i++) y[i] = gm_round_bf16(y[i]);
     return y;
 }
 
@@ -127,6 +121,8 @@ Test(cuda_kernels, embedding_bitwise_equal) {
     cc_expect_some_ran(ran);
 }
 
+// Forward and backward (into random prior gradients) against the fp32 CPU and the CPU on the
+// same bf16 operands, element-wise at the bounds of matmul_check.h.
 Test(cuda_kernels, matmul_bf16_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
@@ -134,49 +130,11 @@ Test(cuda_kernels, matmul_bf16_fwd_bwd) {
     int ran = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
-        char what[160];
+        char what[64];
         snprintf(what, sizeof what, "matmul %dx%dx%d", N, C, OC);
         if (!cc_case_fits(what, (double)N * C * OC)) continue;
         ran++;
-        size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
-        gm_real *inp = cc_randn(&e, nx, 1.0), *W = cc_randn(&e, nw, 1.0), *dout = cc_randn(&e, no, 1.0);
-        gm_real *dinp0 = cc_randn(&e, nx, 1.0), *dW0 = cc_randn(&e, nw, 1.0);
-        gm_real *inp_r = rounded_bf16(inp, nx), *W_r = rounded_bf16(W, nw), *dout_r = rounded_bf16(dout, no);
-        gm_real *out = malloc(sizeof(gm_real) * no), *out_r = malloc(sizeof(gm_real) * no);
-        e.cpu->matmul_fwd(e.cpu, out, inp, W, N, C, OC);
-        gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
-
-        gm_real *ginp = cc_to_gpu(&e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(&e, W, sizeof(gm_real) * nw);
-        gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(&e, no);
-        e.gpu->matmul_fwd(e.gpu, gout, ginp, gW, N, C, OC);
-        snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs fp32 CPU", N, C, OC);
-        cc_expect_close(&e, what, gout, out, no, CC_TOL_BF16);
-        snprintf(what, sizeof what, "matmul_fwd %dx%dx%d vs CPU on the same bf16 operands", N, C, OC);
-        cc_expect_close(&e, what, gout, out_r, no, CC_TOL_BF16_SAME_INPUTS);
-
-        // Backward: both gradients, only dinp, only dW; each must add into its prior values and
-        // leave a gradient it was not given untouched.
-        for (int mode = 0; mode < 3; mode++) {
-            int want_dinp = mode != 2, want_dW = mode != 1;
-            gm_real *di = dup(dinp0, nx), *dw = dup(dW0, nw), *di_r = dup(dinp0, nx), *dw_r = dup(dW0, nw);
-            e.cpu->matmul_bwd(e.cpu, want_dinp ? di : NULL, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
-            gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
-            gm_real *gdi = cc_to_gpu(&e, dinp0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(&e, dW0, sizeof(gm_real) * nw);
-            e.gpu->matmul_bwd(e.gpu, want_dinp ? gdi : NULL, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
-            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp vs fp32 CPU", N, C, OC, mode);
-            cc_expect_close(&e, what, gdi, di, nx, want_dinp ? CC_TOL_BF16 : 0.0);
-            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp vs CPU on bf16 operands", N, C, OC, mode);
-            cc_expect_close(&e, what, gdi, di_r, nx, want_dinp ? CC_TOL_BF16_SAME_INPUTS : 0.0);
-            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW vs fp32 CPU", N, C, OC, mode);
-            cc_expect_close(&e, what, gdw, dw, nw, want_dW ? CC_TOL_BF16 : 0.0);
-            snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW vs CPU on bf16 operands", N, C, OC, mode);
-            cc_expect_close(&e, what, gdw, dw_r, nw, want_dW ? CC_TOL_BF16_SAME_INPUTS : 0.0);
-            e.gpu->free(e.gpu, gdi), e.gpu->free(e.gpu, gdw);
-            free(di), free(dw), free(di_r), free(dw_r);
-        }
-        e.gpu->free(e.gpu, ginp), e.gpu->free(e.gpu, gW), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gout);
-        free(inp), free(W), free(dout), free(dinp0), free(dW0), free(inp_r), free(W_r), free(dout_r);
-        free(out), free(out_r);
+        mc_check_matmul(&e, N, C, OC);
     }
     cc_expect_some_ran(ran);
 }

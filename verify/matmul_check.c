@@ -1,0 +1,104 @@
+// The bf16 matmul's acceptance test; see matmul_check.h for the bound's derivation.
+#include "matmul_check.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu.h"
+#include "base/bf16.h"
+
+#define BF16_U 0.00390625               // 2^-8
+#define TRUNCATED_ACC_U 1.1920928955078125e-07  // 2^-23: a truncating fp32 accumulator
+#define FP32_U 5.9604644775390625e-08   // 2^-24
+
+static double gamma_n(int n, double unit) { return n * unit / (1 - n * unit); }
+
+double *mc_gemm_bound(const gm_real *prior, const gm_real *abs_sum, size_t n, int K, double operand_u) {
+    double *bound = malloc(sizeof(double) * (n ? n : 1));
+    cr_assert(bound);
+    const double product = 2 * operand_u + operand_u * operand_u, grow = (1 + operand_u) * (1 + operand_u);
+    const double acc = gamma_n(K + 1, TRUNCATED_ACC_U) + gamma_n(K + 1, FP32_U);
+    // abs_sum comes from a double sum rounded once to fp32: (1 + 2^-24) covers that rounding.
+    for (size_t i = 0; i < n; i++) {
+        const double s = (double)abs_sum[i] * (1 + FP32_U), p = prior ? fabs((double)prior[i]) : 0;
+        bound[i] = product * s + acc * (p + grow * s);
+    }
+    return bound;
+}
+
+static gm_real *copy_of(const gm_real *x, size_t n, int how) {  // how: 0 copy, 1 |x|, 2 bf16(x)
+    gm_real *y = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(y);
+    for (size_t i = 0; i < n; i++) y[i] = how == 1 ? fabsf(x[i]) : how == 2 ? gm_round_bf16(x[i]) : x[i];
+    return y;
+}
+
+// Holds the device output to both references: the fp32 CPU (bound from S with u = 2^-8) and the
+// CPU on bf16 operands (bound from S of the rounded operands, u = 0); zero bounds demand equality.
+static void expect_both(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref,
+                        const gm_real *ref_rounded, const gm_real *prior, const gm_real *abs_sum,
+                        const gm_real *abs_sum_rounded, size_t n, int K, int asked) {
+    char label[200];
+    double *bound = mc_gemm_bound(prior, abs_sum, n, K, BF16_U);
+    double *bound_r = mc_gemm_bound(prior, abs_sum_rounded, n, K, 0);
+    if (!asked) memset(bound, 0, sizeof(double) * n), memset(bound_r, 0, sizeof(double) * n);
+    snprintf(label, sizeof label, "%s vs fp32 CPU", what);
+    cc_expect_within(e, label, dev, ref, bound, n);
+    snprintf(label, sizeof label, "%s vs CPU on the same bf16 operands", what);
+    cc_expect_within(e, label, dev, ref_rounded, bound_r, n);
+    free(bound), free(bound_r);
+}
+
+void mc_check_matmul(cc_env *e, int N, int C, int OC) {
+    const size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    gm_real *inp = cc_randn(e, nx, 1.0), *W = cc_randn(e, nw, 1.0), *dout = cc_randn(e, no, 1.0);
+    gm_real *dinp0 = cc_randn(e, nx, 1.0), *dW0 = cc_randn(e, nw, 1.0);
+    gm_real *inp_r = copy_of(inp, nx, 2), *W_r = copy_of(W, nw, 2), *dout_r = copy_of(dout, no, 2);
+    gm_real *inp_a = copy_of(inp, nx, 1), *W_a = copy_of(W, nw, 1), *dout_a = copy_of(dout, no, 1);
+    gm_real *inp_ra = copy_of(inp_r, nx, 1), *W_ra = copy_of(W_r, nw, 1), *dout_ra = copy_of(dout_r, no, 1);
+    char what[160];
+
+    // Forward: out (N, OC) = inp (N, C) @ W^T; S = |inp| @ |W|^T.
+    gm_real *out = malloc(sizeof(gm_real) * no), *out_r = malloc(sizeof(gm_real) * no);
+    gm_real *s_out = malloc(sizeof(gm_real) * no), *s_out_r = malloc(sizeof(gm_real) * no);
+    cr_assert(out && out_r && s_out && s_out_r);
+    e->cpu->matmul_fwd(e->cpu, out, inp, W, N, C, OC);
+    gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
+    gm_cpu_matmul_fwd_naive(s_out, inp_a, W_a, N, C, OC);
+    gm_cpu_matmul_fwd_naive(s_out_r, inp_ra, W_ra, N, C, OC);
+    gm_real *ginp = cc_to_gpu(e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(e, W, sizeof(gm_real) * nw);
+    gm_real *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(e, no);
+    e->gpu->matmul_fwd(e->gpu, gout, ginp, gW, N, C, OC);
+    snprintf(what, sizeof what, "matmul_fwd %dx%dx%d", N, C, OC);
+    expect_both(e, what, gout, out, out_r, NULL, s_out, s_out_r, no, C, 1);
+
+    // Backward: dinp (N, C) += dout @ W, S = |dout| @ |W| (K = OC); dW (OC, C) += dout^T @ inp,
+    // S = |dout|^T @ |inp| (K = N). Both gradients, only dinp, only dW.
+    gm_real *s_di = calloc(nx ? nx : 1, sizeof(gm_real)), *s_dw = calloc(nw ? nw : 1, sizeof(gm_real));
+    gm_real *s_di_r = calloc(nx ? nx : 1, sizeof(gm_real)), *s_dw_r = calloc(nw ? nw : 1, sizeof(gm_real));
+    cr_assert(s_di && s_dw && s_di_r && s_dw_r);
+    gm_cpu_matmul_bwd_naive(s_di, s_dw, dout_a, inp_a, W_a, N, C, OC);
+    gm_cpu_matmul_bwd_naive(s_di_r, s_dw_r, dout_ra, inp_ra, W_ra, N, C, OC);
+    for (int mode = 0; mode < 3; mode++) {
+        const int want_dinp = mode != 2, want_dW = mode != 1;
+        gm_real *di = copy_of(dinp0, nx, 0), *dw = copy_of(dW0, nw, 0);
+        gm_real *di_r = copy_of(dinp0, nx, 0), *dw_r = copy_of(dW0, nw, 0);
+        e->cpu->matmul_bwd(e->cpu, want_dinp ? di : NULL, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
+        gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
+        gm_real *gdi = cc_to_gpu(e, dinp0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
+        e->gpu->matmul_bwd(e->gpu, want_dinp ? gdi : NULL, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
+        snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp", N, C, OC, mode);
+        expect_both(e, what, gdi, di, di_r, dinp0, s_di, s_di_r, nx, OC, want_dinp);
+        snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW", N, C, OC, mode);
+        expect_both(e, what, gdw, dw, dw_r, dW0, s_dw, s_dw_r, nw, N, want_dW);
+        e->gpu->free(e->gpu, gdi), e->gpu->free(e->gpu, gdw);
+        free(di), free(dw), free(di_r), free(dw_r);
+    }
+    e->gpu->free(e->gpu, ginp), e->gpu->free(e->gpu, gW), e->gpu->free(e->gpu, gdout), e->gpu->free(e->gpu, gout);
+    gm_real *host[] = {inp, W, dout, dinp0, dW0, inp_r, W_r, dout_r, inp_a, W_a, dout_a, inp_ra, W_ra, dout_ra,
+                       out, out_r, s_out, s_out_r, s_di, s_dw, s_di_r, s_dw_r};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
