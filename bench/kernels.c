@@ -5,11 +5,15 @@
 // the bench follows the model: a kernel the model fuses, adds or reorders shows up here as it is,
 // with no list of calls kept by hand. The trainer's phase hook files each call under the part of
 // the step it belongs to ("data", "model", "allreduce", "optimizer", "loss") and times the parts
-// end to end. Rates are compared with this machine's ceilings measured in the same run at the
-// thread count the step ran with (train/ceilings.h: OpenBLAS sgemm 2048^3, a 256 MiB memcpy).
+// end to end. Rates are compared with ceilings measured in the same run (train/ceilings.h): on the
+// CPU backends the host's, at the thread count the step ran with (OpenBLAS sgemm 2048^3, a 256 MiB
+// memcpy); on the CUDA backend the GPU's own (--ceilings=library): cuBLAS's bf16 GEMM at 8192^3 and
+// at every GEMM shape of the step's matmuls, and a 1 GiB device-to-device copy, after a warm-up of
+// the clocks, so each matmul row also says how far it is from cuBLAS at its own shapes.
 //
 //   build/bench/kernels [--preset=softcap] [--scale=full] [--steps=3] [--doc_len=700]
-//                       [--out=reports/bench] [--name=<file base>] [--<run config key>=value ...]
+//                       [--ceilings=host|library] [--out=reports/bench] [--name=<file base>]
+//                       [--<run config key>=value ...]
 //   build/bench/kernels --compare A.csv B.csv      ratio B/A per kernel and of the step
 //
 // Any other flag is a key of the run configuration (build/train --help), e.g. --backend=cuda,
@@ -19,6 +23,7 @@
 // Writes <out>/<machine>-<preset>-<scale>.csv (one row per kernel, then step.* and ceiling.*
 // rows) and .md, and prints the CSV's path; bench/kernels.gp draws the .png. Timings are never
 // pass/fail: the machine may be shared, so the report carries the load average.
+#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -40,11 +45,13 @@
 #include "data/shard.h"
 #include "train/ceilings.h"
 #include "train/hardware.h"
+#include "backend/cuda/device.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
-enum { MAX_STEPS = 50, MAX_PHASES = 8, SGEMM_N = 2048 };  // SGEMM_N: train/ceilings.c's shape
-#define MEMCPY_BYTES ((size_t)256 << 20)                   // and size
+enum { MAX_STEPS = 50, MAX_PHASES = 8, SGEMM_N = 2048, MAX_GEMMS = 64 };  // SGEMM_N: train/ceilings.c's shape
+#define MEMCPY_BYTES ((size_t)256 << 20)                                  // and size
+#define GPU_WARM_UP_S 3.0  // a GPU's clocks under load: without it the first rates are about half
 
 // The parts of a step, in the order the trainer first names them, each with its wall time per
 // measured step (a part named twice in a step, like "model", adds up).
@@ -78,11 +85,27 @@ typedef struct {
     double calls;              // per step
     double med_ms, min_ms, max_ms, flops, bytes;  // per call
     double total_ms;                              // per step
+    int n_gemm;                                   // the library GEMMs a call amounts to (backend/cost.h)
+    gm_gemm_shape gemm[2];
+    double lib_ms;  // library ceilings: the library's time for those GEMMs, per call (0: none)
 } row;
 
+// A GEMM shape of the step and the library's time for it (library ceilings).
 typedef struct {
-    double sgemm, memcpy;                             // ceilings used: all threads, the better measurement
-    double sgemm_at[2][2], memcpy_at[2][2], load[2];  // [start, end][1 thread, all threads]
+    gm_gemm_shape s;
+    double ms;
+} gemm_ceiling;
+
+typedef struct {
+    // Ceilings used (the better of start and end): host: sgemm at all threads, memcpy; library:
+    // the square GEMM, the backend's copy.
+    double gemm, copy;
+    double sgemm_at[2][2], memcpy_at[2][2], load[2];  // host: [start, end][1 thread, all threads]
+    double lib_gemm_at[2], lib_copy_at[2];            // library: [start, end]
+    gm_lib_ceilings *lib;                             // NULL: host ceilings
+    double warm_up_s;                                 // library: seconds of the square GEMM first
+    gemm_ceiling gemms[MAX_GEMMS];                    // library: every GEMM shape of the step
+    int n_gemms;
     int threads;
     double step_ms, step_min, step_max;
     double part_ms[MAX_PHASES], part_min[MAX_PHASES], part_max[MAX_PHASES];
@@ -90,10 +113,42 @@ typedef struct {
 } results;
 
 static void measure_ceilings(results *r, int when) {
+    if (r->lib) {
+        if (when == 0) gm_lib_ceilings_warm_up(r->lib, r->warm_up_s);
+        r->lib_gemm_at[when] = gm_lib_ceiling_square_gflops(r->lib), r->lib_copy_at[when] = gm_lib_ceiling_copy_gbs(r->lib);
+        if (r->lib_gemm_at[when] < 0 || r->lib_copy_at[when] < 0) gm_die("kernels: library ceilings: %s", gm_error());
+        return;
+    }
     for (int a = 0; a < 2; a++) {
         const int threads = a ? r->threads : 1;
         r->sgemm_at[when][a] = gm_ceiling_sgemm(threads), r->memcpy_at[when][a] = gm_ceiling_memcpy(threads);
     }
+}
+
+static int same_gemm(gm_gemm_shape a, gm_gemm_shape b) {
+    return a.transa == b.transa && a.transb == b.transb && a.m == b.m && a.n == b.n && a.k == b.k;
+}
+
+static void gemm_text(char *buf, size_t n, gm_gemm_shape s) {
+    snprintf(buf, n, "%dx%dx%d %s%s", s.m, s.n, s.k, s.transa ? "T" : "N", s.transb ? "T" : "N");
+}
+
+// Library ceilings: the library's time at every GEMM shape of the rows (each shape measured once),
+// and each row's per-call sum of its GEMMs' times.
+static void measure_gemm_shapes(results *r, row *rows, int n) {
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < rows[i].n_gemm; g++) {
+            int j = 0;
+            while (j < r->n_gemms && !same_gemm(r->gemms[j].s, rows[i].gemm[g])) j++;
+            if (j == r->n_gemms) {
+                if (j == MAX_GEMMS) gm_die("kernels: more than %d GEMM shapes in a step", MAX_GEMMS);
+                r->gemms[j].s = rows[i].gemm[g];
+                if ((r->gemms[j].ms = gm_lib_ceiling_gemm_ms(r->lib, rows[i].gemm[g])) < 0)
+                    gm_die("kernels: library GEMM ceiling: %s", gm_error());
+                r->n_gemms++;
+            }
+            rows[i].lib_ms += r->gemms[j].ms;
+        }
 }
 
 static void median_of(double *t, int n, double *med, double *mn, double *mx) {
@@ -125,6 +180,8 @@ static row *rows_of(const gm_timing *tm, int steps, int *n) {
         r->calls = (double)rec->calls / steps;
         r->flops = rec->cost.flops, r->bytes = rec->cost.bytes;
         r->total_ms = sum / steps;
+        r->n_gemm = rec->cost.n_gemm;
+        memcpy(r->gemm, rec->cost.gemm, sizeof r->gemm);
     }
     return rows;
 }
@@ -132,13 +189,16 @@ static row *rows_of(const gm_timing *tm, int steps, int *n) {
 static double gflops_of(const row *k) { return k->med_ms > 0 ? k->flops / (k->med_ms * 1e6) : 0; }
 static double gbs_of(const row *k) { return k->med_ms > 0 ? k->bytes / (k->med_ms * 1e6) : 0; }
 // Roofline: what the machine could reach at this kernel's arithmetic intensity (flops per byte),
-// min(sgemm, intensity x memcpy bandwidth); the kernel's fraction of that is how far from its
-// own ceiling it runs.
+// min(GEMM, intensity x copy bandwidth); the kernel's fraction of that is how far from its own
+// ceiling it runs.
 static double roofline_frac(const row *k, const results *r) {
-    if (k->flops <= 0) return r->memcpy > 0 ? gbs_of(k) / r->memcpy : 0;  // pure data movement
-    double ceiling = k->bytes > 0 ? fmin(r->sgemm, k->flops / k->bytes * r->memcpy) : r->sgemm;
+    if (k->flops <= 0) return r->copy > 0 ? gbs_of(k) / r->copy : 0;  // pure data movement
+    double ceiling = k->bytes > 0 ? fmin(r->gemm, k->flops / k->bytes * r->copy) : r->gemm;
     return gflops_of(k) / ceiling;
 }
+// The ceilings' names in the reports' columns and sentences.
+static const char *gemm_word(const results *r) { return r->lib ? "GEMM" : "sgemm"; }
+static const char *copy_word(const results *r) { return r->lib ? "copy" : "memcpy"; }
 // Does row k belong to part `part` (its name starts "<part>:")?
 static int in_part(const row *k, const char *part) {
     size_t n = strlen(part);
@@ -157,7 +217,7 @@ static void csv_row(gm_atomic_file *f, const results *r, const char *name, const
                     double mn, double mx, double flops, double bytes, double total) {
     double gf = med > 0 ? flops / (med * 1e6) : 0, gb = med > 0 ? bytes / (med * 1e6) : 0;
     OUT(f, "%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%.6g\n", name, shape, calls, med, mn, mx, flops,
-        bytes, gf, gb, gf / r->sgemm, gb / r->memcpy, total);
+        bytes, gf, gb, gf / r->gemm, gb / r->copy, total);
 }
 
 typedef struct {
@@ -174,7 +234,8 @@ static part_sums sums_of(const row *rows, int n, const char *part) {
 static void write_csv(const row *rows, int n, const phases *ph, const results *r, const char *path) {
     gm_atomic_file f;
     if (gm_atomic_open(&f, path)) gm_die_last();
-    OUT(&f, "name,shape,calls,median_ms,min_ms,max_ms,flops,bytes,gflops,gbs,frac_sgemm,frac_memcpy,total_ms_per_step\n");
+    OUT(&f, "name,shape,calls,median_ms,min_ms,max_ms,flops,bytes,gflops,gbs,frac_%s,frac_%s,total_ms_per_step\n",
+        gemm_word(r), copy_word(r));
     for (int i = 0; i < n; i++) {
         const row *k = &rows[i];
         csv_row(&f, r, k->name, k->shape, k->calls, k->med_ms, k->min_ms, k->max_ms, k->flops, k->bytes, k->total_ms);
@@ -190,15 +251,56 @@ static void write_csv(const row *rows, int n, const phases *ph, const results *r
     part_sums all = sums_of(rows, n, NULL);
     csv_row(&f, r, "step.total", "measured", 1, r->step_ms, r->step_min, r->step_max, all.flops, all.bytes, r->step_ms);
     // Ceilings: calls 0, so they add nothing to a step; their ratios in --compare show the machine.
-    const double s = SGEMM_N, sg_ms = 2 * s * s * s / (r->sgemm * 1e6), mc_ms = 2.0 * MEMCPY_BYTES / (r->memcpy * 1e6);
-    csv_row(&f, r, "ceiling.sgemm", "2048x2048x2048", 0, sg_ms, sg_ms, sg_ms, 2 * s * s * s, 4.0 * 3 * s * s, 0);
-    csv_row(&f, r, "ceiling.memcpy", "256MiB", 0, mc_ms, mc_ms, mc_ms, 0, 2.0 * MEMCPY_BYTES, 0);
+    if (r->lib) {
+        const double s = gm_lib_ceilings_square(r->lib), mb = (double)gm_lib_ceilings_copy_bytes(r->lib);
+        const double sg_ms = 2 * s * s * s / (r->gemm * 1e6), cp_ms = 2.0 * mb / (r->copy * 1e6);
+        char shape[72];
+        snprintf(shape, sizeof shape, "%.0fx%.0fx%.0f NN", s, s, s);
+        csv_row(&f, r, "ceiling.gemm", shape, 0, sg_ms, sg_ms, sg_ms, 2 * s * s * s, 0, 0);
+        snprintf(shape, sizeof shape, "%.0fMiB", mb / (1 << 20));
+        csv_row(&f, r, "ceiling.copy", shape, 0, cp_ms, cp_ms, cp_ms, 0, 2.0 * mb, 0);
+        for (int g = 0; g < r->n_gemms; g++) {
+            const gm_gemm_shape q = r->gemms[g].s;
+            gemm_text(shape, sizeof shape, q);
+            csv_row(&f, r, "ceiling.gemm_at", shape, 0, r->gemms[g].ms, r->gemms[g].ms, r->gemms[g].ms,
+                    2.0 * q.m * q.n * (double)q.k, 0, 0);
+        }
+    } else {
+        const double s = SGEMM_N, sg_ms = 2 * s * s * s / (r->gemm * 1e6), mc_ms = 2.0 * MEMCPY_BYTES / (r->copy * 1e6);
+        csv_row(&f, r, "ceiling.sgemm", "2048x2048x2048", 0, sg_ms, sg_ms, sg_ms, 2 * s * s * s, 4.0 * 3 * s * s, 0);
+        csv_row(&f, r, "ceiling.memcpy", "256MiB", 0, mc_ms, mc_ms, mc_ms, 0, 2.0 * MEMCPY_BYTES, 0);
+    }
     write_or_die(&f, gm_atomic_commit(&f));
 }
 
 static int by_total_desc(const void *a, const void *b) {
     double x = ((const row *)a)->total_ms, y = ((const row *)b)->total_ms;
     return (x < y) - (x > y);
+}
+
+// The library ceilings' section: the square GEMM and the copy at start and end, and the library at
+// every GEMM shape of the step.
+static void write_lib_ceilings(gm_atomic_file *f, const results *r) {
+    const int sq = gm_lib_ceilings_square(r->lib);
+    OUT(f, "## Ceilings measured in this run, on %s\n\n", gm_lib_ceilings_device(r->lib));
+    if (r->warm_up_s > 0) OUT(f, "At the start after %.0f s of the square GEMM (clocks), ", r->warm_up_s);
+    else OUT(f, "At the start, ");
+    OUT(f, "then at the end of the run; the better is used.\n\n| ceiling | at start | at end | used |\n|---|---|---|---|\n");
+    OUT(f, "| %s, %d^3 | %.1f GFLOP/s | %.1f GFLOP/s | %.1f GFLOP/s |\n", gm_lib_ceilings_gemm_name(r->lib), sq,
+        r->lib_gemm_at[0], r->lib_gemm_at[1], r->gemm);
+    OUT(f, "| %s, %.0f MiB (read + write bytes) | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n\n", gm_lib_ceilings_copy_name(r->lib),
+        (double)gm_lib_ceilings_copy_bytes(r->lib) / (1 << 20), r->lib_copy_at[0], r->lib_copy_at[1], r->copy);
+    OUT(f, "The library at each GEMM shape of the step's matmuls (column-major m x n x k and op(A) op(B), as "
+           "the CUDA backend issues them, `impl/backend/cuda/matmul.cu`), measured after the timed steps; a matmul "
+           "row's \"library at its shapes\" is the sum of its GEMMs' times over its own median time.\n\n"
+           "| GEMM | library ms | GFLOP/s |\n|---|---|---|\n");
+    for (int g = 0; g < r->n_gemms; g++) {
+        const gm_gemm_shape q = r->gemms[g].s;
+        char text[72];
+        gemm_text(text, sizeof text, q);
+        OUT(f, "| %s | %.4g | %.1f |\n", text, r->gemms[g].ms, 2.0 * q.m * q.n * (double)q.k / (r->gemms[g].ms * 1e6));
+    }
+    OUT(f, "\n");
 }
 
 typedef struct {
@@ -218,6 +320,10 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
             "one thread inside their own parallel regions (Muon: one matrix per thread). Ceilings are measured at 1 "
             "and %d threads; rates below are fractions of the %d-thread ones.\n",
         hw, slug, ri->backend, r->threads, r->threads, r->threads);
+    if (r->lib)
+        OUT(&f, "- Device: **%s**. Its ceilings are its library's, measured in this run (below); the host's "
+                "thread counts above do not apply to them.\n",
+            gm_lib_ceilings_device(r->lib));
     OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, ri->cmdline);
     OUT(&f, "- Load average (1 min): %.2f at start, %.2f at end, on %ld hardware threads. Anything above ~0 means "
             "other work shared the CPU and every time below is inflated by it; compare runs only at similar load.\n",
@@ -239,14 +345,17 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
             "not the document mask's, so its rate is the causal-equivalent one; Gram NS is priced as plain NS).\n\n",
         r->steps);
 
-    OUT(&f, "## Ceilings measured in this run\n\n| ceiling | threads | at start | at end | used |\n|---|---|---|---|---|\n");
-    OUT(&f, "| OpenBLAS sgemm 2048^3 | 1 | %.1f GFLOP/s | %.1f GFLOP/s | |\n", r->sgemm_at[0][0], r->sgemm_at[1][0]);
-    OUT(&f, "| OpenBLAS sgemm 2048^3 | %d | %.1f GFLOP/s | %.1f GFLOP/s | %.1f GFLOP/s |\n", r->threads,
-        r->sgemm_at[0][1], r->sgemm_at[1][1], r->sgemm);
-    OUT(&f, "| memcpy 256 MiB (read + write bytes) | 1 | %.1f GB/s | %.1f GB/s | |\n", r->memcpy_at[0][0],
-        r->memcpy_at[1][0]);
-    OUT(&f, "| memcpy 256 MiB (read + write bytes) | %d | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n\n", r->threads,
-        r->memcpy_at[0][1], r->memcpy_at[1][1], r->memcpy);
+    if (r->lib) write_lib_ceilings(&f, r);
+    else {
+        OUT(&f, "## Ceilings measured in this run\n\n| ceiling | threads | at start | at end | used |\n|---|---|---|---|---|\n");
+        OUT(&f, "| OpenBLAS sgemm 2048^3 | 1 | %.1f GFLOP/s | %.1f GFLOP/s | |\n", r->sgemm_at[0][0], r->sgemm_at[1][0]);
+        OUT(&f, "| OpenBLAS sgemm 2048^3 | %d | %.1f GFLOP/s | %.1f GFLOP/s | %.1f GFLOP/s |\n", r->threads,
+            r->sgemm_at[0][1], r->sgemm_at[1][1], r->gemm);
+        OUT(&f, "| memcpy 256 MiB (read + write bytes) | 1 | %.1f GB/s | %.1f GB/s | |\n", r->memcpy_at[0][0],
+            r->memcpy_at[1][0]);
+        OUT(&f, "| memcpy 256 MiB (read + write bytes) | %d | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n\n", r->threads,
+            r->memcpy_at[0][1], r->memcpy_at[1][1], r->copy);
+    }
 
     OUT(&f, "## The step end to end\n\n");
     OUT(&f, "| part | measured ms (median) | min | max | its kernels, ms | kernels / measured |\n");
@@ -269,18 +378,30 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
     for (int p = 0; p < ph->n; p++)
         if (!strcmp(ph->name[p], "model")) {
             double rate = model.flops / (r->part_ms[p] * 1e6);
-            OUT(&f, "**Forward + backward: %.1f GFLOP per step in %.1f ms = %.1f GFLOP/s, %.2f of the measured sgemm "
+            OUT(&f, "**Forward + backward: %.1f GFLOP per step in %.1f ms = %.1f GFLOP/s, %.2f of the measured %s "
                     "rate.**\n\n",
-                model.flops * 1e-9, r->part_ms[p], rate, rate / r->sgemm);
+                model.flops * 1e-9, r->part_ms[p], rate, rate / r->gemm, gemm_word(r));
         }
+    char thread_note[32];
+    snprintf(thread_note, sizeof thread_note, " at %d threads", r->threads);
     for (int i = 0; i < n; i++)
         if (!strcmp(rows[i].name, "optimizer:orthogonalize"))
-            OUT(&f, "**Muon's orthogonalize (%s): %.1f ms per step, %.1f GFLOP/s, %.2f of the sgemm rate at %d "
-                    "threads.**\n\n",
-                rows[i].shape, rows[i].total_ms, gflops_of(&rows[i]), gflops_of(&rows[i]) / r->sgemm, r->threads);
+            OUT(&f, "**Muon's orthogonalize (%s): %.1f ms per step, %.1f GFLOP/s, %.2f of the %s rate%s.**\n\n",
+                rows[i].shape, rows[i].total_ms, gflops_of(&rows[i]), gflops_of(&rows[i]) / r->gemm, gemm_word(r),
+                r->lib ? "" : thread_note);
+    if (r->lib) {
+        double ours = 0, lib = 0;
+        for (int i = 0; i < n; i++)
+            if (rows[i].n_gemm) ours += rows[i].total_ms, lib += rows[i].lib_ms * rows[i].calls;
+        if (ours > 0)
+            OUT(&f, "**Matmuls: %.2f ms per step; the library at the same GEMM shapes (%s): %.2f ms, so ours take "
+                    "%.2fx its time.**\n\n",
+                ours, gm_lib_ceilings_gemm_name(r->lib), lib, lib > 0 ? ours / lib : 0);
+    }
 
     qsort(rows, (size_t)n, sizeof *rows, by_total_desc);
-    OUT(&f, "Slowest kernels (time per step; fraction of their roofline ceiling = min(sgemm, intensity x memcpy)):\n\n");
+    OUT(&f, "Slowest kernels (time per step; fraction of their roofline ceiling = min(%s, intensity x %s)):\n\n",
+        gemm_word(r), copy_word(r));
     for (int i = 0; i < n && i < 3; i++) {
         const row *k = &rows[i];
         OUT(&f, "%d. `%s` (%s): %.1f ms per step (%.0f%% of the step), %.1f GFLOP/s, %.1f GB/s, %.2f of its ceiling.\n",
@@ -288,13 +409,16 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
             roofline_frac(k, r));
     }
     OUT(&f, "\n## Kernels, sorted by time per step\n\n![time per step per kernel](%s)\n\n", ri->png);
-    OUT(&f, "| part:kernel | shape | calls | median ms | min | max | GFLOP/s | GB/s | of sgemm | of memcpy | of roofline | "
-            "ms per step | of step |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    OUT(&f, "| part:kernel | shape | calls | median ms | min | max | GFLOP/s | GB/s | of %s | of %s | of roofline | "
+            "%sms per step | of step |\n|---|---|---|---|---|---|---|---|---|---|---|%s---|---|\n",
+        gemm_word(r), copy_word(r), r->lib ? "library at its shapes | " : "", r->lib ? "---|" : "");
     for (int i = 0; i < n; i++) {
         const row *k = &rows[i];
-        OUT(&f, "| %s | %s | %g | %.4g | %.4g | %.4g | %.1f | %.1f | %.3f | %.3f | %.2f | %.4g | %.1f%% |\n", k->name,
-            k->shape, k->calls, k->med_ms, k->min_ms, k->max_ms, gflops_of(k), gbs_of(k), gflops_of(k) / r->sgemm,
-            gbs_of(k) / r->memcpy, roofline_frac(k, r), k->total_ms, 100 * k->total_ms / r->step_ms);
+        char lib[32] = "";
+        if (r->lib) snprintf(lib, sizeof lib, k->n_gemm && k->med_ms > 0 ? "%.2f | " : "- | ", k->lib_ms / k->med_ms);
+        OUT(&f, "| %s | %s | %g | %.4g | %.4g | %.4g | %.1f | %.1f | %.3f | %.3f | %.2f | %s%.4g | %.1f%% |\n", k->name,
+            k->shape, k->calls, k->med_ms, k->min_ms, k->max_ms, gflops_of(k), gbs_of(k), gflops_of(k) / r->gemm,
+            gbs_of(k) / r->copy, roofline_frac(k, r), lib, k->total_ms, 100 * k->total_ms / r->step_ms);
     }
     write_or_die(&f, gm_atomic_commit(&f));
     free(hw), free(slug);
@@ -394,9 +518,22 @@ static void write_synthetic_data(const char *dir, const gm_config *c, int doc_le
 
 // ---- main -----------------------------------------------------------------------------------
 
+// A file-name slug of a device's name: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" -> "nvidia-h100-80gb-hbm3".
+static char *slug_of(const char *device) {
+    char *out = malloc(strlen(device) + 1);
+    if (!out) gm_die("kernels: out of memory");
+    size_t n = 0;
+    for (const char *c = device; *c && *c != '('; c++)
+        if (isalnum((unsigned char)*c)) out[n++] = (char)tolower((unsigned char)*c);
+        else if (n && out[n - 1] != '-') out[n++] = '-';
+    while (n && out[n - 1] == '-') n--;
+    out[n] = '\0';
+    return out;
+}
+
 static int bench_flag(const char *k) {
     return !strcmp(k, "preset") || !strcmp(k, "scale") || !strcmp(k, "steps") || !strcmp(k, "doc_len") ||
-           !strcmp(k, "out") || !strcmp(k, "name");
+           !strcmp(k, "out") || !strcmp(k, "name") || !strcmp(k, "ceilings");
 }
 
 static void usage(void) {
@@ -410,6 +547,10 @@ static void usage(void) {
            "  --scale     its scale (default full, at B = 1, T = 1024 unless --batch/--seq_len are given)\n"
            "  --steps     timed steps after one warm-up (default 3)\n"
            "  --doc_len   mean document length of the synthetic shards (default 700)\n"
+           "  --ceilings  what rates are fractions of: host (OpenBLAS sgemm 2048^3 and memcpy at 1 and all\n"
+           "              threads) or library (the backend's GEMM at a large square and at each matmul shape of\n"
+           "              the step, and its copy: cuBLAS bf16 and device-to-device on the GPU; OpenBLAS and\n"
+           "              the backend's copy on the CPU) (default: library on --backend=cuda, else host)\n"
            "  --out       report folder (default reports/bench)\n"
            "  --name      report file base (default <machine>-<preset>-<scale>)\n"
            "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");
@@ -423,7 +564,7 @@ int main(int argc, char **argv) {
         compare(argv[2], argv[3]);
         return 0;
     }
-    const char *preset = "softcap", *scale = "full", *out = "reports/bench", *name = NULL;
+    const char *preset = "softcap", *scale = "full", *out = "reports/bench", *name = NULL, *ceilings = NULL;
     int doc_len = 700, steps = 3;
     for (int i = 1; i < argc;) {
         const char *key, *val;
@@ -434,6 +575,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(key, "doc_len")) doc_len = (int)gm_arg_int(key, val, 1, 1 << 24);
         else if (!strcmp(key, "out")) out = val;
         else if (!strcmp(key, "name")) name = val;
+        else if (!strcmp(key, "ceilings")) {
+            if (strcmp(val, "host") && strcmp(val, "library")) gm_die("--ceilings: '%s' is not one of host, library", val);
+            ceilings = val;
+        }
     }
     gm_run_config rc;
     if (gm_run_config_preset(&rc, preset, scale)) gm_die_last();
@@ -463,13 +608,17 @@ int main(int argc, char **argv) {
         strncat(cmdline, i ? " " : "", sizeof cmdline - strlen(cmdline) - 1);
         strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);
     }
-    char *slug = gm_hardware_slug(), base[1024], csv[1200], md[1200], png[1200];
+    results r = {0};
+    if (ceilings ? !strcmp(ceilings, "library") : !strcmp(be->name, "cuda"))
+        if (!(r.lib = gm_lib_ceilings_open(be, rc.device))) gm_die_last();
+    r.warm_up_s = r.lib && !strcmp(be->name, "cuda") ? GPU_WARM_UP_S : 0;  // a CPU has no clocks to wake
+    char *slug = r.lib && !strcmp(be->name, "cuda") ? slug_of(gm_lib_ceilings_device(r.lib)) : gm_hardware_slug();
+    char base[1024], csv[1200], md[1200], png[1200];
     if (name) snprintf(base, sizeof base, "%s/%s", out, name);
     else snprintf(base, sizeof base, "%s/%s-%s-%s", out, slug, preset, scale);
     snprintf(csv, sizeof csv, "%s.csv", base), snprintf(md, sizeof md, "%s.md", base), snprintf(png, sizeof png, "%s.png", base);
     if (gm_mkdir_p(out, NULL)) gm_die_last();
 
-    results r = {0};
     r.steps = steps, r.threads = omp_get_max_threads();
     r.load[0] = gm_load_average();
     fprintf(stderr, "kernels: %s %s B=%d T=%d on %s, backend %s (load %.2f); ceilings...\n", preset, scale,
@@ -513,9 +662,11 @@ int main(int argc, char **argv) {
     row *rows = rows_of(tm, steps, &n);
     gm_trainer_close(tr);
 
+    if (r.lib) measure_gemm_shapes(&r, rows, n);
     measure_ceilings(&r, 1);
     r.load[1] = gm_load_average();
-    r.sgemm = fmax(r.sgemm_at[0][1], r.sgemm_at[1][1]), r.memcpy = fmax(r.memcpy_at[0][1], r.memcpy_at[1][1]);
+    if (r.lib) r.gemm = fmax(r.lib_gemm_at[0], r.lib_gemm_at[1]), r.copy = fmax(r.lib_copy_at[0], r.lib_copy_at[1]);
+    else r.gemm = fmax(r.sgemm_at[0][1], r.sgemm_at[1][1]), r.copy = fmax(r.memcpy_at[0][1], r.memcpy_at[1][1]);
 
     const char *png_name = strrchr(png, '/') ? strrchr(png, '/') + 1 : png;
     report_info ri = {&rc, be->name, cmdline, png_name, doc_len};
@@ -524,5 +675,6 @@ int main(int argc, char **argv) {
     printf("%s\n", csv);
     free(rows), free(slug);
     gm_timing_close(tm);
+    gm_lib_ceilings_close(r.lib);
     return 0;
 }

@@ -83,7 +83,66 @@ Test(bench_kernels, rows_are_the_calls_of_the_real_step, .timeout = 120) {
     free(dir);
 }
 
+// Does text hold a line starting with `prefix`?
+static int has_line(const char *text, const char *prefix) {
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) return 1;
+    return 0;
+}
+
+// --ceilings=library (the CUDA backend's default, run here on the CPU backend: OpenBLAS in the
+// library's place): the report rates every matmul against the library at the GEMM shapes the CUDA
+// backend issues for it, measured in the same run, and names the device.
+Test(bench_kernels, library_ceilings_rate_every_matmul_at_its_shapes, .timeout = 120) {
+    char *dir = th_tmpdir();
+    char *csv = bench_csv(dir, "--ceilings=library");
+    cr_expect(has_line(csv, "name,shape,calls,median_ms,min_ms,max_ms,flops,bytes,gflops,gbs,frac_GEMM,frac_copy,"),
+              "%.200s", csv);
+    cr_expect(has_line(csv, "ceiling.gemm,2048x2048x2048 NN,"), "%s", csv);
+    cr_expect(has_line(csv, "ceiling.copy,256MiB,"), "%s", csv);
+    cr_expect(!has_line(csv, "ceiling.sgemm,") && !has_line(csv, "ceiling.memcpy,"), "host ceilings: %s", csv);
+    // Every matmul row's GEMMs (cuda/matmul.cu: forward OC x N x C, op T N; backward dinp C x N x OC,
+    // N N, and dW C x OC x N, N T) have a ceiling row, and no other GEMM does.
+    int expected = 0, rows = 0;
+    for (const char *p = csv; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        int N, C, OC, C2, bwd = !strncmp(p, "model:matmul_bwd,", 17);
+        if (!bwd && strncmp(p, "model:matmul_fwd,", 17)) continue;
+        cr_assert_eq(sscanf(p + 17, "%dx%d @ %dx%d^T", &N, &C, &OC, &C2), 4, "%.80s", p);
+        char want[3][80];
+        snprintf(want[0], sizeof want[0], "ceiling.gemm_at,%dx%dx%d TN,", OC, N, C);
+        snprintf(want[1], sizeof want[1], "ceiling.gemm_at,%dx%dx%d NN,", C, N, OC);
+        snprintf(want[2], sizeof want[2], "ceiling.gemm_at,%dx%dx%d NT,", C, OC, N);
+        for (int g = bwd; g < (bwd ? 3 : 1); g++) cr_expect(has_line(csv, want[g]), "no %s in %s", want[g], csv);
+        expected++;
+    }
+    for (const char *p = csv; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) rows += !strncmp(p, "ceiling.gemm_at,", 16);
+    cr_expect(expected > 0 && rows > 0 && rows <= 3 * expected, "%d GEMM ceilings for %d matmul rows", rows, expected);
+    free(csv);
+    // The Markdown: the device named, the per-shape table, a fraction on every matmul row and "-"
+    // on the others, and the matmuls' time against the library's.
+    char path[4200], *md;
+    size_t len;
+    snprintf(path, sizeof path, "%s/k.md", dir);
+    cr_assert_eq(gm_read_all(path, &md, &len), 0, "%s", gm_error());
+    cr_expect(strstr(md, "- Device: **") && strstr(md, "## Ceilings measured in this run, on "), "%s", md);
+    cr_expect(strstr(md, "| GEMM | library ms | GFLOP/s |"), "%s", md);
+    cr_expect(strstr(md, "| of GEMM | of copy | of roofline | library at its shapes | ms per step |"), "%s", md);
+    cr_expect(strstr(md, "**Matmuls: ") && strstr(md, "the library at the same GEMM shapes (OpenBLAS sgemm"), "%s", md);
+    for (const char *p = strstr(md, "| part:kernel |"); p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, "| model:", 8) && strncmp(p, "| optimizer:", 12)) continue;
+        const char *cell = p;  // the 12th cell: "library at its shapes"
+        for (int c = 0; c < 11 && cell; c++) cell = strchr(cell + 1, '|');
+        cr_assert(cell, "%.100s", p);
+        const int matmul = !strncmp(p, "| model:matmul_", 15);
+        cr_expect(matmul ? cell[2] != '-' && atof(cell + 2) > 0 : !strncmp(cell, "| - |", 5), "%.200s", p);
+    }
+    free(md);
+    th_rmtree(dir);
+    free(dir);
+}
+
 Test(bench_kernels, bad_flags_are_refused_with_one_line, .timeout = 60) {
+    th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ceilings=gpu", "--ceilings: 'gpu' is not one of", 1);
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ortho=qr", "--ortho: 'qr' is not one of", 1);
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --steps=0", "--steps", 1);
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --backend=tpu", "--backend", 1);

@@ -24,26 +24,26 @@ double gm_cost_attn_pairs(int T, int block, int window_blocks) {
 
 void gm_cost_copy(gm_kernel_cost *c, void *dst, const void *src, size_t bytes) {
     (void)dst, (void)src;
-    *c = (gm_kernel_cost){0, 2.0 * (double)bytes, ""};
+    *c = (gm_kernel_cost){.flops = 0, .bytes = 2.0 * (double)bytes};
     shape(c, "%lld bytes", (long long)bytes, 0, 0, 0);
 }
 
 void gm_cost_fill(gm_kernel_cost *c, gm_real *p, gm_real value, size_t n) {
     (void)p, (void)value;
-    *c = (gm_kernel_cost){0, F * (double)n, ""};
+    *c = (gm_kernel_cost){.flops = 0, .bytes = F * (double)n};
     shape(c, "%lld", (long long)n, 0, 0, 0);
 }
 
 // Gather: reads the rows and ids, writes out. Scatter-add: reads dout, read-modify-writes rows.
 void gm_cost_embed_fwd(gm_kernel_cost *c, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
     (void)out, (void)ids, (void)table;
-    *c = (gm_kernel_cost){0, F * 2.0 * N * C + 4.0 * N, ""};
+    *c = (gm_kernel_cost){.flops = 0, .bytes = F * 2.0 * N * C + 4.0 * N};
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
                        int C) {
     (void)dtable, (void)ids, (void)dout;
-    *c = (gm_kernel_cost){(double)N * C, F * 3.0 * N * C + 4.0 * N, ""};
+    *c = (gm_kernel_cost){.flops = (double)N * C, .bytes = F * 3.0 * N * C + 4.0 * N};
     shape(c, "%lldx%lld into %lldx%lld", N, C, V, C);
 }
 
@@ -51,17 +51,22 @@ void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, c
 // and the other operand, read-modify-writes its output.
 void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)out, (void)inp, (void)W;
-    *c = (gm_kernel_cost){2.0 * N * C * OC, F * ((double)N * C + (double)OC * C + (double)N * OC), ""};
+    *c = (gm_kernel_cost){.flops = 2.0 * N * C * OC, .bytes = F * ((double)N * C + (double)OC * C + (double)N * OC)};
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
+    // out^T (OC, N) = W inp^T: row-major (R, C) is column-major (C, R)
+    c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C};
 }
 void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
                         const gm_real *W, int N, int C, int OC) {
     (void)dout, (void)inp, (void)W;
     const double nc = (double)N * C, oc = (double)OC * C, no = (double)N * OC;
-    *c = (gm_kernel_cost){0, 0, ""};
+    *c = (gm_kernel_cost){.flops = 0, .bytes = 0};
     if (dinp) c->flops += 2 * nc * OC, c->bytes += F * (no + oc + 2 * nc);
     if (dW) c->flops += 2 * nc * OC, c->bytes += F * (no + nc + 2 * oc);
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
+    // dinp^T (C, N) = W^T dout^T; dW^T (C, OC) = inp^T dout
+    if (dinp) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 0, C, N, OC};
+    if (dW) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 1, C, OC, N};
 }
 
 // ~3 flops per element (square-accumulate, scale), reads x, writes out and rstd; bwd ~6, reads
@@ -69,13 +74,13 @@ void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_real *dW, const gm_
 void gm_cost_rmsnorm_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
                          double eps) {
     (void)out, (void)rstd, (void)inp, (void)eps;
-    *c = (gm_kernel_cost){3.0 * N * C, F * (2.0 * N * C + N), ""};
+    *c = (gm_kernel_cost){.flops = 3.0 * N * C, .bytes = F * (2.0 * N * C + N)};
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *inp,
                          const gm_real *rstd, int N, int C) {
     (void)dinp, (void)dout, (void)inp, (void)rstd;
-    *c = (gm_kernel_cost){6.0 * N * C, F * (4.0 * N * C + N), ""};
+    *c = (gm_kernel_cost){.flops = 6.0 * N * C, .bytes = F * (4.0 * N * C + N)};
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 
@@ -85,14 +90,14 @@ void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, con
                         const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)out, (void)inp, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){3 * n, F * (2 * n + (double)T * HD), ""};
+    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * (2 * n + (double)T * HD)};
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
                         const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)dinp, (void)dout, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){3 * n, F * (3 * n + (double)T * HD), ""};
+    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * (3 * n + (double)T * HD)};
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 
@@ -104,7 +109,7 @@ static void attn_cost(gm_kernel_cost *c, int B, int T, int NH, int HD, gm_attn_m
                       double passes) {
     const double pairs = (double)B * NH * gm_cost_attn_pairs(T, mask.block, mask.window_blocks);
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){flops_per_pair * HD * pairs, F * (passes * n + (double)B * NH * T), ""};
+    *c = (gm_kernel_cost){.flops = flops_per_pair * HD * pairs, .bytes = F * (passes * n + (double)B * NH * T)};
     snprintf(c->shape, sizeof c->shape, "%dx%dx%dx%d w%d%s", B, T, NH, HD, mask.window_blocks, mask.doc ? " doc" : "");
 }
 void gm_cost_attn_fwd(gm_kernel_cost *c, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
@@ -123,12 +128,12 @@ void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, 
 // read-modify-writes dinp.
 void gm_cost_act_fwd(gm_kernel_cost *c, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
     (void)out, (void)inp;
-    *c = (gm_kernel_cost){2.0 * (double)n, F * 2.0 * (double)n, ""};
+    *c = (gm_kernel_cost){.flops = 2.0 * (double)n, .bytes = F * 2.0 * (double)n};
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp, size_t n) {
     (void)dinp, (void)dout, (void)inp;
-    *c = (gm_kernel_cost){3.0 * (double)n, F * 4.0 * (double)n, ""};
+    *c = (gm_kernel_cost){.flops = 3.0 * (double)n, .bytes = F * 4.0 * (double)n};
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 
@@ -138,7 +143,7 @@ void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_re
                          const gm_real *pb, const gm_real *y, size_t n) {
     (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){(y ? 3 : 1) * dn, F * (y ? 3 : 2) * dn, ""};
+    *c = (gm_kernel_cost){.flops = (y ? 3 : 1) * dn, .bytes = F * (y ? 3 : 2) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
 }
 void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
@@ -147,7 +152,7 @@ void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_real *dy, gm_real *d
     (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)y;
     const double dn = (double)n;
     const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);
-    *c = (gm_kernel_cost){(outs + 2 * dots) * dn, F * (1 + 2 * outs + 2 * dots) * dn, ""};
+    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + 2 * outs + 2 * dots) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, dots ? " learnable" : "");
 }
 
@@ -157,7 +162,7 @@ void gm_cost_xent_fwd_bwd(gm_kernel_cost *c, gm_real *losses, gm_real *dlogits, 
                           const int32_t *targets, int N, int V, double cap, double dloss_scale) {
     (void)losses, (void)logits, (void)targets, (void)dloss_scale;
     const double nv = (double)N * V;
-    *c = (gm_kernel_cost){(dlogits ? 8 : 5) * nv, F * (dlogits ? 2 : 1) * nv, ""};
+    *c = (gm_kernel_cost){.flops = (dlogits ? 8 : 5) * nv, .bytes = F * (dlogits ? 2 : 1) * nv};
     snprintf(c->shape, sizeof c->shape, "%dx%d cap %g%s", N, V, cap, dlogits ? " +grad" : "");
 }
 
@@ -169,7 +174,7 @@ void gm_cost_adam_update(gm_kernel_cost *c, gm_real *p, const gm_real *g, gm_rea
     size_t n = 0;
     for (int i = 0; i < count; i++) n += spans[i].n;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){(13 + 2 * a->normalize_grad) * dn, F * (7 + a->normalize_grad) * dn, ""};
+    *c = (gm_kernel_cost){.flops = (13 + 2 * a->normalize_grad) * dn, .bytes = F * (7 + a->normalize_grad) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu in %d tensors", n, count);
 }
 
@@ -178,7 +183,7 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
                       int nesterov) {
     (void)buf, (void)g, (void)mu, (void)gmul, (void)nesterov;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){(u ? 6 : 3) * dn, F * (u ? 4 : 3) * dn, ""};
+    *c = (gm_kernel_cost){.flops = (u ? 6 : 3) * dn, .bytes = F * (u ? 4 : 3) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, u ? " +u" : "");
 }
 
@@ -187,7 +192,7 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
 void gm_cost_normuon(gm_kernel_cost *c, gm_real *V, gm_real *v2, int rows, int cols, int by_row, double beta2) {
     (void)V, (void)v2, (void)beta2;
     const double dn = (double)rows * cols;
-    *c = (gm_kernel_cost){6 * dn, F * 5 * dn, ""};
+    *c = (gm_kernel_cost){.flops = 6 * dn, .bytes = F * 5 * dn};
     snprintf(c->shape, sizeof c->shape, "%dx%d per %s", rows, cols, by_row ? "row" : "column");
 }
 
@@ -196,7 +201,7 @@ void gm_cost_normuon(gm_kernel_cost *c, gm_real *V, gm_real *v2, int rows, int c
 void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t n, double lr, double wd, int cautious) {
     (void)p, (void)u, (void)lr, (void)wd;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){(cautious ? 5 : 4) * dn, F * 3 * dn, ""};
+    *c = (gm_kernel_cost){.flops = (cautious ? 5 : 4) * dn, .bytes = F * 3 * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, cautious ? " cautious" : "");
 }
 
@@ -205,7 +210,7 @@ void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t
 // as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is
 // priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
 void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
-    *c = (gm_kernel_cost){0, 0, ""};
+    *c = (gm_kernel_cost){.flops = 0, .bytes = 0};
     for (int i = 0; i < count; i++) {
         const int r = items[i].rows, k = items[i].cols;
         const double m = r < k ? r : k, n = r < k ? k : r;

@@ -10,10 +10,20 @@
 
 #include "backend/backend.h"
 
+// A library GEMM in BLAS's column-major terms: C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n).
+typedef struct {
+    int transa, transb, m, n, k;
+} gm_gemm_shape;
+
 typedef struct {
     double flops;  // multiply-adds count 2; transcendentals count 1
     double bytes;
     char shape[64];
+    // The library GEMMs the call amounts to (a matmul: one forward, one per wanted gradient
+    // backward), as the CUDA backend issues them (cuda/matmul.cu), so a report can hold the call
+    // to the library's own time at those shapes; 0 for every other kernel.
+    int n_gemm;
+    gm_gemm_shape gemm[2];
 } gm_kernel_cost;
 
 #define GM_COST_PROTO(name, params, args) void gm_cost_##name(gm_kernel_cost *c, GM_UNPACK params);

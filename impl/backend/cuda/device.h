@@ -14,6 +14,9 @@ extern "C" {
 // driver older than the runtime). `why` (may be NULL) receives a one-line reason when the answer
 // is 0 or -1.
 int gm_cuda_device_count(char *why, size_t why_len);
+// The name of device `device` as the driver gives it (e.g. "NVIDIA H100 80GB HBM3") with its
+// compute capability and SM count, into buf; -1 + gm_fail when there is no such device.
+int gm_cuda_device_name(int device, char *buf, size_t len);
 // Why a build has no CUDA: the Makefile names it for the builds that leave CUDA out by design
 // (the sanitizer and fp64 builds, where nvcc may well be installed); elsewhere nvcc was not found.
 #ifndef GM_NO_CUDA_WHY

@@ -11,6 +11,12 @@ int gm_cuda_device_count(char *why, size_t why_len) {
     return 0;
 }
 
+int gm_cuda_device_name(int device, char *buf, size_t len) {
+    (void)device;
+    if (len) buf[0] = '\0';
+    return gm_fail("built without CUDA");
+}
+
 int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     (void)seed, (void)stream, (void)first, (void)out, (void)n;
     return gm_fail("built without CUDA");

@@ -34,6 +34,17 @@ extern "C" int gm_cuda_device_count(char *why, size_t why_len) {
     return -1;
 }
 
+extern "C" int gm_cuda_device_name(int device, char *buf, size_t len) {
+    cudaDeviceProp p;
+    const cudaError_t err = cudaGetDeviceProperties(&p, device);
+    if (err != cudaSuccess) {
+        if (len) buf[0] = '\0';
+        return gm_fail("CUDA device %d: %s", device, cudaGetErrorString(err));
+    }
+    snprintf(buf, len, "%s (sm_%d%d, %d SMs)", p.name, p.major, p.minor, p.multiProcessorCount);
+    return 0;
+}
+
 __global__ static void rng_u32_kernel(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = gm_rng_u32(seed, stream, first + i);

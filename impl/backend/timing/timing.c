@@ -85,7 +85,7 @@ static void host_copy(const gm_backend *be, void *dst, const void *src, size_t b
     if (up) t->inner->upload(t->inner, dst, src, bytes);
     else t->inner->download(t->inner, dst, src, bytes);
     if (!t->on) return;
-    gm_kernel_cost c = {0, (double)bytes, ""};
+    gm_kernel_cost c = {.bytes = (double)bytes};
     snprintf(c.shape, sizeof c.shape, "%zu bytes", bytes);
     record(t, up ? "upload" : "download", &c, (double)(gm_now_ns() - t0) * 1e-6);
 }
