@@ -4,8 +4,8 @@
 // T = 1024 .. 65536. TFLOP/s use the model's count of backend/cost.h over the admitted (query,
 // key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the tensor-core
 // backward executes 14 HD, since its separate dq pass recomputes S and dP). Where no GPU is
-// present it says so in one line and exits 0. Timings are never pass/fail. Written in a session
-// without a GPU: compile-checked, never run yet; every figure in its reports comes from running it.
+// present it says so in one line and exits 0. Timings are never pass/fail. First run on an H100 on
+// 2026-11-26 at commit d81bddf (reports/gpu-h100/); every figure in its reports comes from running it.
 //
 //   build/bench/attention_gpu [--preset=softcap] [--tmin=1024] [--tmax=65536] [--window=<blocks>]
 //                             [--doc_len=0] [--reps=10] [--out=reports/bench] [--name=gpu-attention-softcap]

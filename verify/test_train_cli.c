@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/io.h"
@@ -250,6 +251,14 @@ Test(train_cli, terminal_lines_say_what_happened, .timeout = 120) {
     cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=5 --overwrite=1", &out, &err), 130, "%s", err);
     cr_assert(strstr(out, "train: interrupted after 5 steps: last val loss "), "%s", out);
     cr_assert(strstr(out, " (step 3), speed not measured"), "%s", out);
+    free(out), free(err);
+    // --ckpt_every=-1 writes no checkpoint, and the last line names none (it named ckpt.bin).
+    snprintf(cmd, sizeof cmd, "%s/run/ckpt.bin", dir);
+    cr_assert_eq(unlink(cmd), 0);
+    cr_assert_eq(th_train(dir, "muon-v2", "--ckpt_every=-1 --overwrite=1", &out, &err), 0, "%s", err);
+    snprintf(want, sizeof want, " MiB, log %s/run/log.jsonl, no checkpoint written (--ckpt_every=-1)\n", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert_neq(access(cmd, F_OK), 0, "--ckpt_every=-1 wrote %s", cmd);
     free(out), free(err);
     // Both streams into one file: the error must come after everything printed before it.
     th_test_flags(flags, sizeof flags, dir, "--val_tokens=2048");

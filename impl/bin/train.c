@@ -148,9 +148,14 @@ int main(int argc, char **argv) {
         else snprintf(val, sizeof val, "%s val loss %.4f (step %d)", res.val_step == rc.steps ? "final" : "last", res.final_val_loss, res.val_step);
         if (res.tokens_per_s > 0) snprintf(speed, sizeof speed, "%.0f tokens/s (steps after the first 10)", res.tokens_per_s);
         else snprintf(speed, sizeof speed, "speed not measured (the first 10 steps are warm-up)");
-        printf("train: %s after %d steps: %s, %s, peak RSS %.1f MiB, log %s/log.jsonl, checkpoint %s/ckpt.bin\n",
+        // A run that got here wrote its checkpoint at the end, unless --ckpt_every=-1 wrote none
+        // (then a ckpt.bin in the folder, if any, is an older run's: not named).
+        char ckpt[600];
+        if (rc.ckpt_every < 0) snprintf(ckpt, sizeof ckpt, "no checkpoint written (--ckpt_every=-1)");
+        else snprintf(ckpt, sizeof ckpt, "checkpoint %s/ckpt.bin", rc.out_dir);
+        printf("train: %s after %d steps: %s, %s, peak RSS %.1f MiB, log %s/log.jsonl, %s\n",
                res.interrupted ? "interrupted" : "done", res.steps_done, val, speed, res.peak_rss_kb / 1024.0, rc.out_dir,
-               rc.out_dir);
+               ckpt);
     }
     if (comm.rank == 0 && res.interrupted) print_resume_line(argc, argv, &rc, comm.world);
     gm_comm_close(&comm);
