@@ -31,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/count/count.h"
+#include "backend/predict.h"
 #include "backend/select.h"
 #include "backend/timing/timing.h"
 #include "base/args.h"
@@ -428,7 +430,7 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
 
 typedef struct {
     char name[64], shape[72];
-    double med, total;
+    double med, total, calls, bytes;
 } csv_entry;
 
 static int read_csv(const char *path, csv_entry *e, int cap) {
@@ -447,7 +449,7 @@ static int read_csv(const char *path, csv_entry *e, int cap) {
         if (nf != 13) gm_die("%s:%d: %d fields, expected 13", path, ln, nf);
         snprintf(e[n].name, sizeof e[n].name, "%s", field[0]);
         snprintf(e[n].shape, sizeof e[n].shape, "%s", field[1]);
-        e[n].med = atof(field[3]), e[n].total = atof(field[12]);
+        e[n].med = atof(field[3]), e[n].total = atof(field[12]), e[n].calls = atof(field[2]), e[n].bytes = atof(field[7]);
         n++;
     }
     fclose(f);
@@ -478,11 +480,118 @@ static void compare(const char *pa, const char *pb) {
     }
     for (int j = 0; j < nb; j++)
         if (find_entry(a, na, &b[j]) < 0) printf("%-32s %-30s %12s %12.4g (only in B)\n", b[j].name, b[j].shape, "-", b[j].med);
-    const csv_entry total = {"step.total", "measured", 0, 0};
+    const csv_entry total = {"step.total", "measured", 0, 0, 0, 0};
     int i = find_entry(a, na, &total), j = find_entry(b, nb, &total);
     if (i >= 0 && j >= 0)
         printf("\nstep: B/A = %.3f (%.4g ms -> %.4g ms); below 1 means B is faster\n", b[j].med / a[i].med, a[i].med,
                b[j].med);
+}
+
+// ---- --count=1: the step counted, and its H100 time predicted -------------------------------
+
+// The fit of the step model on a measured table (predict.h): the memory-bound kernels' bytes over
+// their time, as a fraction of the copy bandwidth, and the fastest call's median time.
+static void fit_rates(gm_rates *rates, const csv_entry *m, int n) {
+    double bytes = 0, ms = 0, floor_ms = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const char *op = strchr(m[i].name, ':');
+        if (!op || m[i].calls <= 0) continue;  // step.* and ceiling.* rows
+        floor_ms = fmin(floor_ms, m[i].med);
+        if (!strcmp(gm_predict_category(op + 1), "memory") && strcmp(op + 1, "upload") && strcmp(op + 1, "download"))
+            bytes += m[i].bytes * m[i].calls, ms += m[i].total;
+    }
+    if (!(ms > 0) || !isfinite(floor_ms)) gm_die("kernels: --measured has no kernel rows to fit the model on");
+    gm_rates_fit(rates, bytes / (ms * 1e6) / gm_rates_copy_gbs(rates), floor_ms);
+}
+
+typedef struct {
+    const char *cat;
+    double predicted, measured, matched;  // ms per step; matched: predicted ms of the rows measured
+} category_sum;
+
+// Counts the step's calls on the counting backend, predicts each kernel's H100 time, compares with
+// the measured table row by row, writes <base>.md and prints the totals, the last line for scripts.
+static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info *ri, const char *rates_path,
+                       const char *measured_path, const char *md_path) {
+    gm_timing *tm = ph->tm;
+    double loss;
+    // As the timed mode: the first step's one-off calls (uploads of tables made on first use) are not
+    // the step's.
+    gm_timing_reset(tm);
+    gm_timing_enable(tm, 0);
+    if (gm_trainer_step(tr, s_mid, &loss, NULL, NULL)) gm_die("kernels: counted step: %s", gm_error());
+    gm_timing_enable(tm, 1);
+    ph->cur = -1;
+    if (gm_trainer_step(tr, s_mid, &loss, on_phase, ph)) gm_die("kernels: counted step: %s", gm_error());
+    gm_timing_label(tm, "");
+    gm_rates *rates = gm_rates_load(rates_path);
+    if (!rates) gm_die_last();
+    enum { CAP = 512 };
+    static csv_entry measured[CAP];
+    const int nm = read_csv(measured_path, measured, CAP);
+    fit_rates(rates, measured, nm);
+
+    const int n = gm_timing_count(tm);
+    category_sum cats[] = {{"matmul", 0, 0, 0}, {"attention", 0, 0, 0}, {"orthogonalize", 0, 0, 0}, {"memory", 0, 0, 0}};
+    double flops = 0, bytes = 0, calls = 0, predicted = 0;
+    gm_atomic_file f;
+    if (gm_atomic_open(&f, md_path)) gm_die_last();
+    const gm_config *c = &ri->rc->model;
+    OUT(&f, "# The training step counted, and its H100 time predicted: %s / %s, B = %d, T = %d\n\n", c->name, c->scale,
+        c->batch, c->seq_len);
+    OUT(&f, "- **Level: predicted**, on a machine without a GPU: the real step (`gm_trainer_step`) on the counting "
+            "backend (`impl/backend/count`: every call recorded, nothing computed) through the timing backend, each "
+            "call priced by `impl/backend/cost.c` and timed by the model of `impl/backend/predict.h` with the rates of "
+            "`%s`. Commit `%s`. Command: `%s`.\n",
+        rates_path, gm_build_commit, ri->cmdline);
+    OUT(&f, "- Fitted on `%s`: memory-bound kernels at %.3f of the copy bandwidth (%.0f GB/s), no call under %.4g ms. "
+            "The model's error is its residual against that measured table below: the memory-bound total is fitted "
+            "(its residual is zero by construction, the rows' are not), the GEMMs and attention are predicted from "
+            "independent measurements.\n\n",
+        measured_path, gm_predict_fit_efficiency(rates), gm_rates_copy_gbs(rates), gm_predict_fit_floor(rates));
+    OUT(&f, "| part:kernel | shape | calls | GFLOP | GB | predicted ms | measured ms | predicted / measured |\n"
+            "|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        const gm_timing_record *rec = gm_timing_at(tm, i);
+        const double ms = gm_predict_ms(rates, rec->op, &rec->cost) * rec->calls;
+        csv_entry key;
+        snprintf(key.name, sizeof key.name, "%s:%s", rec->label, rec->op);
+        snprintf(key.shape, sizeof key.shape, "%s", rec->cost.shape);
+        no_commas(key.name), no_commas(key.shape);
+        const int j = find_entry(measured, nm, &key);
+        category_sum *cs = &cats[3];
+        for (size_t k = 0; k < 3; k++)
+            if (!strcmp(cats[k].cat, gm_predict_category(rec->op))) cs = &cats[k];
+        cs->predicted += ms;
+        if (j >= 0) cs->measured += measured[j].total, cs->matched += ms;
+        flops += rec->cost.flops * rec->calls, bytes += rec->cost.bytes * rec->calls, calls += rec->calls;
+        predicted += ms;
+        char meas[48] = "not measured", ratio[24] = "-";
+        if (j >= 0) snprintf(meas, sizeof meas, "%.4g", measured[j].total), snprintf(ratio, sizeof ratio, "%.2f", ms / measured[j].total);
+        OUT(&f, "| %s | %s | %ld | %.4g | %.4g | %.4g | %s | %s |\n", key.name, key.shape, rec->calls,
+            rec->cost.flops * rec->calls * 1e-9, rec->cost.bytes * rec->calls * 1e-9, ms, meas, ratio);
+    }
+    OUT(&f, "\n| category | predicted ms | measured ms (rows found) | predicted / measured |\n|---|---|---|---|\n");
+    double pm = 0, mm = 0;
+    for (size_t k = 0; k < sizeof cats / sizeof cats[0]; k++) {
+        pm += cats[k].matched, mm += cats[k].measured;
+        OUT(&f, "| %s | %.2f | %.2f | %.3f |\n", cats[k].cat, cats[k].predicted, cats[k].measured,
+            cats[k].measured > 0 ? cats[k].matched / cats[k].measured : NAN);
+    }
+    const csv_entry total_key = {"step.total", "measured", 0, 0, 0, 0};
+    const int t = find_entry(measured, nm, &total_key);
+    OUT(&f, "| **kernels** | %.2f | %.2f | %.3f |\n", predicted, mm, mm > 0 ? pm / mm : NAN);
+    if (t >= 0)
+        OUT(&f, "\nThe measured step end to end (`step.total`, with the host's gaps between calls): %.2f ms; the "
+                "prediction, which has no gaps, is %.3f of it.\n",
+            measured[t].med, predicted / measured[t].med);
+    write_or_die(&f, gm_atomic_commit(&f));
+    for (size_t k = 0; k < sizeof cats / sizeof cats[0]; k++)
+        printf("%-14s predicted %9.2f ms, measured %9.2f ms\n", cats[k].cat, cats[k].predicted, cats[k].measured);
+    printf("%s\n", md_path);
+    printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted H100 %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
+           predicted);
+    gm_rates_free(rates);
 }
 
 // ---- data -----------------------------------------------------------------------------------
@@ -533,7 +642,8 @@ static char *slug_of(const char *device) {
 
 static int bench_flag(const char *k) {
     return !strcmp(k, "preset") || !strcmp(k, "scale") || !strcmp(k, "steps") || !strcmp(k, "doc_len") ||
-           !strcmp(k, "out") || !strcmp(k, "name") || !strcmp(k, "ceilings");
+           !strcmp(k, "out") || !strcmp(k, "name") || !strcmp(k, "ceilings") || !strcmp(k, "count") ||
+           !strcmp(k, "rates") || !strcmp(k, "measured");
 }
 
 static void usage(void) {
@@ -553,6 +663,13 @@ static void usage(void) {
            "              the backend's copy on the CPU) (default: library on --backend=cuda, else host)\n"
            "  --out       report folder (default reports/bench)\n"
            "  --name      report file base (default <machine>-<preset>-<scale>)\n"
+           "  --count     1: count the step's calls without computing (the counting backend, any scale in\n"
+           "              seconds) and predict each kernel's H100 time from --rates, fitted on and compared\n"
+           "              with --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB, <N> TFLOP,\n"
+           "              <N> launches; predicted H100 <N> ms' (launches: backend calls) (default 0)\n"
+           "  --rates     the H100 rates of --count (default reports/gpu-h100/h100_rates.csv)\n"
+           "  --measured  a measured table of this program (CSV) for --count (default\n"
+           "              reports/gpu-h100/h100-softcap-full-T65536.csv)\n"
            "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");
 }
 
@@ -565,7 +682,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     const char *preset = "softcap", *scale = "full", *out = "reports/bench", *name = NULL, *ceilings = NULL;
-    int doc_len = 700, steps = 3;
+    int doc_len = 700, steps = 3, count = 0;
+    const char *rates_path = "reports/gpu-h100/h100_rates.csv", *measured_path = "reports/gpu-h100/h100-softcap-full-T65536.csv";
     for (int i = 1; i < argc;) {
         const char *key, *val;
         gm_arg_next(argc, argv, &i, &key, &val);
@@ -575,6 +693,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(key, "doc_len")) doc_len = (int)gm_arg_int(key, val, 1, 1 << 24);
         else if (!strcmp(key, "out")) out = val;
         else if (!strcmp(key, "name")) name = val;
+        else if (!strcmp(key, "count")) count = (int)gm_arg_int(key, val, 0, 1);
+        else if (!strcmp(key, "rates")) rates_path = val;
+        else if (!strcmp(key, "measured")) measured_path = val;
         else if (!strcmp(key, "ceilings")) {
             if (strcmp(val, "host") && strcmp(val, "library")) gm_die("--ceilings: '%s' is not one of host, library", val);
             ceilings = val;
@@ -597,7 +718,7 @@ int main(int argc, char **argv) {
     snprintf(rc.val_data, sizeof rc.val_data, "%s/val_*.bin", dir);
     rc.val_tokens = (long long)rc.model.batch * rc.model.seq_len;
     const gm_backend *be = NULL;
-    if (gm_run_config_finish(&rc) || !(be = gm_backend_open(rc.backend, rc.device))) {
+    if (gm_run_config_finish(&rc) || !(be = count ? gm_backend_counting() : gm_backend_open(rc.backend, rc.device))) {
         rmdir(dir);
         gm_die_last();
     }
@@ -609,21 +730,25 @@ int main(int argc, char **argv) {
         strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);
     }
     results r = {0};
-    if (ceilings ? !strcmp(ceilings, "library") : !strcmp(be->name, "cuda"))
+    if (!count && (ceilings ? !strcmp(ceilings, "library") : !strcmp(be->name, "cuda")))
         if (!(r.lib = gm_lib_ceilings_open(be, rc.device))) gm_die_last();
     r.warm_up_s = r.lib && !strcmp(be->name, "cuda") ? GPU_WARM_UP_S : 0;  // a CPU has no clocks to wake
     char *slug = r.lib && !strcmp(be->name, "cuda") ? slug_of(gm_lib_ceilings_device(r.lib)) : gm_hardware_slug();
     char base[1024], csv[1200], md[1200], png[1200];
     if (name) snprintf(base, sizeof base, "%s/%s", out, name);
+    else if (count)  // not the measured report's name: a prediction never replaces a measurement
+        snprintf(base, sizeof base, "%s/predicted-h100-%s-%s-T%d", out, preset, scale, rc.model.seq_len);
     else snprintf(base, sizeof base, "%s/%s-%s-%s", out, slug, preset, scale);
     snprintf(csv, sizeof csv, "%s.csv", base), snprintf(md, sizeof md, "%s.md", base), snprintf(png, sizeof png, "%s.png", base);
     if (gm_mkdir_p(out, NULL)) gm_die_last();
 
     r.steps = steps, r.threads = omp_get_max_threads();
     r.load[0] = gm_load_average();
-    fprintf(stderr, "kernels: %s %s B=%d T=%d on %s, backend %s (load %.2f); ceilings...\n", preset, scale,
-            rc.model.batch, rc.model.seq_len, slug, rc.backend, r.load[0]);
-    measure_ceilings(&r, 0);
+    if (!count) {
+        fprintf(stderr, "kernels: %s %s B=%d T=%d on %s, backend %s (load %.2f); ceilings...\n", preset, scale,
+                rc.model.batch, rc.model.seq_len, slug, rc.backend, r.load[0]);
+        measure_ceilings(&r, 0);
+    }
 
     gm_timing *tm = gm_timing_open(be);
     if (!tm) gm_die_last();
@@ -639,6 +764,12 @@ int main(int argc, char **argv) {
 
     // Every step at mid-schedule (the window and the learning rates of step steps/2).
     const int s_mid = rc.steps / 2;
+    if (count) {
+        report_info ri = {&rc, be->name, cmdline, NULL, doc_len};
+        count_step(tr, &ph, s_mid, &ri, rates_path, measured_path, md);
+        gm_trainer_close(tr), gm_timing_close(tm), free(slug);
+        return 0;
+    }
     double loss, whole[MAX_STEPS];
     fprintf(stderr, "kernels: 1 warm-up step + %d timed steps...\n", steps);
     gm_timing_reset(tm);  // not the set-up's uploads

@@ -141,6 +141,71 @@ Test(bench_kernels, library_ceilings_rate_every_matmul_at_its_shapes, .timeout =
     free(dir);
 }
 
+// --count=1 counts the very calls the timed step makes: run beside a timed run of the same
+// configuration, every counted row is found in the timed CSV, and the totals of its last line are
+// that CSV's sums (calls x FLOPs, calls x bytes, calls), to the printed digits.
+Test(bench_kernels, count_mode_counts_the_timed_steps_calls, .timeout = 120) {
+    char *dir = th_tmpdir();
+    char *csv = bench_csv(dir, "");
+    double flops = 0, bytes = 0, calls = 0;
+    for (const char *p = strchr(csv, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+        if (!strncmp(p, "step.", 5) || !strncmp(p, "ceiling.", 8)) continue;
+        const char *f = p;
+        double v[8];  // fields 1..8: shape, calls, median, min, max, flops, bytes, ...
+        for (int c = 0; c < 8; c++) f = strchr(f, ',') + 1, v[c] = atof(f);
+        calls += v[1], flops += v[1] * v[5], bytes += v[1] * v[6];
+    }
+    free(csv);
+    char cmd[9000], *out, *err;
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 '%s' --count=1 --preset=softcap --scale=test --n_value_embeds=2 --skip_attn_mask=4 "
+             "--out='%s' --name=c --rates='%s' --measured='%s/k.csv'",
+             th_bin_path("bench/kernels"), dir, th_root_path("reports/gpu-h100/h100_rates.csv"), dir);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    const char *last = strstr(out, "step: ");
+    cr_assert(last, "%s", out);
+    double gb, tflop, launches, ms;
+    cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb, &tflop, &launches, &ms),
+                 4, "%s", last);
+    cr_expect_eq(strchr(last, '\n')[1], '\0', "the step line is the last: %s", out);
+    // printed to 4 significant digits
+    cr_expect(fabs(gb - bytes * 1e-9) <= 1e-3 * gb, "%g GB counted, %g timed", gb, bytes * 1e-9);
+    cr_expect(fabs(tflop - flops * 1e-12) <= 1e-3 * tflop, "%g TFLOP counted, %g timed", tflop, flops * 1e-12);
+    cr_expect_eq(launches, calls, "%g calls counted, %g timed", launches, calls);
+    cr_expect(ms > 0 && isfinite(ms), "%s", last);
+    char path[4200], *md;
+    size_t len;
+    snprintf(path, sizeof path, "%s/c.md", dir);
+    cr_assert_eq(gm_read_all(path, &md, &len), 0, "%s", gm_error());
+    cr_expect(strstr(md, "**Level: predicted**"), "%s", md);
+    cr_expect_null(strstr(md, "not measured"), "a counted call the timed step did not make: %s", md);
+    free(md), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A rates file with a fault is refused with one line naming the file, the line and the fault.
+Test(bench_kernels, bad_rates_file_is_refused_with_one_line, .timeout = 60) {
+    char *dir = th_tmpdir();
+    const char *bad[][2] = {{"kind,key,value,unit,source\ngemm,65536x768 bf16,0.1,ms,x\n", ":2: a gemm key is MxNxK bf16|f32"},
+                            {"kind,key,value,unit,source\ncopy,d2d,-3,GB/s,x\n", ":2: the value is not a positive number"},
+                            {"kind,key,value\n", ":1: the header is not kind,key,value,unit,source"},
+                            {"kind,key,value,unit,source\ncopy,d2d,3000,GB/s,x\n", ": needs gemm, copy, attn_fwd"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[4200], args[9000], want[4400];
+        snprintf(path, sizeof path, "%s/rates%zu.csv", dir, i);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(bad[i][0], f);
+        fclose(f);
+        snprintf(args, sizeof args, "--count=1 --preset=adamw --scale=test --out=%s --rates=%s", dir, path);
+        snprintf(want, sizeof want, "%s%s", path, bad[i][1]);
+        th_expect_refused("bench/kernels", args, want, 1);
+    }
+    th_rmtree(dir);
+    free(dir);
+}
+
 Test(bench_kernels, bad_flags_are_refused_with_one_line, .timeout = 60) {
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ceilings=gpu", "--ceilings: 'gpu' is not one of", 1);
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --ortho=qr", "--ortho: 'qr' is not one of", 1);

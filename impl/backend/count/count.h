@@ -1,0 +1,16 @@
+// The counting backend: memory that is never touched and kernels that do nothing, so that the
+// timing backend (backend/timing) wrapped around it records every call of the real training step,
+// with its shape, FLOPs and bytes (backend/cost.h), at any scale in seconds on any machine. Values
+// are meaningless: downloads read zeros (a loss of 0), and nothing is computed. Memory is address
+// space reserved without access (PROT_NONE, never committed), so a host dereference crashes as on
+// the guarded backend, and a full-scale plan of tens of GB costs nothing. For bench/kernels --count.
+#ifndef GM_BACKEND_COUNT_COUNT_H
+#define GM_BACKEND_COUNT_COUNT_H
+
+#include "backend/backend.h"
+
+// The backend (static; its reservation lives as long as the process). NULL + gm_fail when the
+// address space cannot be reserved (e.g. under a small `ulimit -v`).
+const gm_backend *gm_backend_counting(void);
+
+#endif

@@ -1,0 +1,35 @@
+// A model of the CUDA backend's time per kernel call on an H100, from the call's cost
+// (backend/cost.h) and rates measured there (reports/gpu-h100/h100_rates.csv, each with its
+// source), so that a step can be predicted on a machine without a GPU (bench/kernels --count=1):
+// - a matmul: its library GEMMs (gm_kernel_cost.gemm) at cuBLAS's measured time for the nearest
+//   measured shape (scaled by the FLOP ratio), with the output type the backend writes, plus the
+//   memory traffic the backend adds around them (today: every fp32 operand converted to a bf16
+//   copy, read 4 and written 2 bytes an element; beta = 1 reads of the gradients it adds into);
+// - attention and Muon's orthogonalize: FLOPs at our own kernels' measured rates;
+// - every other call: its bytes at the measured device copy bandwidth times an efficiency, the one
+//   parameter fitted on a measured step table (what today's memory-bound kernels reach);
+// - no call takes less than `floor_ms` (launch and synchronisation), also fitted on that table.
+#ifndef GM_BACKEND_PREDICT_H
+#define GM_BACKEND_PREDICT_H
+
+#include "backend/cost.h"
+
+typedef struct gm_rates gm_rates;
+
+// The rates file (CSV: kind,key,value,unit,source; '#' lines are comments). NULL + gm_fail with
+// one line naming the file, the line and the fault.
+gm_rates *gm_rates_load(const char *path);
+void gm_rates_free(gm_rates *r);
+
+// The fitted part: memory-bound efficiency (fraction of the copy bandwidth) and the per-call floor.
+void gm_rates_fit(gm_rates *r, double memory_efficiency, double floor_ms);
+double gm_rates_copy_gbs(const gm_rates *r);
+double gm_predict_fit_efficiency(const gm_rates *r);
+double gm_predict_fit_floor(const gm_rates *r);
+
+// Predicted milliseconds of one call of kernel `op` (a backend.h name) with cost c.
+double gm_predict_ms(const gm_rates *r, const char *op, const gm_kernel_cost *c);
+// The model's category of `op`: "matmul", "attention", "orthogonalize" or "memory".
+const char *gm_predict_category(const char *op);
+
+#endif
