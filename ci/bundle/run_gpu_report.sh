@@ -127,6 +127,10 @@ export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_co
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
 failed=0
+# timeout puts each stage in a process group of its own, which neither a Ctrl-C at the terminal nor
+# a SIGTERM to this script reaches: pass them on to the stage running, then stop.
+stage_pid=
+trap '[ -z "$stage_pid" ] || kill -TERM -- "-$stage_pid" 2>/dev/null; exit 130' INT TERM
 pack() {
     tar -C "$(dirname "$out")" -czf "$archive.tmp" "$(basename "$out")" && mv -f "$archive.tmp" "$archive"
 }
@@ -146,8 +150,11 @@ stage() {
             limit=$left
         fi
         t0=$SECONDS
-        timeout --kill-after=10 "$limit" bash -c 'set -uo pipefail; "$@"' "$name" "$@" </dev/null >"$log" 2>&1
+        timeout --kill-after=10 "$limit" bash -c 'set -uo pipefail; "$@"' "$name" "$@" </dev/null >"$log" 2>&1 &
+        stage_pid=$!
+        wait "$stage_pid"
         rc=$?
+        stage_pid=
         if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
             line="timed out after $limit s"
         else
