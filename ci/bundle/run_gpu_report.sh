@@ -21,7 +21,8 @@
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
 # minimum is skipped with a line saying so. Without a GPU (no nvidia-smi, or it lists no device)
 # every stage but info says "skipped: no GPU" and the script exits 0. Exit status: 1 when a stage
-# failed or timed out, 2 on bad arguments (one line, nothing written).
+# failed or timed out, 2 on bad arguments (one line, nothing written), 130 when stopped by Ctrl-C
+# or SIGTERM (the stage running is stopped too; the archive holds the stages before it).
 #
 # From a bundle (lib.tar.gz beside this script) env.sh sets everything up; from a checkout
 # (ci/bundle/ of the repository) the programs are GM_BIN's (default build/), the scripts GM_ROOT's
@@ -137,13 +138,15 @@ pack() {
 # stage NAME LIMIT MIN CHECK FUNCTION [ARGS...]: FUNCTION under timeout, its output in NAME.log;
 # CHECK prints why the stage cannot run here (nothing: it can), asked only when there is time for it.
 stage() {
-    local name=$1 limit=$2 min=$3 check=$4 note= line why rc t0 tests errs own
+    local name=$1 limit=$2 min=$3 check=$4 note= line why= rc t0 tests errs own
     shift 4
     local left=$((budget - SECONDS - RESERVE)) log=$out/$name.log
-    if [ "$left" -lt "$min" ]; then
-        line="skipped: $((left > 0 ? left : 0)) s left of the $budget s budget, the stage needs $min s"
-    elif why=$($check) && [ -n "$why" ]; then
+    [ "$left" -lt "$min" ] || why=$($check)
+    left=$((budget - SECONDS - RESERVE))  # CHECK may have taken a while (torch's import)
+    if [ -n "$why" ]; then
         line="skipped: $why"
+    elif [ "$left" -lt "$min" ]; then
+        line="skipped: $((left > 0 ? left : 0)) s left of the $budget s budget, the stage needs $min s"
     else
         if [ "$left" -lt "$limit" ]; then
             note="; limit cut from $limit s to $left s by the budget"
@@ -190,7 +193,8 @@ sanitizer_why() {
 # the step comparison of all presets 22 s; attention_gpu at softcap's window ~15 s to T 65536, plain
 # causal 40 s to T 32768 and ~25 s more for 65536 (the naive kernels: 4 s a backward call there).
 # peers: torch's import, 3 s of warm-up, two compilations (NS and FlexAttention). backend_compare's
-# shapes are small enough for a simulator. The sanitizers come last and take what is left.
+# shapes are small enough for a simulator. The sanitizers come last and take what is left, racecheck
+# first: memcheck and synccheck passed there (at d81bddf), racecheck never finished.
 stage info 30 5 anywhere st_info
 stage gpu-suite 150 60 gpu_why st_gpu_suite
 stage kernels-softcap 60 20 gpu_why st_kernels softcap
