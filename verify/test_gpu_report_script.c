@@ -4,7 +4,8 @@
 // OUTDIR.tar.gz holds summary.txt, exit 0; bad arguments give one line, a non-zero exit and nothing
 // written. And the shapes bench/peers_gpu.py times PyTorch at are the calls the model makes: its
 // --list-shapes against bench/kernels' rows of the real step (on the CPU, at test scale, with a
-// sequence longer than one head chunk, and with a fused QKV matrix Muon takes whole or split).
+// sequence longer than one head chunk, and with a fused QKV matrix Muon takes whole or split); and
+// its GPU parts run through on a stand-in torch (verify/fake_torch.py).
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,4 +207,65 @@ Test(gpu_report_script, peers_shapes_are_the_calls_of_the_model, .timeout = 600)
         free(want), free(out), free(err);
         th_rmtree(dir);
     }
+}
+
+// peers_gpu.py's GPU parts on verify/fake_torch.py (tensors that are shapes, samples of 1 ms): every
+// part files its section and rows, bench/kernels' figures (--ours) go beside torch's, the FlexAttention
+// mask admits the pairs bench/attention_gpu counts for softcap's window (1.118e+08 per head at T 65536,
+// ../shared/h100-2026-11-26/gpu-attention-softcap.md), and a case that raises is listed, the parts
+// after it still run and the exit status says so.
+static int peers_on_stand_in(const char *dir, const char *env, char **md, char **csv, char **err) {
+    char build[1024], stand_in[1024], cmd[8000], path[4300], *out;
+    snprintf(build, sizeof build, "%s", th_bin_path("train"));
+    *strrchr(build, '/') = '\0';
+    snprintf(stand_in, sizeof stand_in, "%s", th_root_path("verify/fake_torch.py"));  // one buffer per call
+    snprintf(cmd, sizeof cmd, "%s python3 '%s' '%s' --build '%s' --out '%s' --ours '%s/ours.csv'", env, stand_in,
+             th_root_path("bench/peers_gpu.py"), build, dir, dir);
+    int rc = th_run(cmd, &out, err);
+    free(out);
+    cr_assert(rc == 0 || strstr(*err, "case(s) failed"), "peers_gpu.py stopped: %s", *err);
+    snprintf(path, sizeof path, "%s/peers-gpu.md", dir);
+    *md = read_file(path);
+    snprintf(path, sizeof path, "%s/peers-gpu.csv", dir);
+    *csv = read_file(path);
+    return rc;
+}
+
+static int count_of(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+Test(gpu_report_script, peers_parts_run_on_a_stand_in_torch, .timeout = 300) {
+    char *dir = th_tmpdir(), path[4300], *md, *csv, *err;
+    snprintf(path, sizeof path, "%s/ours.csv", dir);
+    const char *ours = "name,shape,calls,median_ms\n"
+                       "model:matmul_fwd,65536x768 @ 768x768^T,44,0.3138\n"
+                       "optimizer:orthogonalize,68 matrices 82575360 elements NS5 bf16,1,5.18\n";
+    cr_assert_eq(gm_write_file_atomic(path, ours, strlen(ours)), 0, "%s", gm_error());
+    cr_expect_eq(peers_on_stand_in(dir, "", &md, &csv, &err), 0, "%s", err);
+    const char *sections[] = {"## GEMMs", "## Attention: `scaled_dot_product_attention`", "## Newton-Schulz",
+                              "## FlexAttention"};
+    for (size_t i = 0; i < 4; i++) cr_expect(strstr(md, sections[i]), "no section '%s':\n%s", sections[i], md);
+    // softcap at B 1, T 65536: 4 matmul shapes, each forward and backward.
+    cr_expect_eq(count_of(md, "\n| matmul_"), 8, "%s", md);
+    cr_expect(strstr(md, "| matmul_fwd | 65536x768 @ 768x768^T | 44 | 65536x768x768 | ") &&
+                  strstr(md, "| 0.3138 |"), "our matmul_fwd beside torch's:\n%s", md);
+    cr_expect(strstr(md, "| **per step** |"), "%s", md);
+    cr_expect(strstr(md, "68 matrices: 44 of 768x768, 12 of 3072x768, 12 of 768x3072"), "%s", md);
+    cr_expect_eq(count_of(md, "| 5.18 |"), 2, "our orthogonalize beside eager and compiled NS:\n%s", md);
+    cr_expect(strstr(md, "| none | 65536 | 1.118e+08 |"), "flex pairs per head:\n%s", md);
+    cr_expect_null(strstr(md, "failed"), "%s", md);
+    // CSV: 12 GEMMs x bf16/fp32 out, 2 backends x 5 lengths x fwd/bwd, 2 NS, 4 flex cases x fwd/bwd.
+    cr_expect_eq(th_count_lines(csv), 1 + 24 + 20 + 2 + 8, "%s", csv);
+    free(md), free(csv), free(err);
+
+    cr_expect_neq(peers_on_stand_in(dir, "FAKE_TORCH_FAIL=cudnn", &md, &csv, &err), 0, "failed cases, exit 0");
+    cr_expect(strstr(err, "peers_gpu: 5 case(s) failed"), "%s", err);
+    cr_expect(strstr(md, "## Parts that failed") && strstr(md, "- sdpa cudnn T=65536: RuntimeError: "), "%s", md);
+    cr_expect(strstr(md, "| flash | 65536 |") && strstr(md, "| none | 65536 | 1.118e+08 |"),
+              "the other cases and parts should still run:\n%s", md);
+    free(md), free(csv), free(err);
+    th_rmtree(dir);
 }
