@@ -30,6 +30,8 @@ between CUDA events; the median per call (min and max in the CSV). FLOPs: 2 m k 
 4 HD flops per admitted (query, key) pair forward and 10 HD backward, per head (bench/attention_gpu's
 count; causal: T (T + 1) / 2 pairs). --ours names bench/kernels' CSV of the same step on this GPU: its
 matmul and orthogonalize rows go beside torch's. Writes OUT/NAME.md and OUT/NAME.csv.
+Written in a session without a GPU or torch: its GPU parts have run only on verify/fake_torch.py's
+stand-in (test_gpu_report_script.c), never with torch; every figure in a report comes from a run.
 """
 import argparse
 import collections

@@ -26,7 +26,9 @@
 #
 # From a bundle (lib.tar.gz beside this script) env.sh sets everything up; from a checkout
 # (ci/bundle/ of the repository) the programs are GM_BIN's (default build/), the scripts GM_ROOT's
-# (default the checkout), as `make gpu-report-check` runs it.
+# (default the checkout), as `make gpu-report-check` runs it. Written in a session without a GPU:
+# run here only where every stage skips or fails at once (verify/test_gpu_report_script.c), never
+# on a GPU yet; its time limits are estimates from the first H100 run, not measurements of it.
 set -uo pipefail
 me=run_gpu_report.sh
 usage="usage: $me OUTDIR [--budget-s N]"
