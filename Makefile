@@ -87,7 +87,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 # neither relinked nor announced.
 .SECONDARY:
 
-.PHONY: help deps build verify gpu-check bench refdata repro repro-frontier train data clean bundle bundle-check FORCE
+.PHONY: help deps build verify gpu-check gpu-report-check bench refdata repro repro-frontier train data clean bundle bundle-check FORCE
 .DEFAULT_GOAL := help
 
 help:
@@ -114,6 +114,8 @@ help:
 	@echo "  make refdata    regenerate the PyTorch reference data (needs python3-torch)"
 	@echo "  make gpu-check  the GPU suites on another CUDA runtime: CUDA_ARCH=compute_75 CUDA_RUNTIME_DIR=dir"
 	@echo "                  [GPU_WORKDIR=dir] [GPU_TESTS='cuda_*/*']; GM_CUDA_LIBS=ref keeps cuBLAS/cuSOLVER out"
+	@echo "  make gpu-report-check  the GPU report of a node (ci/bundle/run_gpu_report.sh) from this build into a"
+	@echo "                  folder under /tmp; without a GPU every stage but info is skipped [GPU_REPORT_ARGS=--budget-s=N]"
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt)"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
@@ -298,6 +300,15 @@ gpu-check: $(DEPS_STAMP)
 
 .PHONY: gpu-check-build
 gpu-check-build: $(BUILD)/verify/gm_verify $(BINS) $(BENCH_BINS)
+
+# ---- the GPU report (ci/bundle/run_gpu_report.sh; README "Running on a GPU node") from this build ----
+# The bundle runs the same script; here the programs are $(BUILD)'s. Into a fresh folder under
+# TMPDIR (the script refuses a folder with files in it), named at the end whatever the outcome.
+GPU_REPORT_ARGS ?=
+gpu-report-check: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory -j$(JOBS) gpu-check-build
+	$(Q)d=$$(mktemp -d "$${TMPDIR:-/tmp}/gm-gpu-report.XXXXXX") && { $(REL_TEST_ENV) bash ci/bundle/run_gpu_report.sh \
+	  "$$d/report" $(GPU_REPORT_ARGS); rc=$$?; echo "gpu-report-check: $$d/report/, $$d/report.tar.gz"; exit $$rc; }
 
 # ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
 BUNDLE ?= $(BUILD)/bundle

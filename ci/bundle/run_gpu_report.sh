@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# The whole GPU report of a node in one command, within a time budget:
+#   run_gpu_report.sh OUTDIR [--budget-s N]        (default 480: one H100 in 8 minutes)
+# OUTDIR must be new or empty. Stages run in order of importance, each under its own time limit
+# (timeout), each writing NAME.log (its output) and its files into OUTDIR and one line to
+# OUTDIR/summary.txt: "NAME: exit RC, S s", "NAME: timed out after N s" or "NAME: skipped: WHY"; a
+# last line "total: ...". After every stage OUTDIR is packed into OUTDIR.tar.gz (written beside it,
+# then renamed), so a job stopped early leaves what it finished.
+#   info              the machine, nvidia-smi (GPU, driver, clocks), the commit
+#   gpu-suite         the GPU tests (suites cuda_*) with GM_REQUIRE_GPU=1, as run_gpu_suite.sh's gpu step
+#   kernels-softcap   bench/kernels at the record's per-GPU step (B 1, T 65536)  -> kernels-softcap.{csv,md}
+#   kernels-normuon   the same for normuon                                        -> kernels-normuon.{csv,md}
+#   step-compare      gpu_step_compare.py: every preset's whole step vs cpu-bf16mm -> step-compare.md
+#   peers             bench/peers_gpu.py: PyTorch's GEMMs, SDPA, FlexAttention and Newton-Schulz at the
+#                     step's shapes (where python3 imports torch)                 -> peers-gpu.{md,csv}
+#   backend-compare   every kernel of backend.h vs cpu-bf16mm                     -> backend-compare.md
+#   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
+#   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
+#   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
+#   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
+# A stage gets min(its limit, what is left of the budget); one that would get less than its
+# minimum is skipped with a line saying so. Without a GPU (no nvidia-smi, or it lists no device)
+# every stage but info says "skipped: no GPU" and the script exits 0. Exit status: 1 when a stage
+# failed or timed out, 2 on bad arguments (one line, nothing written), 130 when stopped by Ctrl-C
+# or SIGTERM (the stage running is stopped too; the archive holds the stages before it).
+#
+# From a bundle (lib.tar.gz beside this script) env.sh sets everything up; from a checkout
+# (ci/bundle/ of the repository) the programs are GM_BIN's (default build/), the scripts GM_ROOT's
+# (default the checkout), as `make gpu-report-check` runs it. Written in a session without a GPU:
+# run here only where every stage skips or fails at once (verify/test_gpu_report_script.c), never
+# on a GPU yet; its time limits are estimates from the first H100 run, not measurements of it.
+set -uo pipefail
+me=run_gpu_report.sh
+usage="usage: $me OUTDIR [--budget-s N]"
+fail() { echo "$me: error: $*" >&2; exit 2; }
+
+out= budget=480
+while [ $# -gt 0 ]; do
+    case $1 in
+    --budget-s) [ $# -ge 2 ] || fail "--budget-s needs a value ($usage)"; budget=$2; shift 2 ;;
+    --budget-s=*) budget=${1#*=}; shift ;;
+    -h | --help) echo "$usage (the head of $0 says more)"; exit 0 ;;
+    -*) fail "unknown option '$1' ($usage)" ;;
+    *) [ -z "$out" ] || fail "one OUTDIR only, got '$out' and '$1' ($usage)"; out=$1; shift ;;
+    esac
+done
+[ -n "$out" ] || fail "no OUTDIR ($usage)"
+[[ $budget =~ ^[0-9]{1,6}$ ]] && [ "$((10#$budget))" -gt 0 ] ||
+    fail "--budget-s '$budget': not a whole number of seconds from 1 to 999999"
+budget=$((10#$budget))
+[ ! -e "$out" ] || { [ -d "$out" ] && [ -z "$(ls -A "$out")" ]; } || fail "$out exists and is not an empty folder"
+mkdir -p "$out" || fail "cannot create $out"
+out=$(cd "$out" && pwd)
+archive=$out.tar.gz
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -f "$here/lib.tar.gz" ]; then
+    . "$here/env.sh" 2>"$out/env.log" || { echo "$me: error: $here/env.sh failed (see $out/env.log)" >&2; exit 1; }
+    V=$GM_BUNDLE/verify/gm_verify
+    build_id=$(head -1 "$GM_BUNDLE/MANIFEST.txt")
+else
+    export GM_ROOT=${GM_ROOT:-$(cd "$here/../.." && pwd)}
+    export GM_BIN=${GM_BIN:-$GM_ROOT/build}
+    export GM_TESTPROG=${GM_TESTPROG:-$GM_BIN/verify/prog}
+    export OMP_WAIT_POLICY=passive
+    V=$GM_BIN/verify/gm_verify
+    build_id="checkout $GM_ROOT at $(git -C "$GM_ROOT" describe --always --dirty 2>/dev/null || echo '(no git)'), programs from $GM_BIN"
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/gm-gpu-report-work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export out work V build_id
+
+# The GPU suites the sanitizers run: all but cuda_fault, whose test faults on purpose.
+export SANITIZED_SUITES='cuda_!(fault)/*'
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+export sanitizer
+
+# ---- the stages (each runs in its own bash under timeout: exported) ----
+st_info() {
+    echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) CPUs"
+    echo "== build: $build_id"
+    echo "== nvidia-smi"
+    nvidia-smi
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap,persistence_mode,power.limit,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv
+    nvidia-smi -q -d CLOCK,PERFORMANCE
+    echo "== compute-sanitizer: ${sanitizer:-not found}"
+    echo "== python3: $(python3 --version 2>&1)"
+    echo "== GM_ROOT=$GM_ROOT GM_BIN=$GM_BIN LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    return 0  # a missing nvidia-smi is what this stage reports, not a failure
+}
+st_gpu_suite() { GM_REQUIRE_GPU=1 "$V" --filter 'cuda_*/*' --jobs 1 --verbose; }
+st_kernels() {  # st_kernels PRESET
+    "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 --steps=3 --out="$out" \
+        --name="kernels-$1"
+}
+st_step_compare() {
+    python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16mm --steps 3 --halt 1 \
+        --work "$work/step-compare" --out "$out/step-compare.md"
+}
+st_peers() {
+    python3 "$GM_ROOT/bench/peers_gpu.py" --build "$GM_BIN" --preset softcap \
+        --ours "$out/kernels-softcap.csv" --out "$out" --name peers-gpu
+}
+st_backend_compare() {
+    "$GM_BIN/bench/backend_compare" --backend=cuda --ref=cpu-bf16mm --shapes=all --out="$out/backend-compare.md"
+}
+st_attention() {  # st_attention NAME FLAGS...
+    local name=$1
+    shift
+    "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
+}
+sanitize() {  # sanitize TOOL FILTER
+    "$sanitizer" --tool "$1" --target-processes all --error-exitcode 99 --print-limit 100 \
+        "$V" --filter "$2" --jobs 1 --verbose
+}
+# Racecheck of cuda_attn* outlasted 100 s twice on the H100 (../shared/h100-2026-11-26/README.md).
+# Sized down: GM_GPU_TEST_MAX_WORK=3e6 leaves out every case above 3e6 elements or multiply-adds
+# (the cap under which a functional simulator, far slower than racecheck, ran those suites in
+# minutes: reports/gpu-sim/README.md); the tensor-core attention tests take no cap, but their cases
+# are T <= 3000 with 1 or 2 heads, except record_shape_window_14 (T 8192, 6 heads, and the naive
+# kernels at that size for its references), which the filter leaves out.
+st_racecheck() {
+    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=3e6 sanitize racecheck 'cuda_!(fault)/!(record_shape_window_14)'
+}
+st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
+st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "$SANITIZED_SUITES"; }
+export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention sanitize \
+    st_racecheck st_memcheck st_synccheck
+
+# ---- running them ----
+RESERVE=10  # seconds kept for the last packing
+failed=0
+# timeout puts each stage in a process group of its own, which neither a Ctrl-C at the terminal nor
+# a SIGTERM to this script reaches: pass them on to the stage running, then stop.
+stage_pid=
+trap '[ -z "$stage_pid" ] || kill -TERM -- "-$stage_pid" 2>/dev/null; exit 130' INT TERM
+pack() {
+    tar -C "$(dirname "$out")" -czf "$archive.tmp" "$(basename "$out")" && mv -f "$archive.tmp" "$archive"
+}
+# stage NAME LIMIT MIN CHECK FUNCTION [ARGS...]: FUNCTION under timeout, its output in NAME.log;
+# CHECK prints why the stage cannot run here (nothing: it can), asked only when there is time for it.
+stage() {
+    local name=$1 limit=$2 min=$3 check=$4 note= line why= rc t0 tests errs own
+    shift 4
+    local left=$((budget - SECONDS - RESERVE)) log=$out/$name.log
+    [ "$left" -lt "$min" ] || why=$($check)
+    left=$((budget - SECONDS - RESERVE))  # CHECK may have taken a while (torch's import)
+    if [ -n "$why" ]; then
+        line="skipped: $why"
+    elif [ "$left" -lt "$min" ]; then
+        line="skipped: $((left > 0 ? left : 0)) s left of the $budget s budget, the stage needs $min s"
+    else
+        if [ "$left" -lt "$limit" ]; then
+            note="; limit cut from $limit s to $left s by the budget"
+            limit=$left
+        fi
+        t0=$SECONDS
+        timeout --kill-after=10 "$limit" bash -c 'set -uo pipefail; "$@"' "$name" "$@" </dev/null >"$log" 2>&1 &
+        stage_pid=$!
+        wait "$stage_pid"
+        rc=$?
+        stage_pid=
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+            line="timed out after $limit s"
+        else
+            line="exit $rc, $((SECONDS - t0)) s"
+        fi
+        # The GPU test count, the sanitizer's verdict and a program's own "skipped" (attention_gpu
+        # exits 0 without a device), where the log has them.
+        tests=$(grep -h '^GPU tests:' "$log" | tail -1)
+        errs=$(grep -ho 'ERROR SUMMARY: .*' "$log" | tail -1)
+        own=$(grep -h -m1 '^[a-z_]*: skipped: ' "$log")
+        line+=${tests:+; $tests}${errs:+; $errs}${own:+; $own}$note
+        [ $rc -eq 0 ] || failed=$((failed + 1))
+    fi
+    echo "$name: $line" | tee -a "$out/summary.txt"
+    pack
+}
+
+nogpu=
+gpus=$(timeout 30 nvidia-smi -L 2>&1) && grep -q '^GPU [0-9]' <<<"$gpus" || nogpu="no GPU"
+anywhere() { :; }
+gpu_why() { echo "$nogpu"; }
+torch_why() {
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    timeout 60 python3 -c 'import torch' >/dev/null 2>&1 || echo "python3 cannot import torch"
+}
+sanitizer_why() {
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    [ -n "$sanitizer" ] || echo "compute-sanitizer not found"
+}
+
+# Limits from the first H100 run (../shared/h100-2026-11-26/): the 35 GPU tests took 48 s; a
+# kernels step is 0.41 s (4 of them, the CPU ceilings, the shards and the model's set-up around);
+# the step comparison of all presets 22 s; attention_gpu at softcap's window ~15 s to T 65536, plain
+# causal 40 s to T 32768 and ~25 s more for 65536 (the naive kernels: 4 s a backward call there).
+# peers: torch's import, 3 s of warm-up, two compilations (NS and FlexAttention). backend_compare's
+# shapes are small enough for a simulator. The sanitizers come last and take what is left, racecheck
+# first: memcheck and synccheck passed there (at d81bddf), racecheck never finished.
+stage info 30 5 anywhere st_info
+stage gpu-suite 150 60 gpu_why st_gpu_suite
+stage kernels-softcap 60 20 gpu_why st_kernels softcap
+stage kernels-normuon 60 20 gpu_why st_kernels normuon
+stage step-compare 60 30 gpu_why st_step_compare
+stage peers 150 60 torch_why st_peers
+stage backend-compare 60 20 gpu_why st_backend_compare
+stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
+stage attention-causal 90 30 gpu_why st_attention attention-causal --window=0 --reps=3
+stage racecheck 120 30 sanitizer_why st_racecheck
+stage memcheck 150 30 sanitizer_why st_memcheck
+stage synccheck 120 30 sanitizer_why st_synccheck
+echo "total: $SECONDS s of the $budget s budget; $failed stage(s) failed or timed out" | tee -a "$out/summary.txt"
+pack
+[ $failed -eq 0 ]

@@ -1,0 +1,271 @@
+// ci/bundle/run_gpu_report.sh, the whole GPU report in one command, on a machine without a GPU: an
+// nvidia-smi that finds no driver stands first on PATH, so the test means the same on a GPU node.
+// Every stage line is in summary.txt in order and says "skipped: no GPU" (info runs anywhere),
+// OUTDIR.tar.gz holds summary.txt, exit 0; bad arguments give one line, a non-zero exit and nothing
+// written. And the shapes bench/peers_gpu.py times PyTorch at are the calls the model makes: its
+// --list-shapes against bench/kernels' rows of the real step (on the CPU, at test scale, with a
+// sequence longer than one head chunk, and with a fused QKV matrix Muon takes whole or split); and
+// its GPU parts run through on a stand-in torch (verify/fake_torch.py).
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "helpers.h"
+
+// The script's stages, in its order.
+static const char *const STAGES[] = {"gpu-suite", "kernels-softcap", "kernels-normuon", "step-compare",
+                                     "peers", "backend-compare", "attention-window", "attention-causal",
+                                     "racecheck", "memcheck", "synccheck"};
+#define NSTAGES (sizeof STAGES / sizeof STAGES[0])
+
+// The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
+// GM_BUNDLE), else the checkout's.
+static const char *script(void) {
+    static char path[4200];
+    const char *bundle = getenv("GM_BUNDLE");
+    if (bundle) snprintf(path, sizeof path, "%s/run_gpu_report.sh", bundle);
+    else snprintf(path, sizeof path, "%s", th_root_path("ci/bundle/run_gpu_report.sh"));
+    return path;
+}
+
+// Runs the script with `args` and dir/nogpu (a failing nvidia-smi) first on PATH.
+static int report(const char *dir, const char *args, char **out, char **err) {
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/nogpu' && printf '#!/bin/sh\\necho \"NVIDIA-SMI has failed because it couldn'\\''t "
+             "communicate with the NVIDIA driver.\"\\nexit 9\\n' > '%s/nogpu/nvidia-smi' && chmod +x '%s/nogpu/nvidia-smi' "
+             "&& PATH='%s/nogpu':\"$PATH\" bash '%s' %s",
+             dir, dir, dir, dir, script(), args);
+    return th_run(cmd, out, err);
+}
+
+static char *read_file(const char *path) {
+    char *text;
+    size_t len;
+    cr_assert_eq(gm_read_all(path, &text, &len), 0, "%s", gm_error());
+    return text;
+}
+
+// The line of `text` that starts at p, and where the next starts.
+static const char *next_line(const char *p, char *line, size_t n) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    snprintf(line, n, "%.*s", (int)len, p);
+    return eol ? eol + 1 : p + len;
+}
+
+Test(gpu_report_script, without_a_gpu_every_stage_is_skipped_and_the_archive_is_written, .timeout = 120) {
+    char *dir = th_tmpdir(), args[4200], path[4300], line[512], *out, *err;
+    snprintf(args, sizeof args, "'%s/rep'", dir);
+    cr_assert_eq(report(dir, args, &out, &err), 0, "%s%s", out, err);
+    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
+    char *summary = read_file(path);
+    cr_expect_str_eq(out, summary, "stdout should be the summary as it grows");
+    const char *p = next_line(summary, line, sizeof line);
+    cr_expect(!strncmp(line, "info: exit 0, ", 14), "first line: '%s'\n%s", line, summary);
+    for (size_t i = 0; i < NSTAGES; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "%s: skipped: no GPU", STAGES[i]);
+        p = next_line(p, line, sizeof line);
+        cr_expect_str_eq(line, want, "line %zu of:\n%s", i + 2, summary);
+    }
+    p = next_line(p, line, sizeof line);
+    cr_expect(strstr(line, "total: ") == line && strstr(line, "of the 480 s budget; 0 stage(s) failed"), "'%s'", line);
+    cr_expect_eq(*p, '\0', "lines after the total:\n%s", summary);
+    snprintf(path, sizeof path, "%s/rep/info.log", dir);
+    char *info = read_file(path);
+    cr_expect(strstr(info, "NVIDIA-SMI has failed"), "info.log should say why there is no GPU:\n%s", info);
+
+    char cmd[4400], *list;
+    snprintf(cmd, sizeof cmd, "tar -tzf '%s/rep.tar.gz'", dir);
+    cr_assert_eq(th_run(cmd, &list, NULL), 0, "no readable %s/rep.tar.gz", dir);
+    cr_expect(strstr(list, "rep/summary.txt\n") && strstr(list, "rep/info.log\n"), "archive holds:\n%s", list);
+    snprintf(path, sizeof path, "%s/rep.tar.gz.tmp", dir);
+    cr_expect(!th_file_exists(path), "the archive's temporary was left behind");
+    free(out), free(err), free(summary), free(info), free(list);
+    th_rmtree(dir);
+}
+
+Test(gpu_report_script, bad_arguments_get_one_line_and_write_nothing, .timeout = 120) {
+    const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"REP --budget-s abc", "--budget-s 'abc': not a whole number of seconds"},
+        {"REP --budget-s 0", "--budget-s '0'"},
+        {"REP --budget-s=-5", "--budget-s '-5'"},
+        {"REP --budget-s 12x", "--budget-s '12x'"},
+        {"REP --budget-s 1234567", "--budget-s '1234567'"},
+        {"REP --budget-s", "--budget-s needs a value"},
+        {"REP --bogus", "unknown option '--bogus'"},
+        {"", "no OUTDIR"},
+        {"REP REP2", "one OUTDIR only"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir = th_tmpdir(), args[4400] = "", *out, *err;
+        // REP: a folder in the scratch one, which must stay empty.
+        for (const char *a = cases[i].args; *a;) {
+            if (!strncmp(a, "REP", 3)) {
+                snprintf(args + strlen(args), sizeof args - strlen(args), "'%s/r'", dir);
+                a += 3;
+            } else {
+                snprintf(args + strlen(args), sizeof args - strlen(args), "%c", *a++);
+            }
+        }
+        cr_expect_neq(report(dir, args, &out, &err), 0, "%s: accepted", cases[i].args);
+        cr_expect_eq(th_count_lines(err), 1, "%s: want one line:\n%s", cases[i].args, err);
+        cr_expect(strstr(err, "run_gpu_report.sh: error: ") && strstr(err, cases[i].want), "%s: %s", cases[i].args, err);
+        cr_expect_str_empty(out, "%s", cases[i].args);
+        cr_expect_eq(th_dir_entries(dir), 1, "%s: wrote into the scratch folder (it holds only nogpu/)", cases[i].args);
+        free(out), free(err);
+        th_rmtree(dir);
+    }
+    // An OUTDIR that holds files is refused and left as it was.
+    char *dir = th_tmpdir(), args[4200], cmd[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "mkdir '%s/rep' && echo x > '%s/rep/keep'", dir, dir);
+    cr_assert_eq(th_run(cmd, NULL, NULL), 0);
+    snprintf(args, sizeof args, "'%s/rep'", dir);
+    cr_expect_neq(report(dir, args, &out, &err), 0, "a folder with files in it was accepted");
+    cr_expect(th_count_lines(err) == 1 && strstr(err, "exists and is not an empty folder"), "%s", err);
+    snprintf(cmd, sizeof cmd, "%s/rep", dir);
+    cr_expect_eq(th_dir_entries(cmd), 1, "the folder was written into");
+    snprintf(cmd, sizeof cmd, "%s/rep.tar.gz", dir);
+    cr_expect(!th_file_exists(cmd), "an archive was written");
+    free(out), free(err);
+    th_rmtree(dir);
+}
+
+// bench/kernels' rows of one step as peers_gpu.py --list-shapes prints them: "matmul_fwd,SHAPE,CALLS"
+// (and matmul_bwd) and "orthogonalize,M matrices E elements", one a line.
+static char *kernels_shapes(const char *dir, const char *flags, int *nlines) {
+    char cmd[8600], path[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' --scale=test --steps=1 --backend=cpu %s --out='%s' --name=k",
+             th_bin_path("bench/kernels"), flags, dir);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    free(out), free(err);
+    snprintf(path, sizeof path, "%s/k.csv", dir);
+    char *csv = read_file(path), line[512];
+    size_t cap = strlen(csv) + 1, used = 0;
+    char *shapes = malloc(cap);
+    cr_assert(shapes);
+    shapes[0] = '\0';
+    *nlines = 0;
+    for (const char *p = csv; *p;) {
+        p = next_line(p, line, sizeof line);
+        char *third = NULL, *c = strchr(line, ',');
+        if (c && (c = strchr(c + 1, ','))) third = strchr(c + 1, ',');
+        if (!strncmp(line, "model:matmul_", 13) && third) {
+            *third = '\0';  // name, shape, calls
+            used += snprintf(shapes + used, cap - used, "%s\n", line + strlen("model:"));
+        } else if (!strncmp(line, "optimizer:orthogonalize,", 24) && strstr(line, " elements")) {
+            *(strstr(line, " elements") + strlen(" elements")) = '\0';
+            used += snprintf(shapes + used, cap - used, "%s\n", line + strlen("optimizer:"));
+        } else {
+            continue;
+        }
+        (*nlines)++;
+    }
+    free(csv);
+    return shapes;
+}
+
+Test(gpu_report_script, peers_shapes_are_the_calls_of_the_model, .timeout = 600) {
+    const struct {
+        const char *preset, *flags;
+    } cases[] = {
+        // 8320 rows: the head in a chunk of 8192 (impl/model/model.h GM_HEAD_ROWS) and one of 128.
+        {"softcap", "--batch=1 --seq_len=8320"},
+        {"muon-v1", ""},  // a fused QKV matrix, orthogonalized whole
+        {"muon-v2", ""},  // the same matrix, orthogonalized as three
+    };
+    char build[1024];
+    snprintf(build, sizeof build, "%s", th_bin_path("train"));
+    *strrchr(build, '/') = '\0';
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir = th_tmpdir(), flags[256], args[512], cmd[6000], *out, *err;
+        snprintf(flags, sizeof flags, "--preset=%s %s", cases[i].preset, cases[i].flags);
+        int n;
+        char *want = kernels_shapes(dir, flags, &n);
+        cr_expect_gt(n, 4, "%s: kernels timed few matmuls:\n%s", cases[i].preset, want);
+        // --preset=softcap --batch=1 ... as peers_gpu.py's own flags.
+        snprintf(args, sizeof args, "%s", flags);
+        for (char *e; (e = strchr(args, '='));) *e = ' ';
+        snprintf(cmd, sizeof cmd, "python3 '%s' --build '%s' --list-shapes --scale test %s",
+                 th_root_path("bench/peers_gpu.py"), build, args);
+        cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+        cr_expect_eq(th_count_lines(out), n, "%s: peers_gpu.py lists\n%s\nkernels timed\n%s", cases[i].preset, out, want);
+        char line[512], padded[8192];
+        snprintf(padded, sizeof padded, "\n%s", out);
+        for (const char *p = want; *p;) {
+            p = next_line(p, line, sizeof line);
+            char key[600];
+            snprintf(key, sizeof key, "\n%s\n", line);
+            cr_expect(strstr(padded, key), "%s: kernels timed '%s', peers_gpu.py lists\n%s", cases[i].preset, line, out);
+        }
+        free(want), free(out), free(err);
+        th_rmtree(dir);
+    }
+}
+
+// peers_gpu.py's GPU parts on verify/fake_torch.py (tensors that are shapes, samples of 1 ms): every
+// part files its section and rows, bench/kernels' figures (--ours) go beside torch's, the FlexAttention
+// mask admits the pairs bench/attention_gpu counts for softcap's window (1.118e+08 per head at T 65536,
+// ../shared/h100-2026-11-26/gpu-attention-softcap.md), and a case that raises is listed, the parts
+// after it still run and the exit status says so.
+static int peers_on_stand_in(const char *dir, const char *env, char **md, char **csv, char **err) {
+    char build[1024], stand_in[1024], cmd[8000], path[4300], *out;
+    snprintf(build, sizeof build, "%s", th_bin_path("train"));
+    *strrchr(build, '/') = '\0';
+    snprintf(stand_in, sizeof stand_in, "%s", th_root_path("verify/fake_torch.py"));  // one buffer per call
+    snprintf(cmd, sizeof cmd, "%s python3 '%s' '%s' --build '%s' --out '%s' --ours '%s/ours.csv'", env, stand_in,
+             th_root_path("bench/peers_gpu.py"), build, dir, dir);
+    int rc = th_run(cmd, &out, err);
+    free(out);
+    cr_assert(rc == 0 || strstr(*err, "case(s) failed"), "peers_gpu.py stopped: %s", *err);
+    snprintf(path, sizeof path, "%s/peers-gpu.md", dir);
+    *md = read_file(path);
+    snprintf(path, sizeof path, "%s/peers-gpu.csv", dir);
+    *csv = read_file(path);
+    return rc;
+}
+
+static int count_of(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+Test(gpu_report_script, peers_parts_run_on_a_stand_in_torch, .timeout = 300) {
+    char *dir = th_tmpdir(), path[4300], *md, *csv, *err;
+    snprintf(path, sizeof path, "%s/ours.csv", dir);
+    const char *ours = "name,shape,calls,median_ms\n"
+                       "model:matmul_fwd,65536x768 @ 768x768^T,44,0.3138\n"
+                       "optimizer:orthogonalize,68 matrices 82575360 elements NS5 bf16,1,5.18\n";
+    cr_assert_eq(gm_write_file_atomic(path, ours, strlen(ours)), 0, "%s", gm_error());
+    cr_expect_eq(peers_on_stand_in(dir, "", &md, &csv, &err), 0, "%s", err);
+    const char *sections[] = {"## GEMMs", "## Attention: `scaled_dot_product_attention`", "## Newton-Schulz",
+                              "## FlexAttention"};
+    for (size_t i = 0; i < 4; i++) cr_expect(strstr(md, sections[i]), "no section '%s':\n%s", sections[i], md);
+    // softcap at B 1, T 65536: 4 matmul shapes, each forward and backward.
+    cr_expect_eq(count_of(md, "\n| matmul_"), 8, "%s", md);
+    cr_expect(strstr(md, "| matmul_fwd | 65536x768 @ 768x768^T | 44 | 65536x768x768 | ") &&
+                  strstr(md, "| 0.3138 |"), "our matmul_fwd beside torch's:\n%s", md);
+    cr_expect(strstr(md, "| **per step** |"), "%s", md);
+    cr_expect(strstr(md, "68 matrices: 44 of 768x768, 12 of 3072x768, 12 of 768x3072"), "%s", md);
+    cr_expect_eq(count_of(md, "| 5.18 |"), 2, "our orthogonalize beside eager and compiled NS:\n%s", md);
+    cr_expect(strstr(md, "| none | 65536 | 1.118e+08 |"), "flex pairs per head:\n%s", md);
+    cr_expect_null(strstr(md, "failed"), "%s", md);
+    // CSV: 12 GEMMs x bf16/fp32 out, 2 backends x 5 lengths x fwd/bwd, 2 NS, 4 flex cases x fwd/bwd.
+    cr_expect_eq(th_count_lines(csv), 1 + 24 + 20 + 2 + 8, "%s", csv);
+    free(md), free(csv), free(err);
+
+    cr_expect_neq(peers_on_stand_in(dir, "FAKE_TORCH_FAIL=cudnn", &md, &csv, &err), 0, "failed cases, exit 0");
+    cr_expect(strstr(err, "peers_gpu: 5 case(s) failed"), "%s", err);
+    cr_expect(strstr(md, "## Parts that failed") && strstr(md, "- sdpa cudnn T=65536: RuntimeError: "), "%s", md);
+    cr_expect(strstr(md, "| flash | 65536 |") && strstr(md, "| none | 65536 | 1.118e+08 |"),
+              "the other cases and parts should still run:\n%s", md);
+    free(md), free(csv), free(err);
+    th_rmtree(dir);
+}
