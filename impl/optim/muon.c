@@ -161,8 +161,8 @@ int gm_muon_step(gm_muon *m, gm_real *params, const gm_real *grads, double lr_mu
             const gm_opt_view *vw = &m->views[i];
             gm_real *p = params + vw->offset, *V = all + at;
             at += gm_view_numel(vw);
-            if (!decoupled(&m->hp)) {
-                be->lincomb_fwd(be, p, 1, NULL, p, -lr, NULL, V, gm_view_numel(vw));
+            if (!decoupled(&m->hp)) {  // p - lr * V: muon_update without decay, bitwise p + (-lr) V
+                be->muon_update(be, p, V, gm_view_numel(vw), lr, 0, 0);
                 continue;
             }
             const int nb = blocks_of(&m->hp, vw), brows = vw->rows / nb, by_row = gm_muon_normuon_by_row(brows, vw->cols);
