@@ -310,6 +310,16 @@ static int check_disjoint_data(const trainer *t) {
     return 0;
 }
 
+// The log and checkpoints go beside no shard (train/run_dir.h).
+static int check_out_dir_apart(const trainer *t) {
+    const gm_loader *ld[2] = {&t->train, &t->val};
+    const char *flag[2] = {"--train_data", "--val_data"};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ld[k]->nshards; i++)
+            if (gm_run_dir_check_apart(t->rc->out_dir, flag[k], ld[k]->shards[i].path)) return -1;
+    return 0;
+}
+
 // ---- the loop ------------------------------------------------------------------------------
 
 // The fault of step s whose loss l is not finite or whose forward/backward failed (gm_error()
@@ -521,7 +531,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
     int rc_ = 0, start = 0;
-    if ((comm->rank == 0 && gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose)) ||
+    if ((comm->rank == 0 && (check_out_dir_apart(t) || gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose))) ||
         (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t))
         goto fail;
 
