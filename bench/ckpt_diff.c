@@ -1,9 +1,10 @@
 // ckpt_diff --ref=A --other=B: how far checkpoint B is from checkpoint A, section by section (the
 // whole-step comparison of two backends: reports/gpu-sim/). The state sections (parameters and
 // optimizer states, fp32 arrays) get the element count, max |b - a|, max |b - a| / max |a|, the
-// normwise ||b - a|| / ||a|| and whether they are bitwise equal; the other sections (config,
-// step, loader position, Adam step counts) whether their bytes are equal. Prints a Markdown table;
-// a section in one file only is a row too. Exit 0 once both files are read (whatever they hold).
+// normwise ||b - a|| / ||a|| and whether they are bitwise equal; the other sections (config, data,
+// backend, step, loader position, Adam step counts) whether their bytes are equal. Prints a
+// Markdown table; a section in one file only is a row too. Exit 0 once both files are read
+// (whatever they hold).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@ static const char *const USAGE =
 
 // Sections that are not fp32 arrays.
 static int is_scalar_section(const char *name) {
-    return !strcmp(name, "config") || !strcmp(name, "step") || !strcmp(name, "loader") ||
+    return !strcmp(name, "config") || !strcmp(name, "data") || !strcmp(name, "backend") || !strcmp(name, "step") ||
+           !strcmp(name, "loader") ||
            (!strncmp(name, "adam.", 5) && strlen(name) > 2 && !strcmp(name + strlen(name) - 2, ".t"));
 }
 

@@ -77,14 +77,15 @@ def ckpt_rows(build, ref, other):
 
 
 def summary(rows):
-    """(worst max-rel and normwise over the fp32 sections, bitwise of all of them, scalar sections equal)."""
+    """(worst max-rel and normwise over the fp32 sections, bitwise of all of them, scalar sections equal:
+    all but the configuration and the backend's name, which describe the runs compared)."""
     states = [r for r in rows if r["maxrel"]]
     scalars = [r for r in rows if not r["maxrel"]]
     worst_rel = max((float(r["maxrel"]) for r in states), default=0.0)
     worst_norm = max((float(r["normwise"]) for r in states), default=0.0)
     nonfinite = sum(int(r["nonfinite"]) for r in states)
     return worst_rel, worst_norm, all(r["bitwise"] == "yes" for r in states), all(
-        r["bitwise"] == "yes" for r in scalars if r["section"] != "config"), nonfinite
+        r["bitwise"] == "yes" for r in scalars if r["section"] not in ("config", "backend")), nonfinite
 
 
 def main():

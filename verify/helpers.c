@@ -14,6 +14,7 @@
 #include "base/io.h"
 #include "base/rng.h"
 #include "data/shard.h"
+#include "train/checkpoint.h"
 #include "train/run_config.h"
 
 char *th_tmpdir(void) {
@@ -158,6 +159,38 @@ const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extr
              "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run %s",
              dir, dir, dir, extra);
     return buf;
+}
+
+void *th_ckpt_section(const char *path, const char *name, size_t *bytes) {
+    gm_ckpt c;
+    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
+    const void *p = gm_ckpt_get_any(&c, name, bytes);
+    cr_assert_not_null(p, "%s", gm_error());
+    void *copy = malloc(*bytes ? *bytes : 1);
+    cr_assert_not_null(copy);
+    memcpy(copy, p, *bytes);
+    gm_ckpt_close(&c);
+    return copy;
+}
+
+void th_ckpt_replace(const char *path, const char *name, const void *data, size_t bytes) {
+    gm_ckpt c;
+    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
+    gm_ckpt_section *s = calloc((size_t)c.n, sizeof *s);
+    cr_assert_not_null(s);
+    int n = 0, found = 0;
+    for (int i = 0; i < c.n; i++) {
+        if (strcmp(c.sections[i].name, name)) {
+            s[n++] = c.sections[i];
+            continue;
+        }
+        found = 1;
+        if (data) s[n++] = (gm_ckpt_section){c.sections[i].name, data, bytes};
+    }
+    cr_assert(found, "%s has no section %s", path, name);
+    cr_assert_eq(gm_ckpt_write(path, s, n), 0, "%s", gm_error());
+    free(s);
+    gm_ckpt_close(&c);
 }
 
 double th_rel_err(const gm_real *a, const gm_real *b, size_t n) {

@@ -51,6 +51,13 @@ int th_train(const char *dir, const char *preset, const char *extra, char **out,
 // run's loss curve as text, for bitwise comparisons (malloc'd).
 char *th_log_curve(const char *log_path, int from_step);
 
+// Crafting checkpoints (train/checkpoint.h files): a malloc'd copy of section `name` of checkpoint
+// `path` (its size in *bytes), and the file rewritten with that section's data replaced by `data`
+// (NULL: the section left out), every other section as it was; gm_ckpt_write computes the checksums
+// again, so only the value is wrong. A missing file or section fails the test.
+void *th_ckpt_section(const char *path, const char *name, size_t *bytes);
+void th_ckpt_replace(const char *path, const char *name, const void *data, size_t bytes);
+
 // ||a - b|| / ||b|| over n values (||a - b|| when b is all zeros), accumulated in double; +inf
 // when a holds a NaN or an infinity, so that no comparison with a bar can pass on one.
 double th_rel_err(const gm_real *a, const gm_real *b, size_t n);

@@ -142,6 +142,12 @@ Test(flags, configuration_differences_are_listed_by_field) {
     gm_run_config_diff(ja, jb, buf, sizeof buf);
     cr_assert_str_eq(buf, "out_dir (\"runs/softcap-tiny\" -> \"x\\\",\\\"lr_matrix\\\":9\")");
     free(ja), free(jb);
+    // More than the room: whole fields, then how many more (a value was once cut in the middle).
+    char small[64];
+    int n = gm_run_config_diff("{\"lr_matrix\":0.00036,\"seed\":1337,\"preset\":\"softcap\"}",
+                               "{\"lr_matrix\":0.1,\"seed\":7,\"preset\":\"muon-v2\"}", small, sizeof small);
+    cr_expect_eq(n, 3);
+    cr_expect_str_eq(small, "lr_matrix (0.00036 -> 0.1), and 2 more");
 }
 
 // `--out_dir --steps=3` once trained into a folder named "--steps=3" for the default step count: a

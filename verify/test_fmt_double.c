@@ -68,5 +68,8 @@ Test(fmt_double, flag_values_in_messages_are_shortest) {
     gm_run_config_diff("{\"lr_matrix\":0.050000000000000003,\"out_dir\":\"0.05\"}", "{\"lr_matrix\":0.05,\"out_dir\":\"0.050\"}",
                        diff, sizeof diff);
     cr_expect_str_eq(diff, "out_dir (\"0.05\" -> \"0.050\")");
+    // And one that differs shows both numbers as this run prints them.
+    gm_run_config_diff("{\"lr_matrix\":0.050000000000000003}", "{\"lr_matrix\":0.06}", diff, sizeof diff);
+    cr_expect_str_eq(diff, "lr_matrix (0.05 -> 0.06)");
     free(ja), free(jb);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/io.h"
@@ -123,6 +124,39 @@ Test(run_dir, a_run_refused_at_its_first_step_can_be_retried, .timeout = 120) {
     cr_assert_eq(th_train(dir, "muon-v2", "", &out, &err), 0, "the retry was refused: %s", err);
     cr_assert(strstr(out, "holds the log of a run that trained no step; it is replaced\n"), "%s", out);
     cr_assert(strstr(out, "train: done after 6 steps"), "%s", out);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// --out_dir equal to the data folder put the log and checkpoints among the shards (a pattern like
+// 'data/gcide/*' then matches them), and one holding it put the data inside a run; both are refused
+// before anything is written, the folders compared as files (a link to the data folder is the data
+// folder). A run in a subfolder of the data folder stays apart from the shards and is accepted.
+static void expect_out_dir_refused(const char *dir, const char *out_dir, const char *data, const char *how) {
+    char extra[14000], want[14000], *out, *err;
+    snprintf(extra, sizeof extra, "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s", data, data, out_dir);
+    int before = th_dir_entries(out_dir);
+    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1, "--out_dir=%s was accepted: %s", out_dir, out);
+    snprintf(want, sizeof want, "train: error: rank 0: --out_dir: %s: %s the folder of the --train_data shard "
+             "%s/train_000000.bin; a run's log and checkpoints go in a folder of their own, apart from the data\n", out_dir, how, data);
+    cr_expect_str_eq(err, want);
+    cr_expect_eq(th_dir_entries(out_dir), before, "the refused run wrote into %s", out_dir);
+    free(out), free(err);
+}
+
+Test(run_dir, an_out_dir_that_is_or_holds_the_data_folder_is_refused, .timeout = 120) {
+    char *dir = th_tmpdir(), data[4300], link[4300], extra[14000], *out, *err;
+    snprintf(data, sizeof data, "%s/data", dir);
+    cr_assert_eq(gm_mkdir_p(data, NULL), 0, "%s", gm_error());
+    th_make_train_data(data);
+    expect_out_dir_refused(dir, data, data, "is");
+    snprintf(link, sizeof link, "%s/link", dir);
+    cr_assert_eq(symlink(data, link), 0);
+    expect_out_dir_refused(dir, link, data, "is");
+    expect_out_dir_refused(dir, dir, data, "holds");
+    snprintf(extra, sizeof extra, "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run", data, data, data);
+    cr_expect_eq(th_train(dir, "muon-v2", extra, &out, &err), 0, "a run in a subfolder of the data folder: %s", err);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);

@@ -14,6 +14,9 @@
 #include "train/run_config.h"
 #include "helpers.h"
 
+// softcap on the test model (4 layers).
+#define SOFTCAP_TEST_FLAGS "--n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16 --window_end_tokens=64"
+
 Test(train_cli, every_preset_trains_at_test_size, .timeout = 600) {
     const char *presets[][2] = {{"adamw", ""},
                                 {"muon-v1", ""},
@@ -188,6 +191,20 @@ Test(train_cli, bad_checkpoints_are_refused, .timeout = 120) {
     free(out), free(err);
     snprintf(path, sizeof path, "%s/r2", dir);  // refused before anything was written: no folder left
     cr_assert_not(th_file_exists(path), "the refused run left %s behind", path);
+    // Another preset: more differences than one line holds. Whole fields are listed, then how many
+    // more, and the line still ends as it should (a value was once cut in the middle, and the end
+    // of the line with it).
+    snprintf(extra, sizeof extra, "--resume=%s/run/ckpt.bin --out_dir=%s/r2 " SOFTCAP_TEST_FLAGS, dir, dir);
+    cr_assert_eq(th_train(dir, "softcap", extra, &out, &err), 1);
+    snprintf(path, sizeof path, "train: error: rank 0: %s/run/ckpt.bin: written by a different configuration: preset "
+             "(\"muon-v2\" -> \"softcap\"), tied_head (1 -> 0), ", dir);
+    cr_expect(!strncmp(err, path, strlen(path)), "%s", err);
+    const char *more = strstr(err, " more (checkpoint -> this run); resume needs the same flags and world size\n");
+    cr_expect(more && more[strlen(more) - 1] == '\n' && !strchr(more, '\n')[1], "not one whole line: %s", err);
+    int open = 0, close = 0;
+    for (const char *p = err; p < (more ? more : err); p++) open += *p == '(', close += *p == ')';
+    cr_expect_eq(open, close, "a field's value was cut: %s", err);
+    free(out), free(err);
     // A folder instead of the checkpoint file once said "read error".
     snprintf(extra, sizeof extra, "--resume=%s/run --out_dir=%s/r4", dir, dir);
     cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1);

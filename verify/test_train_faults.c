@@ -1,7 +1,7 @@
 // A run that goes wrong stops where it did, with one line naming the step and the value or the
 // fault: a non-finite train or validation loss (only NaN was checked: +inf trained on, and a NaN
 // in validation printed an empty message) also ends the log with an "error" record and writes no
-// checkpoint; a checkpoint whose data position does not fit the shards is named once.
+// checkpoint. (A resume on shards that changed since the checkpoint: test_resume_identity.c.)
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,6 @@
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/io.h"
-#include "data/shard.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
@@ -125,37 +124,4 @@ Test(train_faults, an_infinite_train_loss_stops_the_run, .timeout = 120) {
 Test(train_faults, a_nan_validation_loss_is_named, .timeout = 120) {
     // Halted at 3, where validation runs (every 3 steps) before the step.
     stops_with("untied", 3, infinite_logits, "step 3: validation loss is nan (not finite): training stopped, no checkpoint written for this step");
-}
-
-// The data position saved in a checkpoint must fit the shards found now; the message names the
-// checkpoint once, then the loader's fault (it was formatted from the error buffer into itself).
-Test(train_faults, a_saved_position_outside_the_shards_is_named, .timeout = 120) {
-    char *dir = th_tmpdir(), *out, *err, path[4300], extra[4400], want[4800];
-    th_make_train_data(dir);
-    cr_assert_eq(th_train(dir, "muon-v2", "--halt_at=3", &out, &err), 130, "%s", err);
-    free(out), free(err);
-    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
-    gm_ckpt c;
-    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
-    long long st[2];  // gm_loader_state: shard, token
-    memcpy(st, gm_ckpt_get(&c, "loader", sizeof st), sizeof st);
-    gm_ckpt_close(&c);
-    // One shard of 300 tokens now: room for one batch of 4 x 64 + 1 at position 0 only.
-    snprintf(path, sizeof path, "%s/train_000001.bin", dir);
-    cr_assert_eq(remove(path), 0);
-    uint16_t tok[300];
-    for (int i = 0; i < 300; i++) tok[i] = (uint16_t)(2 + i % 500);
-    snprintf(path, sizeof path, "%s/train_000000.bin", dir);
-    cr_assert_eq(gm_shard_write(path, tok, 300), 0, "%s", gm_error());
-    cr_assert(st[0] > 0 || st[1] > 0, "the checkpoint's position (%lld, %lld) would still fit", st[0], st[1]);
-    snprintf(extra, sizeof extra, "--resume=%s/run/ckpt.bin --out_dir=%s/r", dir, dir);
-    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 1, "%s", out);
-    snprintf(want, sizeof want, "train: error: rank 0: %s/run/ckpt.bin: loader: saved position (shard %lld, token %lld) does not fit these shards\n",
-             dir, st[0], st[1]);
-    cr_assert_str_eq(err, want);
-    free(out), free(err);
-    snprintf(path, sizeof path, "%s/r", dir);  // refused before anything was written: no folder left
-    cr_assert_not(th_file_exists(path), "the refused run left %s behind", path);
-    th_rmtree(dir);
-    free(dir);
 }

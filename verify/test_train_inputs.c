@@ -11,7 +11,6 @@
 #include "base/error.h"
 #include "base/io.h"
 #include "model/params.h"
-#include "train/checkpoint.h"
 #include "train/run_config.h"
 #include "helpers.h"
 
@@ -45,27 +44,14 @@ Test(train_inputs, training_shards_that_are_validation_shards_are_refused, .time
     free(dir);
 }
 
-// A copy of checkpoint `path` with element `at` of section `section` set to NaN (written through
-// gm_ckpt_write, so its hashes are right and only the value is wrong).
+// Checkpoint `path` with element `at` of section `section` set to NaN (verify/helpers.h).
 static void plant_nan(const char *path, const char *section, size_t at) {
-    gm_ckpt c;
-    cr_assert_eq(gm_ckpt_read(&c, path), 0, "%s", gm_error());
-    gm_ckpt_section s[64];
-    void *copy = NULL;
-    cr_assert_leq(c.n, 64);
-    for (int i = 0; i < c.n; i++) {
-        s[i] = c.sections[i];
-        if (strcmp(s[i].name, section)) continue;
-        cr_assert_lt(at * sizeof(gm_real), s[i].bytes);
-        copy = malloc(s[i].bytes);
-        memcpy(copy, s[i].data, s[i].bytes);
-        ((gm_real *)copy)[at] = NAN;
-        s[i].data = copy;
-    }
-    cr_assert_not_null(copy, "no section %s in %s", section, path);
-    cr_assert_eq(gm_ckpt_write(path, s, c.n), 0, "%s", gm_error());
+    size_t bytes;
+    gm_real *copy = th_ckpt_section(path, section, &bytes);
+    cr_assert_lt(at * sizeof(gm_real), bytes);
+    copy[at] = NAN;
+    th_ckpt_replace(path, section, copy, bytes);
     free(copy);
-    gm_ckpt_close(&c);
 }
 
 // A NaN in a parameter no batch touches (an embedding row of a token the data never holds) trained

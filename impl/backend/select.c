@@ -8,6 +8,7 @@
 #include "backend/cuda/device.h"
 #include "backend/guard/guard.h"
 #include "base/error.h"
+#include "base/real.h"
 
 const gm_backend *gm_backend_open(const char *name, int device) {
     if (!strcmp(name, "cpu")) return gm_backend_cpu();
@@ -21,4 +22,11 @@ const gm_backend *gm_backend_open(const char *name, int device) {
         return be;
     }
     return gm_fail("--backend: unknown backend '%s' (cpu, cuda, guarded, cpu-bf16mm)", name), NULL;
+}
+
+const char *gm_backend_arithmetic(const char *name) {
+    if (!strcmp(name, "cpu") || !strcmp(name, "guarded")) return "the CPU's " GM_REAL_NAME " kernels";
+    if (!strcmp(name, "cpu-bf16mm")) return "the CPU's kernels with bf16 matmul operands";
+    if (!strcmp(name, "cuda")) return "the GPU's bf16 kernels";
+    return name;
 }

@@ -9,5 +9,8 @@
 // backend with bf16-rounded matmul operands, the CUDA backend's: backend/bf16mm/bf16mm.h). NULL + gm_fail
 // naming the flag: an unknown name, no CUDA in this build, or no such GPU.
 const gm_backend *gm_backend_open(const char *name, int device);
+// The arithmetic the backend `name` computes with, in words: two backends of the same words give
+// bitwise-equal runs (cpu and guarded run the same kernels), two of different words do not.
+const char *gm_backend_arithmetic(const char *name);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[GM_ERROR_LEN];
 static const char *program_name = "gptmuon";
 
 int gm_fail(const char *fmt, ...) {

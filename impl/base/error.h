@@ -16,6 +16,9 @@ extern "C" {
 #endif
 #endif
 
+// The longest message kept (with its NUL): a longer one is cut.
+enum { GM_ERROR_LEN = 1024 };
+
 // Record the message of the current failure (printf-style) and return -1, so a caller can write
 // `return gm_fail("%s: bad magic %d", path, magic);`.
 int gm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

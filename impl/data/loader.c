@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "base/hash.h"
 
 static size_t step_tokens(const gm_loader *ld) { return (size_t)ld->world * ld->B * ld->T; }
 
@@ -75,6 +74,15 @@ void gm_loader_reset(gm_loader *ld) {
     ld->pos = 0;
 }
 
+// Past the current window: to the next one, or to the start of the next shard.
+static void advance(gm_loader *ld) {
+    ld->pos += step_tokens(ld);
+    if (ld->pos + step_tokens(ld) + 1 > ld->shards[ld->shard].count) {
+        ld->shard = (ld->shard + 1) % ld->nshards;
+        ld->pos = 0;
+    }
+}
+
 void gm_loader_next(gm_loader *ld, int32_t *x, int32_t *y) {
     size_t n = (size_t)ld->B * ld->T;
     const uint16_t *tok = ld->shards[ld->shard].tokens + ld->pos + (size_t)ld->rank * n;
@@ -82,11 +90,11 @@ void gm_loader_next(gm_loader *ld, int32_t *x, int32_t *y) {
         x[i] = tok[i];
         y[i] = tok[i + 1];
     }
-    ld->pos += step_tokens(ld);
-    if (ld->pos + step_tokens(ld) + 1 > ld->shards[ld->shard].count) {
-        ld->shard = (ld->shard + 1) % ld->nshards;
-        ld->pos = 0;
-    }
+    advance(ld);
+}
+
+void gm_loader_skip(gm_loader *ld, long long n) {
+    for (long long i = 0; i < n; i++) advance(ld);
 }
 
 long long gm_loader_pass_steps(const gm_loader *ld) {
@@ -117,17 +125,4 @@ int gm_val_steps(long long val_tokens, int B, int T, int world, int *steps) {
         return gm_fail("val_tokens %lld is not a positive multiple of world*B*T = %d*%d*%d = %lld", val_tokens, world, B, T, per_step);
     *steps = (int)(val_tokens / per_step);
     return 0;
-}
-
-uint64_t gm_loader_hash(const gm_loader *ld) {
-    uint64_t h = GM_HASH_INIT;
-    for (int i = 0; i < ld->nshards; i++) {
-        const gm_shard *s = &ld->shards[i];
-        const char *base = strrchr(s->path, '/');
-        base = base ? base + 1 : s->path;
-        h = gm_hash_bytes(h, base, strlen(base));
-        h = gm_hash_bytes(h, &s->count, sizeof s->count);
-        for (size_t j = 0; j < s->count; j += 4096) h = gm_hash_bytes(h, &s->tokens[j], sizeof s->tokens[j]);
-    }
-    return h;
 }

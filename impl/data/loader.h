@@ -32,6 +32,8 @@ int gm_loader_open(gm_loader *ld, const char *pattern, int B, int T, int rank, i
 void gm_loader_close(gm_loader *ld);
 // x, y: (B, T) token ids; y is x shifted by one token.
 void gm_loader_next(gm_loader *ld, int32_t *x, int32_t *y);
+// Move past n batches without reading them (where a run stands after n gm_loader_next calls).
+void gm_loader_skip(gm_loader *ld, long long n);
 void gm_loader_reset(gm_loader *ld);
 gm_loader_state gm_loader_get_state(const gm_loader *ld);
 int gm_loader_set_state(gm_loader *ld, gm_loader_state st);
@@ -43,10 +45,6 @@ int gm_loader_shared(const gm_loader *a, const gm_loader *b, char *list, size_t 
 
 // Steps of W*B*T tokens the shards give before the stream wraps around to the first shard.
 long long gm_loader_pass_steps(const gm_loader *ld);
-
-// A fingerprint of the shards (names, sizes, headers and every 4096th token), compared across
-// ranks at start-up so that every rank trains on the same data.
-uint64_t gm_loader_hash(const gm_loader *ld);
 
 // Validation: a fixed number of tokens from the start of the val stream, the same tokens for
 // every world size. Requires val_tokens % (W*B*T) == 0; gm_val_steps gives the number of batches.

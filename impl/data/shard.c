@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/hash.h"
 
 // The format is little-endian; this project builds only for little-endian hosts (x86-64, arm64).
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "token shards are little-endian");
@@ -40,6 +41,7 @@ int gm_shard_open(gm_shard *s, const char *path, int vocab_size) {
     for (size_t i = 0; rc == 0 && vocab_size > 0 && i < s->count; i++)
         if (s->tokens[i] >= vocab_size)
             rc = gm_fail("%s: token %u at index %zu is >= vocab size %d", path, s->tokens[i], i, vocab_size);
+    if (rc == 0) s->content_hash = gm_hash_wide(s->tokens, s->count * sizeof *s->tokens);
     if (rc) gm_shard_close(s);
     return rc;
 }

@@ -2,7 +2,8 @@
 //   header: 256 little-endian int32 = {magic 20240520, version 1, token count, 0...}
 //   body:   `count` uint16 tokens
 // Shards are memory-mapped; opening validates the header against the file size and, when a
-// vocabulary size is given, every token id, so a bad file stops with one line naming it.
+// vocabulary size is given, every token id, so a bad file stops with one line naming it, and hashes
+// the tokens (what a run reads of it: the header is checked against them, its other words are unused).
 #ifndef GM_DATA_SHARD_H
 #define GM_DATA_SHARD_H
 
@@ -20,6 +21,7 @@ typedef struct {
     gm_mapping map;
     const uint16_t *tokens;  // (count,) points into the mapping
     size_t count;
+    uint64_t content_hash;   // gm_hash_wide of the tokens: what a run's data fingerprint holds of the file
     char path[4096];
 } gm_shard;
 

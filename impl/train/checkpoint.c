@@ -107,14 +107,19 @@ void gm_ckpt_close(gm_ckpt *c) {
     c->n = 0;
 }
 
-const void *gm_ckpt_get_any(const gm_ckpt *c, const char *name, size_t *bytes) {
+const void *gm_ckpt_find(const gm_ckpt *c, const char *name, size_t *bytes) {
     for (int i = 0; i < c->n; i++)
         if (!strcmp(c->sections[i].name, name)) {
             *bytes = c->sections[i].bytes;
             return c->sections[i].data;
         }
-    gm_fail("%s: checkpoint has no section '%s'", c->path, name);
     return NULL;
+}
+
+const void *gm_ckpt_get_any(const gm_ckpt *c, const char *name, size_t *bytes) {
+    const void *p = gm_ckpt_find(c, name, bytes);
+    if (!p) gm_fail("%s: checkpoint has no section '%s'", c->path, name);
+    return p;
 }
 
 const void *gm_ckpt_get(const gm_ckpt *c, const char *name, size_t bytes) {

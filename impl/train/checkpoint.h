@@ -36,5 +36,7 @@ void gm_ckpt_close(gm_ckpt *c);
 const void *gm_ckpt_get(const gm_ckpt *c, const char *name, size_t bytes);
 // Same without a size requirement; *bytes receives the size.
 const void *gm_ckpt_get_any(const gm_ckpt *c, const char *name, size_t *bytes);
+// Same for a section that may be absent (a checkpoint of an older build): NULL without a message.
+const void *gm_ckpt_find(const gm_ckpt *c, const char *name, size_t *bytes);
 
 #endif

@@ -106,15 +106,15 @@ int gm_optimizers_states(const gm_optimizers *o, gm_state_buf *out) {
     int n = 0;
     for (int g = 0; g < GM_NGROUPS; g++) {
         if (!o->has_adam[g]) continue;
-        out[n] = (gm_state_buf){"", o->adam[g].m, o->adam[g].state_numel};
+        out[n] = (gm_state_buf){"", o->adam[g].m, o->adam[g].state_numel, 0};
         snprintf(out[n++].name, sizeof out->name, "adam.%s.m", gm_group_names[g]);
-        out[n] = (gm_state_buf){"", o->adam[g].v, o->adam[g].state_numel};
+        out[n] = (gm_state_buf){"", o->adam[g].v, o->adam[g].state_numel, 1};
         snprintf(out[n++].name, sizeof out->name, "adam.%s.v", gm_group_names[g]);
     }
-    if (o->has_muon) out[n++] = (gm_state_buf){"muon.buf", o->muon.buf, o->muon.state_numel};
+    if (o->has_muon) out[n++] = (gm_state_buf){"muon.buf", o->muon.buf, o->muon.state_numel, 0};
     // NorMuon's second moments: a checkpoint of a run without them cannot resume one with them
     // (the resume names the missing section).
-    if (o->has_muon && o->muon.v2) out[n++] = (gm_state_buf){"muon.v2", o->muon.v2, o->muon.v2_numel};
+    if (o->has_muon && o->muon.v2) out[n++] = (gm_state_buf){"muon.v2", o->muon.v2, o->muon.v2_numel, 1};
     return n;
 }
 

@@ -29,6 +29,7 @@ typedef struct {
     char name[48];
     gm_real *buf;
     size_t numel;
+    int second_moment;  // an average of squares (Adam's v, NorMuon's): no training makes one negative
 } gm_state_buf;
 enum { GM_MAX_STATE_BUFS = 2 * GM_NGROUPS + 2 };
 

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/fmt_double.h"
+#include "base/short_list.h"
 
 // ---- the run's fields (the model's are gm_config_fields): one row per overridable field ----
 
@@ -196,35 +197,51 @@ static const char *lookup(const char *json, const char *key, size_t klen, size_t
     return NULL;
 }
 
-// Append "key (a -> b)" (a or b NULL: "absent") to buf.
-static void add_difference(char *buf, size_t len, const char *key, size_t klen, const char *a, size_t an, const char *b, size_t bn) {
-    size_t used = strlen(buf);
-    if (used + 1 >= len) return;
-    snprintf(buf + used, len - used, "%s%.*s (%.*s -> %.*s)", used ? ", " : "", (int)klen, key, a ? (int)an : 6,
-             a ? a : "absent", b ? (int)bn : 6, b ? b : "absent");
+// Whether the JSON value v (vn characters) is a number; its value in *d.
+static int json_number(const char *v, size_t vn, double *d) {
+    char num[48], *end;
+    if (!v || vn == 0 || vn >= sizeof num || *v == '"') return 0;
+    memcpy(num, v, vn), num[vn] = '\0';
+    *d = strtod(num, &end);
+    return end != num && *end == '\0';
+}
+
+// A JSON value as a message shows it: a number in its shortest text that reads back as the same
+// double (a checkpoint of a build that printed 17 digits shows "0.05", as this run does), anything
+// else as it is, and NULL as "absent". Returns its length; the text is in *out.
+static int shown_value(const char *v, size_t vn, char buf[GM_FMT_DOUBLE_LEN], const char **out) {
+    double d;
+    *out = !v ? "absent" : json_number(v, vn, &d) ? gm_fmt_double(d, buf) : v;
+    return v && *out == v ? (int)vn : (int)strlen(*out);
+}
+
+// Add "key (a -> b)" (a or b NULL: "absent") to the list.
+static void add_difference(gm_short_list *l, const char *key, size_t klen, const char *a, size_t an, const char *b, size_t bn) {
+    char abuf[GM_FMT_DOUBLE_LEN], bbuf[GM_FMT_DOUBLE_LEN];
+    const char *as, *bs;
+    int al = shown_value(a, an, abuf, &as), bl = shown_value(b, bn, bbuf, &bs);
+    gm_short_list_add(l, "%.*s (%.*s -> %.*s)", (int)klen, key, al, as, bl, bs);
 }
 
 // Two JSON values are the same when their text is, or when both are numbers of equal value: a
 // checkpoint written when numbers were printed with 17 digits ("0.050000000000000003") holds the
 // same configuration as this run's shortest text ("0.05").
 static int same_value(const char *a, size_t an, const char *b, size_t bn) {
-    if (an == bn && !memcmp(a, b, an)) return 1;
-    char x[48], y[48], *ex, *ey;
-    if (an >= sizeof x || bn >= sizeof y || *a == '"' || *b == '"') return 0;
-    memcpy(x, a, an), x[an] = '\0';
-    memcpy(y, b, bn), y[bn] = '\0';
-    double dx = strtod(x, &ex), dy = strtod(y, &ey);
-    return ex != x && *ex == '\0' && ey != y && *ey == '\0' && dx == dy;
+    double x, y;
+    return (an == bn && !memcmp(a, b, an)) || (json_number(a, an, &x) && json_number(b, bn, &y) && x == y);
 }
 
-void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len) {
-    if (len) buf[0] = '\0';
+int gm_run_config_diff(const char *a, const char *b, char *buf, size_t len) {
+    gm_short_list l;
+    gm_short_list_init(&l, buf, len);
     const char *p = a, *k, *v, *w;
     size_t kn, vn, wn;
     while (next_pair(&p, &k, &kn, &v, &vn))
-        if (!(w = lookup(b, k, kn, &wn)) || !same_value(v, vn, w, wn)) add_difference(buf, len, k, kn, v, vn, w, wn);
+        if (!(w = lookup(b, k, kn, &wn)) || !same_value(v, vn, w, wn)) add_difference(&l, k, kn, v, vn, w, wn);
     for (p = b; next_pair(&p, &k, &kn, &w, &wn);)
-        if (!lookup(a, k, kn, &vn)) add_difference(buf, len, k, kn, NULL, 0, w, wn);
+        if (!lookup(a, k, kn, &vn)) add_difference(&l, k, kn, NULL, 0, w, wn);
+    gm_short_list_end(&l);
+    return l.shown + l.left_out;
 }
 
 void gm_run_config_help(const gm_run_config *defaults) {

@@ -84,8 +84,10 @@ int gm_run_config_finish(gm_run_config *rc);
 // The whole configuration as one JSON object (malloc'd).
 char *gm_run_config_json(const gm_run_config *rc);
 // The fields that differ between two configuration JSON objects of gm_run_config_json (or any
-// flat JSON objects), as "key (a_value -> b_value), ..." into buf; "" when they agree.
-void gm_run_config_diff(const char *a, const char *b, char *buf, size_t len);
+// flat JSON objects), as "key (a_value -> b_value), ..." into buf (numbers in their shortest
+// text), whole items while they fit in len, then "and N more" (base/short_list.h); "" when they
+// agree. Returns how many differ.
+int gm_run_config_diff(const char *a, const char *b, char *buf, size_t len);
 // Print the accepted keys with their help and their values in *defaults to stdout.
 void gm_run_config_help(const gm_run_config *defaults);
 

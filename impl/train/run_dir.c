@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +136,33 @@ void gm_run_dir_close(gm_run_dir *d) {
 void gm_run_dir_abandon(gm_run_dir *d) {
     gm_run_dir_close(d);
     if (d->path) gm_rmdir_created(d->path, d->created);
+}
+
+// Whether the folder `real` (a resolved path) or one of its ancestors is the file st (device and
+// inode: another path to the same folder, a link or a bind mount, is the same folder).
+static int at_or_above(const char *real, const struct stat *st) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", real);
+    for (;;) {
+        struct stat sp;
+        if (stat(p, &sp) == 0 && sp.st_dev == st->st_dev && sp.st_ino == st->st_ino) return 1;
+        char *slash = strrchr(p, '/');
+        if (!slash || p[1] == '\0') return 0;
+        slash[slash == p] = '\0';  // "/a" -> "/", "/a/b" -> "/a"
+    }
+}
+
+int gm_run_dir_check_apart(const char *out_dir, const char *flag, const char *data_file) {
+    char data_dir[PATH_MAX], real_data[PATH_MAX];
+    snprintf(data_dir, sizeof data_dir, "%s", data_file);
+    char *slash = strrchr(data_dir, '/');
+    if (!slash) snprintf(data_dir, sizeof data_dir, ".");
+    else slash[slash == data_dir] = '\0';
+    struct stat so, sd;
+    // An out_dir that does not exist yet is neither folder; nor holds one.
+    if (stat(out_dir, &so) != 0 || stat(data_dir, &sd) != 0 || !realpath(data_dir, real_data)) return 0;
+    if (!at_or_above(real_data, &so)) return 0;
+    return gm_fail("--out_dir: %s: %s the folder of the %s shard %s; a run's log and checkpoints go in a folder of their own, "
+                   "apart from the data", out_dir, so.st_dev == sd.st_dev && so.st_ino == sd.st_ino ? "is" : "holds", flag,
+                   data_file);
 }

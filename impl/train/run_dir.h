@@ -31,6 +31,13 @@ typedef struct {
 // ("--out_dir: <dir>: ...") when it cannot be used. verbose: say when stale temporaries or a log
 // without a trained step are removed.
 int gm_run_dir_open(gm_run_dir *d, const gm_run_config *rc, size_t ckpt_bytes, int verbose);
+// An out_dir that is the folder of the shard data_file (of --<flag>) would put logs and
+// checkpoints among the shards (where a pattern like 'data/gcide/*' matches them), and one that
+// holds that folder would put the data inside a run (deleting the run deletes it): -1 with gm_fail
+// ("--out_dir: <dir>: ..."). Folders are compared as files, so a link or a bind mount of the data
+// folder is the data folder. A run in a subfolder of the data folder is apart from the shards: no
+// shard pattern reaches into it, and make_data refuses to replace a folder that holds other files.
+int gm_run_dir_check_apart(const char *out_dir, const char *flag, const char *data_file);
 // Release the lock (d->fd -1: nothing to do).
 void gm_run_dir_close(gm_run_dir *d);
 // After a refusal: remove the folders this run created if nothing was put in them.

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,13 +9,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/select.h"
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/fmt_double.h"
 #include "base/io.h"
 #include "base/jsonl.h"
 #include "base/matfile.h"
+#include "base/short_list.h"
 #include "base/timer.h"
 #include "data/loader.h"
+#include "data/manifest.h"
 #include "model/model.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
@@ -41,6 +46,9 @@ struct gm_trainer {
     gm_jsonl log;
     char ckpt_path[600];
     char *config_core;  // config JSON without the run-control fields, with the world size (resume must match it)
+    char *data_manifest;  // the shards read (data/manifest.h): resume must match it too
+    char data_fingerprint[17];  // gm_data_fingerprint in hex, for the log's start record
+    char ckpt_backend[sizeof ((gm_run_config *)0)->backend];  // --resume: the backend that wrote the checkpoint ("" : unknown)
     int verbose;
     gm_run_dir dir;     // rank 0: out_dir, locked for the whole run (fd -1 elsewhere)
     int step;           // the step being run, for the error record
@@ -78,7 +86,7 @@ _Static_assert(sizeof(((state_buf *)0)->name) == GM_CKPT_NAME_LEN, "state buffer
 // The backend buffers a checkpoint holds besides the host scalars: the parameters, then the
 // optimizers' states.
 static int state_bufs(const trainer *t, state_buf *out) {
-    out[0] = (state_buf){"params", t->model.p, t->model.params.total};
+    out[0] = (state_buf){"params", t->model.p, t->model.params.total, 0};
     return 1 + gm_optimizers_states(&t->opt, out + 1);
 }
 
@@ -94,23 +102,33 @@ static gm_real *download_new(const gm_backend *be, const gm_real *src, size_t nu
 typedef struct {
     long long step;
     gm_loader_state loader;
+    long adam_t[GM_NGROUPS];  // steps taken by each Adam group (t of those with has_adam)
     char tnames[GM_NGROUPS][GM_CKPT_NAME_LEN];
 } ckpt_scalars;
 
-// Every section of the checkpoint at `step`, in file order: the scalars, then the state buffers
-// `bufs`, downloaded into host[i] (host NULL: no data, for the size alone).
+// The section names of the Adam step counts.
+static void name_adam_t(ckpt_scalars *sc) {
+    for (int g = 0; g < GM_NGROUPS; g++) snprintf(sc->tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", gm_group_names[g]);
+}
+
+// Every section of the checkpoint at `step`, in file order: what the run is (configuration, data,
+// backend), the scalars, then the state buffers `bufs`, downloaded into host[i] (host NULL: no
+// data, for the size alone).
 static int ckpt_sections(const trainer *t, int step, ckpt_scalars *sc, const state_buf *bufs, int nb,
                          gm_real *const *host, gm_ckpt_section *s) {
     int n = 0;
     sc->step = step;
     sc->loader = gm_loader_get_state(&t->train);
+    name_adam_t(sc);
     s[n++] = (gm_ckpt_section){"config", t->config_core, strlen(t->config_core)};
+    s[n++] = (gm_ckpt_section){"data", t->data_manifest, strlen(t->data_manifest)};
+    s[n++] = (gm_ckpt_section){"backend", t->rc->backend, strlen(t->rc->backend)};
     s[n++] = (gm_ckpt_section){"step", &sc->step, sizeof sc->step};
     s[n++] = (gm_ckpt_section){"loader", &sc->loader, sizeof sc->loader};
     for (int g = 0; g < GM_NGROUPS; g++) {
         if (!t->opt.has_adam[g]) continue;
-        snprintf(sc->tnames[g], GM_CKPT_NAME_LEN, "adam.%s.t", gm_group_names[g]);
-        s[n++] = (gm_ckpt_section){sc->tnames[g], &t->opt.adam[g].t, sizeof t->opt.adam[g].t};
+        sc->adam_t[g] = t->opt.adam[g].t;
+        s[n++] = (gm_ckpt_section){sc->tnames[g], &sc->adam_t[g], sizeof sc->adam_t[g]};
     }
     for (int i = 0; i < nb; i++)
         s[n++] = (gm_ckpt_section){bufs[i].name, host ? host[i] : NULL, bufs[i].numel * sizeof(gm_real)};
@@ -125,6 +143,72 @@ static size_t checkpoint_bytes(const trainer *t) {
     return gm_ckpt_file_bytes(s, ckpt_sections(t, 0, &sc, bufs, nb, NULL, s));
 }
 
+// Records #4 and #8 train step 1 on step 0's batch: the loader starts over before it.
+static void rewind_before_step(const gm_run_config *rc, gm_loader *ld, long long s) {
+    if (rc->batch0_twice && s == 1) gm_loader_reset(ld);
+}
+
+// Where the training loader stands after `steps` steps of this run (train_step's reads).
+static gm_loader_state loader_after(const trainer *t, long long steps) {
+    gm_loader ld = t->train;  // the position only: it shares the shards and is not closed
+    gm_loader_reset(&ld);
+    for (long long s = 0; s < steps; s++) {
+        rewind_before_step(t->rc, &ld, s);
+        gm_loader_skip(&ld, t->rc->grad_accum);
+    }
+    return gm_loader_get_state(&ld);
+}
+
+// Where element i of buffer b is: "<view>[row, col] (element i)" for the parameters, else "element i".
+static void locate(const trainer *t, const state_buf *b, size_t i, char *where, size_t len) {
+    const gm_table *tab = &t->model.params;
+    int v = b->buf == t->model.p ? gm_table_locate(tab, i) : -1;
+    if (v >= 0) {
+        size_t k = i - tab->v[v].offset, cols = (size_t)tab->v[v].shape[1];
+        snprintf(where, len, "%s[%zu, %zu] (element %zu)", tab->v[v].name, k / cols, k % cols, i);
+    } else {
+        snprintf(where, len, "element %zu", i);
+    }
+}
+
+// What check_state finds: a state training produces, one a diverged run can hold (a non-finite
+// value: a NaN in a parameter no batch touches, an unused embedding row, trains on "fine"), or one
+// no run writes.
+enum { STATE_OK = 0, STATE_NONFINITE, STATE_IMPOSSIBLE };
+
+// The one test of a checkpoint's state, applied to what is saved (the backend's buffers, copied to
+// the host) and to what is resumed (the file), so that a run never writes a checkpoint its resume
+// refuses: the step within the run's steps, the loader where that many steps leave it, every Adam
+// group stepped once per step, every value finite, second moments never negative. data[i] holds
+// bufs[i]'s values. The first fault goes to gm_fail, naming the section (and the element).
+static int check_state(const trainer *t, const ckpt_scalars *sc, const state_buf *bufs, int nb, const gm_real *const *data) {
+    if (sc->step < 0 || sc->step > t->rc->steps)
+        return gm_fail("step %lld is outside this run's %d steps", sc->step, t->rc->steps), STATE_IMPOSSIBLE;
+    gm_loader_state want = loader_after(t, sc->step);
+    if (sc->loader.shard != want.shard || sc->loader.pos != want.pos)
+        return gm_fail("loader position (shard %lld, token %lld) is not where %lld steps leave it (shard %lld, token %lld)",
+                       (long long)sc->loader.shard, (long long)sc->loader.pos, sc->step, (long long)want.shard,
+                       (long long)want.pos), STATE_IMPOSSIBLE;
+    for (int g = 0; g < GM_NGROUPS; g++)
+        if (t->opt.has_adam[g] && sc->adam_t[g] != sc->step)
+            return gm_fail("%s is %ld at step %lld (every step steps each Adam group once)", sc->tnames[g], sc->adam_t[g],
+                           sc->step), STATE_IMPOSSIBLE;
+    char where[160], value[GM_FMT_DOUBLE_LEN];
+    for (int b = 0; b < nb; b++) {
+        const gm_real *x = data[b];
+        size_t i = 0;
+        while (i < bufs[b].numel && isfinite(x[i]) && !(bufs[b].second_moment && x[i] < 0)) i++;
+        if (i == bufs[b].numel) continue;
+        locate(t, &bufs[b], i, where, sizeof where);
+        if (!isfinite(x[i]))
+            return gm_fail("%s holds a non-finite value (%s) at %s", bufs[b].name, isnan(x[i]) ? "nan" : x[i] > 0 ? "inf" : "-inf",
+                           where), STATE_NONFINITE;
+        return gm_fail("%s holds a negative value (%s) at %s (a second moment is an average of squares)", bufs[b].name,
+                       gm_fmt_double(x[i], value), where), STATE_IMPOSSIBLE;
+    }
+    return STATE_OK;
+}
+
 // Written atomically: on any failure the previous ckpt.bin (if any) is left as it was. Every rank
 // calls it: a sharded optimizer state is gathered first.
 static int save_checkpoint(trainer *t, int step) {
@@ -135,13 +219,19 @@ static int save_checkpoint(trainer *t, int step) {
     state_buf bufs[MAX_SECTIONS];
     gm_real *host[MAX_SECTIONS] = {0};
     ckpt_scalars sc;
-    int nb = state_bufs(t, bufs), rc = 0;
+    int nb = state_bufs(t, bufs), rc = 0, n = 0, state = STATE_OK;
     for (int i = 0; i < nb && rc == 0; i++)
         if (!(host[i] = download_new(t->be, bufs[i].buf, bufs[i].numel))) rc = -1;
     if (rc == 0 && t->be->sync(t->be)) rc = -1;
-    if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, ckpt_sections(t, step, &sc, bufs, nb, host, s));
+    if (rc == 0) n = ckpt_sections(t, step, &sc, bufs, nb, host, s);
+    if (rc == 0 && (state = check_state(t, &sc, bufs, nb, (const gm_real *const *)host)) != STATE_OK) rc = -1;
+    if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, n);
     for (int i = 0; i < nb; i++) free(host[i]);
-    return rc ? gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error()) : 0;
+    return rc ? gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s%s", step, gm_error(),
+                        state == STATE_NONFINITE   ? "; the run has diverged where its loss does not show it"
+                        : state == STATE_IMPOSSIBLE ? "; no training reaches this state: a fault of this build"
+                                                    : "")
+              : 0;
 }
 
 static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) {
@@ -151,23 +241,53 @@ static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) 
     return 0;
 }
 
-// A checkpoint's buffer must hold finite values only: a NaN in a parameter no batch touches (an
-// unused embedding row) would otherwise train on "fine" and be saved again. Names the first one.
-static int check_finite(const trainer *t, const char *path, const state_buf *b, const gm_real *data) {
-    size_t i = 0;
-    while (i < b->numel && isfinite(data[i])) i++;
-    if (i == b->numel) return 0;
-    char where[128];
-    const gm_table *tab = &t->model.params;
-    int v = b->buf == t->model.p ? gm_table_locate(tab, i) : -1;
-    if (v >= 0) {
-        size_t k = i - tab->v[v].offset, cols = (size_t)tab->v[v].shape[1];
-        snprintf(where, sizeof where, "%s[%zu, %zu] (element %zu)", tab->v[v].name, k / cols, k % cols, i);
-    } else {
-        snprintf(where, sizeof where, "element %zu", i);
+// The room a list of differences has in the one-line message `fmt` (with path and the list as its
+// %s arguments), keeping 32 characters for the prefix a caller adds ("rank 0: ").
+static size_t list_room(const char *fmt, const char *path) {
+    int fixed = snprintf(NULL, 0, fmt, path, "");
+    return fixed + 32 < GM_ERROR_LEN ? GM_ERROR_LEN - 32 - (size_t)fixed : 0;
+}
+
+// The checkpoint must be of this run: the same configuration, then the same data (it decides the
+// tokens still to come, and the loader's position means nothing on other shards). Says so, field by
+// field and shard by shard. A checkpoint of a build that did not record its data (no "data"
+// section) is resumed with a note; one of another backend with a note where the arithmetic differs.
+static int check_identity(trainer *t, const gm_ckpt *c) {
+    size_t n;
+    const char *cfg = gm_ckpt_get_any(c, "config", &n);
+    if (!cfg) return -1;
+    if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0) {
+        // Compared field by field, numbers by value (a checkpoint of a build that printed them
+        // with 17 digits holds the same configuration).
+        const char *fmt = "%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags "
+                          "and world size";
+        char *saved = strndup(cfg, n), list[GM_ERROR_LEN];
+        if (!saved) abort();
+        int differ = gm_run_config_diff(saved, t->config_core, list, list_room(fmt, c->path));
+        free(saved);
+        if (differ) return gm_fail(fmt, c->path, list);
     }
-    return gm_fail("--resume: %s: %s holds a non-finite value (%s) at %s; the run that wrote it had diverged or the file was "
-                   "changed: it cannot be resumed", path, b->name, isnan(data[i]) ? "nan" : data[i] > 0 ? "inf" : "-inf", where);
+    const int say = t->verbose && t->comm->rank == 0;
+    const char *data = gm_ckpt_find(c, "data", &n);
+    if (!data) {
+        if (say)
+            printf("train: note: --resume: %s was written by a build that did not record its data or backend: it continues "
+                   "on these shards (data fingerprint %s) unchecked\n", c->path, t->data_fingerprint);
+        return 0;
+    }
+    const char *fmt = "%s: written on other data: %s (checkpoint -> this run); resume needs the shards it was written on";
+    char list[GM_ERROR_LEN];
+    gm_short_list l;
+    gm_short_list_init(&l, list, list_room(fmt, c->path));
+    if (gm_data_manifest_diff(data, n, t->data_manifest, &l)) return gm_fail(fmt, c->path, gm_short_list_end(&l));
+    const char *backend = gm_ckpt_get_any(c, "backend", &n);
+    if (!backend) return -1;
+    snprintf(t->ckpt_backend, sizeof t->ckpt_backend, "%.*s", (int)n, backend);
+    if (say && strcmp(gm_backend_arithmetic(t->ckpt_backend), gm_backend_arithmetic(t->rc->backend)))
+        printf("train: note: --resume: %s was written on --backend=%s (%s); this run computes on --backend=%s (%s): what "
+               "follows is neither backend's uninterrupted run\n", c->path, t->ckpt_backend, gm_backend_arithmetic(t->ckpt_backend),
+               t->rc->backend, gm_backend_arithmetic(t->rc->backend));
+    return 0;
 }
 
 static int load_checkpoint(trainer *t, const char *path, int *step) {
@@ -176,41 +296,31 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return gm_fail("--resume: %s is a folder; give its checkpoint file (%s/ckpt.bin)", path, path);
     if (gm_ckpt_read(&c, path)) return gm_fail("--resume: %s", gm_error());
-    size_t n;
-    const char *cfg = gm_ckpt_get_any(&c, "config", &n);
-    int rc = 0;
-    if (!cfg) {
-        rc = -1;
-    } else if (n != strlen(t->config_core) || memcmp(cfg, t->config_core, n) != 0) {
-        // Compared field by field, numbers by value (a checkpoint of a build that printed them
-        // with 17 digits holds the same configuration).
-        char *saved = strndup(cfg, n), diff[900];
-        if (!saved) abort();
-        gm_run_config_diff(saved, t->config_core, diff, sizeof diff);
-        free(saved);
-        if (diff[0]) rc = gm_fail("%s: written by a different configuration: %s (checkpoint -> this run); resume needs the same flags and world size",
-                     path, diff);
-    }
-    long long step_ll = 0;
-    gm_loader_state ls;
-    if (rc == 0) rc = restore(&step_ll, &c, "step", sizeof step_ll) || restore(&ls, &c, "loader", sizeof ls);
-    for (int g = 0; rc == 0 && g < GM_NGROUPS; g++) {
-        if (!t->opt.has_adam[g]) continue;
-        char name[GM_CKPT_NAME_LEN];
-        snprintf(name, sizeof name, "adam.%s.t", gm_group_names[g]);
-        rc = restore(&t->opt.adam[g].t, &c, name, sizeof t->opt.adam[g].t);
-    }
+    ckpt_scalars sc = {0};
+    name_adam_t(&sc);
     state_buf bufs[MAX_SECTIONS];
+    const gm_real *data[MAX_SECTIONS];
     int nb = state_bufs(t, bufs);
-    for (int i = 0; rc == 0 && i < nb; i++) {
-        const void *p = gm_ckpt_get(&c, bufs[i].name, bufs[i].numel * sizeof(gm_real));
-        if (!p || check_finite(t, path, &bufs[i], p)) rc = -1;
-        else t->be->upload(t->be, bufs[i].buf, p, bufs[i].numel * sizeof(gm_real));
-    }
-    if (rc == 0 && (step_ll < 0 || step_ll > t->rc->steps)) rc = gm_fail("%s: step %lld outside this run's %d steps", path, step_ll, t->rc->steps);
-    if (rc == 0 && gm_loader_set_state(&t->train, ls)) rc = gm_fail("%s: %s", path, gm_error());
+    int rc = check_identity(t, &c) || restore(&sc.step, &c, "step", sizeof sc.step) ||
+             restore(&sc.loader, &c, "loader", sizeof sc.loader);
+    for (int g = 0; rc == 0 && g < GM_NGROUPS; g++)
+        if (t->opt.has_adam[g]) rc = restore(&sc.adam_t[g], &c, sc.tnames[g], sizeof sc.adam_t[g]);
+    for (int i = 0; rc == 0 && i < nb; i++)
+        if (!(data[i] = gm_ckpt_get(&c, bufs[i].name, bufs[i].numel * sizeof(gm_real)))) rc = -1;
+    // Nothing is restored before the whole state passed.
+    int state = rc ? STATE_OK : check_state(t, &sc, bufs, nb, data);
+    if (state == STATE_NONFINITE)
+        rc = gm_fail("--resume: %s: %s; the run that wrote it had diverged or the file was changed: it cannot be resumed", path,
+                     gm_error());
+    else if (state == STATE_IMPOSSIBLE)
+        rc = gm_fail("--resume: %s: %s: no run writes this state (the file was changed, or written by a faulty build); it "
+                     "cannot be resumed", path, gm_error());
+    for (int i = 0; rc == 0 && i < nb; i++) t->be->upload(t->be, bufs[i].buf, data[i], bufs[i].numel * sizeof(gm_real));
+    for (int g = 0; rc == 0 && g < GM_NGROUPS; g++)
+        if (t->opt.has_adam[g]) t->opt.adam[g].t = sc.adam_t[g];
+    if (rc == 0 && gm_loader_set_state(&t->train, sc.loader)) rc = gm_fail("%s: %s", path, gm_error());
     gm_ckpt_close(&c);
-    *step = (int)step_ll;
+    *step = (int)sc.step;
     return rc;
 }
 
@@ -267,6 +377,8 @@ static int open_log(trainer *t) {
     gm_jsonl_str(&t->log, "comm", t->comm->ops->name);
     gm_jsonl_str(&t->log, "precision", GM_REAL_NAME);
     gm_jsonl_raw(&t->log, "memory_plan", mem);
+    gm_jsonl_str(&t->log, "data_fingerprint", t->data_fingerprint);  // every train and val shard (data/manifest.h)
+    if (t->ckpt_backend[0]) gm_jsonl_str(&t->log, "checkpoint_backend", t->ckpt_backend);
     gm_jsonl_str(&t->log, "source", gm_build_source);
     int r = gm_jsonl_end(&t->log);
     free(cfg);
@@ -307,6 +419,16 @@ static int check_disjoint_data(const trainer *t) {
     if (gm_loader_shared(&t->train, &t->val, shared, sizeof shared))
         return gm_fail("--train_data/--val_data: both match %s (the run would train on its validation set); give patterns "
                        "that share no file", shared);
+    return 0;
+}
+
+// The log and checkpoints go beside no shard (train/run_dir.h).
+static int check_out_dir_apart(const trainer *t) {
+    const gm_loader *ld[2] = {&t->train, &t->val};
+    const char *flag[2] = {"--train_data", "--val_data"};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < ld[k]->nshards; i++)
+            if (gm_run_dir_check_apart(t->rc->out_dir, flag[k], ld[k]->shards[i].path)) return -1;
     return 0;
 }
 
@@ -368,7 +490,7 @@ static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *
     const gm_run_config *rc = t->rc;
     const gm_config *c = &t->model.cfg;
     gm_model_zero_grad(&t->model);
-    if (rc->batch0_twice && s == 1) gm_loader_reset(&t->train);
+    rewind_before_step(rc, &t->train, s);
     double sum = 0;
     for (int micro = 0; micro < rc->grad_accum; micro++) {
         PHASE("data");
@@ -431,6 +553,7 @@ static void free_trainer(trainer *t) {
     free(t->x);
     free(t->y);
     free(t->config_core);
+    free(t->data_manifest);
     free(t->spans);
 }
 
@@ -478,8 +601,11 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
         gm_val_steps(rc->val_tokens, B, T, W, &t->val_steps) ||
         open_shards(&t->train, "train_data", rc->train_data, B, T, comm, c->vocab) ||
         open_shards(&t->val, "val_data", rc->val_data, B, T, comm, c->vocab) || check_disjoint_data(t) || check_val_tokens(t) ||
-        gm_comm_check_same(comm, "the data files", gm_loader_hash(&t->train) ^ (gm_loader_hash(&t->val) * 31)))
+        !(t->data_manifest = gm_data_manifest(&t->train, &t->val)))
         goto fail;
+    uint64_t fingerprint = gm_data_fingerprint(t->data_manifest);
+    snprintf(t->data_fingerprint, sizeof t->data_fingerprint, "%016" PRIx64, fingerprint);
+    if (gm_comm_check_same(comm, "the data files", fingerprint)) goto fail;
     t->x = malloc((size_t)B * T * sizeof *t->x);
     t->y = malloc((size_t)B * T * sizeof *t->y);
     if (!t->x || !t->y) {
@@ -521,7 +647,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     const gm_config *c = &rc->model;
     const int W = comm->world, B = c->batch, T = c->seq_len;
     int rc_ = 0, start = 0;
-    if ((comm->rank == 0 && gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose)) ||
+    if ((comm->rank == 0 && (check_out_dir_apart(t) || gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose))) ||
         (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t))
         goto fail;
 
