@@ -19,6 +19,7 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
+#include "train/host_memory.h"
 #include "train/mem_plan.h"
 #include "train/optimizers.h"
 #include "train/progress.h"
@@ -418,6 +419,7 @@ static int log_record(trainer *t, const char *event, int s, double loss, double 
     gm_jsonl_num(&t->log, "train_time_s", train_s);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "step_s", step_s);
     gm_jsonl_int(&t->log, "peak_rss_kb", peak_rss_kb());  // host memory so far, to hold against the plan
+    gm_jsonl_int(&t->log, "peak_vm_kb", gm_peak_vm_kb());  // address space so far, against the plan's mapped total
     return gm_jsonl_end(&t->log);
 }
 
@@ -606,6 +608,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_jsonl_num(&t->log, "train_time_s", train_s);
         gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
         gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
+        gm_jsonl_int(&t->log, "peak_vm_kb", gm_peak_vm_kb());
         if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
