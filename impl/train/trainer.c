@@ -126,11 +126,19 @@ static size_t checkpoint_bytes(const trainer *t) {
     return gm_ckpt_file_bytes(s, ckpt_sections(t, 0, &sc, bufs, nb, NULL, s));
 }
 
+// What a failed checkpoint write leaves, for its message: the write is atomic, so the previous
+// ckpt.bin where there is one (saying "kept" when there was none promised work that was lost).
+static const char *ckpt_left(const trainer *t) {
+    struct stat st;
+    return stat(t->ckpt_path, &st) == 0 && S_ISREG(st.st_mode) ? "an earlier one is kept as it was"
+                                                                : "this run's folder holds no earlier one";
+}
+
 // Written atomically: on any failure the previous ckpt.bin (if any) is left as it was. Every rank
 // calls it: a sharded optimizer state is gathered first.
 static int save_checkpoint(trainer *t, int step) {
     if (gm_optimizers_gather_state(&t->opt, t->comm))
-        return gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error());
+        return gm_fail("step %d: checkpoint not written (%s): %s", step, ckpt_left(t), gm_error());
     if (t->comm->rank != 0) return 0;
     gm_ckpt_section s[MAX_SECTIONS];
     state_buf bufs[MAX_SECTIONS];
@@ -142,7 +150,7 @@ static int save_checkpoint(trainer *t, int step) {
     if (rc == 0 && t->be->sync(t->be)) rc = -1;
     if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, ckpt_sections(t, step, &sc, bufs, nb, host, s));
     for (int i = 0; i < nb; i++) free(host[i]);
-    return rc ? gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error()) : 0;
+    return rc ? gm_fail("step %d: checkpoint not written (%s): %s", step, ckpt_left(t), gm_error()) : 0;
 }
 
 static int restore(void *dst, const gm_ckpt *c, const char *name, size_t bytes) {
