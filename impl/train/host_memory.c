@@ -111,7 +111,7 @@ size_t gm_thread_stack_bytes(void) {
         pthread_attr_getstacksize(&attr, &n);
         pthread_attr_destroy(&attr);
     }
-    return n ? n : (size_t)8 << 20;  // glibc's default for a limited ulimit -s
+    return n ? n : (size_t)8 << 20;  // where the default cannot be read: the usual ulimit -s of 8 MiB
 }
 
 size_t gm_files_bytes(const char *pattern) {
