@@ -118,13 +118,75 @@ Test(train_inputs, a_memory_plan_above_the_virtual_memory_limit_is_refused, .tim
     // ASan reserves terabytes of address space for its shadow: under `ulimit -v` it cannot start.
     cr_skip_test("ulimit -v and AddressSanitizer do not mix (the release build runs this test)");
 #endif
-    // 6.52 GB planned (softcap tiny, B = 64), 3 GB of address space.
-    expect_memory_refusal("ulimit -v 3000000 &&", "--batch=64 --val_tokens=65536",
-                          "GB of host memory (B = 64, T = 1024 per rank; --plan_memory=1 lists it), above the virtual memory "
-                          "limit (ulimit -v) less the ");
+    // 6.52 GB planned for the backend alone (softcap tiny, B = 64), 3 GB of address space.
+    expect_memory_refusal("ulimit -v 3000000 && OMP_NUM_THREADS=2", "--batch=64 --val_tokens=65536",
+                          "GB of address space (B = 64, T = 1024 per rank, 2 OpenMP thread(s); --plan_memory=1 lists it), above "
+                          "the virtual memory limit (ulimit -v) less the ");
 }
 
 Test(train_inputs, a_memory_plan_above_the_machine_is_refused, .timeout = 60) {
     // B = 16384 plans about 1.7 TB: above the memory available or the cgroup's limit on any machine this runs on.
-    expect_memory_refusal("", "--batch=16384 --val_tokens=16777216", "GB of host memory (B = 16384, T = 1024 per rank; --plan_memory=1 lists it), above the ");
+    expect_memory_refusal("", "--batch=16384 --val_tokens=16777216", "GB of host memory (B = 16384, T = 1024 per rank, ");
+}
+
+// Under `ulimit -v`, a run refused for memory spun at 100% CPU forever after its message (exit()
+// joined an OpenBLAS thread retrying, forever, a buffer that did not fit), and a run that passed
+// the check hung at step 0 in cblas_sgemm or failed at its first checkpoint with its folder made:
+// the plan left out OpenBLAS's buffers, the threads' stacks and malloc arenas, the mapped shards and
+// the checkpoint's host copy. Now, around the limit the plan names (--plan_memory=1 prints it and
+// what the process maps at the check), below it the run is refused with one line and nothing
+// created, above it the run writes its checkpoint; each run is killed after a bound, so that a
+// hang fails the test instead of stalling the suite.
+Test(train_inputs, every_virtual_memory_limit_gives_a_run_or_a_refusal, .timeout = 900) {
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("ulimit -v and AddressSanitizer do not mix (the release build runs this test)");
+#endif
+    char *dir = th_tmpdir(), flags[4400], cmd[9000], path[4200], *out, *err;
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--ckpt_every=2 --n_value_embeds=2 --skip_attn_mask=4 --window_start_tokens=16");
+    snprintf(cmd, sizeof cmd, "ulimit -v 64000000 && '%s' --preset=softcap --scale=tiny %s --plan_memory=1", th_bin_path("train"), flags);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    const char *key = " GB mapped (held against the virtual memory limit (ulimit -v) less the ", *at = strstr(out, key), *num = at;
+    cr_assert(at, "no host plan in: %s", out);
+    while (num[-1] != ' ') num--;
+    const double mapped = strtod(num, NULL), at_check = strtod(at + strlen(key), NULL);
+    free(out), free(err);
+    const long need_kib = (long)((mapped + at_check) * 1e9 / 1024);  // both printed to 1 MB
+    // Far below (the refusal that never ended), just below and just above the limit, well above.
+    const long mib = 1024, limit[] = {(long)(at_check * 1e9 / 1024) + 64 * mib, need_kib - 16 * mib, need_kib + 16 * mib,
+                                      need_kib + 256 * mib};
+    for (size_t k = 0; k < sizeof limit / sizeof *limit; k++) {
+        snprintf(path, sizeof path, "%s/run", dir);
+        th_rmtree(path);
+        // 240 s: a step of this model takes milliseconds; a hang is all that can last that long.
+        snprintf(cmd, sizeof cmd, "ulimit -v %ld && timeout -s KILL 240 '%s' --preset=softcap --scale=tiny %s", limit[k],
+                 th_bin_path("train"), flags);
+        int rc = th_run(cmd, &out, &err);
+        if (limit[k] < need_kib) {
+            cr_expect_eq(rc, 1, "ulimit -v %ld (the plan needs %ld KiB): exit %d (137: hung, killed): %s", limit[k], need_kib, rc, err);
+            cr_expect_eq(th_count_lines(err), 1, "%s", err);
+            cr_expect(strstr(err, "train: error: rank 0: memory plan: this run needs "), "%s", err);
+            cr_expect_not(th_file_exists(path), "ulimit -v %ld: the refused run created %s", limit[k], path);
+        } else {
+            cr_expect_eq(rc, 0, "ulimit -v %ld (the plan needs %ld KiB): exit %d (137: hung, killed): %s", limit[k], need_kib, rc, err);
+            snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+            cr_expect(th_file_exists(path), "ulimit -v %ld: no checkpoint: %s", limit[k], err);
+            // The plan covers what the process mapped (VmPeak, monotone: the last record holds the peak).
+            char *log;
+            size_t len;
+            snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+            cr_assert_eq(gm_read_all(path, &log, &len), 0, "%s", gm_error());
+            const char *peak = NULL;
+            for (const char *p = log; (p = strstr(p, "\"peak_vm_kb\":")); p++) peak = p;
+            cr_assert(peak, "no peak_vm_kb in %s", path);
+            long peak_kib = strtol(peak + strlen("\"peak_vm_kb\":"), NULL, 10);
+            cr_expect_leq(peak_kib, need_kib, "VmPeak %ld KiB, above the plan's %ld KiB", peak_kib, need_kib);
+            cr_log_info("ulimit -v %ld: VmPeak %ld KiB, plan %ld KiB (margin %.1f MiB)", limit[k], peak_kib, need_kib,
+                        (need_kib - peak_kib) / 1024.0);
+            free(log);
+        }
+        free(out), free(err);
+    }
+    th_rmtree(dir);
+    free(dir);
 }

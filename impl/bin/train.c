@@ -1,6 +1,8 @@
 // train: one training run of a preset.
 //   build/train --preset NAME --scale full|small|tiny|test [--key=value ...]
 // Under `mpirun -np W`, W ranks train one model (data parallel, sharded Muon).
+#include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,28 +115,51 @@ int main(int argc, char **argv) {
         gm_signals_launcher_note(note, sizeof note);
         fputs(note, stdout);
     }
+    // Host backends: what the process will fill and map (the backend's plan and the host plan beyond
+    // it) must fit in what it may use, checked before anything is created. The CUDA backend's
+    // buffers are device memory, which these limits do not cover.
+    const int host_backend = strcmp(rc.backend, "cuda") != 0;
+    gm_mem_plan plan;
+    gm_host_plan host;
+    if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan) || gm_train_host_plan(&rc, &host))
+        gm_die("rank %d: %s", comm.rank, gm_error());
+    const double filled = (double)plan.total + host.filled.total, mapped = filled + host.mapped.total;
     if (rc.plan_memory) {  // nothing allocated, no data read
-        gm_mem_plan plan;
-        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die_last();
         if (comm.rank == 0) {
             char title[256];
             snprintf(title, sizeof title, "%s/%s, B = %d, T = %d per rank, rank 0 of %d, %s", preset, scale,
                      rc.model.batch, rc.model.seq_len, comm.world, GM_REAL_NAME);
-            gm_mem_plan_print(&plan, title, stdout);
+            gm_mem_plan_print(&plan, title, GM_MEM_BUDGET_BYTES, stdout);
+            if (host_backend) {
+                gm_mem_plan_print(&host.filled, "host memory the process fills beyond the backend's", 0, stdout);
+                gm_mem_plan_print(&host.mapped, "address space the process maps beyond that, mostly untouched", 0, stdout);
+                gm_host_memory lim = gm_host_memory_limit();
+                char limits[2][256];
+                for (int k = 0; k < 2; k++) {
+                    const gm_host_limit *l = k ? &lim.mapped : &lim.filled;
+                    snprintf(limits[k], sizeof limits[k], isinf(l->bytes) ? "%s" : "%s: %.3f GB", l->what, l->bytes / 1e9);
+                }
+                printf("host: %.3f GB filled (held against %s), %.3f GB mapped (held against %s)\n", filled / 1e9, limits[0],
+                       mapped / 1e9, limits[1]);
+            }
         }
         gm_comm_close(&comm);
         return 0;
     }
-    // Host backends: the plan must fit in what this process may allocate, checked before anything
-    // is created. The CUDA backend's buffers are device memory, which these limits do not cover.
-    if (strcmp(rc.backend, "cuda") != 0) {
-        gm_mem_plan plan;
-        if (gm_train_memory_plan(&rc, comm.world, comm.rank, &plan)) gm_die("rank %d: %s", comm.rank, gm_error());
+    if (host_backend) {
         gm_host_memory lim = gm_host_memory_limit();
-        if ((double)plan.total > lim.bytes)
-            gm_die("rank %d: memory plan: this run needs %.2f GB of host memory (B = %d, T = %d per rank; --plan_memory=1 lists "
-                   "it), above %s: %.2f GB; a smaller --batch or --seq_len needs less", comm.rank, plan.total / 1e9,
-                   rc.model.batch, rc.model.seq_len, lim.what, lim.bytes / 1e9);
+        const int over_filled = filled > lim.filled.bytes;
+        if (over_filled || mapped > lim.mapped.bytes) {
+            const gm_host_limit *l = over_filled ? &lim.filled : &lim.mapped;
+            char threads[160] = "";
+            if (!over_filled)  // each thread maps 200 MiB, of which it fills a few
+                snprintf(threads, sizeof threads, ", and so does each OpenMP thread fewer (OMP_NUM_THREADS; %.2f GB of address space each)",
+                         (GM_OPENBLAS_BUFFER_BYTES + GM_MALLOC_ARENA_BYTES + gm_thread_stack_bytes()) / 1e9);
+            gm_die("rank %d: memory plan: this run needs %.2f GB of %s (B = %d, T = %d per rank, %d OpenMP thread(s); --plan_memory=1 "
+                   "lists it), above %s: %.2f GB; a smaller --batch or --seq_len needs less%s",
+                   comm.rank, (over_filled ? filled : mapped) / 1e9, over_filled ? "host memory" : "address space", rc.model.batch,
+                   rc.model.seq_len, omp_get_max_threads(), l->what, l->bytes / 1e9, threads);
+        }
     }
     const gm_backend *be = gm_backend_open(rc.backend, rc.device);
     // gm_die flushes stdout first, so the error is the last line; exit without MPI_Finalize makes

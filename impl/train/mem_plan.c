@@ -9,14 +9,14 @@ void gm_mem_plan_add(gm_mem_plan *p, const char *key, const char *what, size_t b
     p->total += bytes;
 }
 
-void gm_mem_plan_print(const gm_mem_plan *p, const char *title, FILE *f) {
+void gm_mem_plan_print(const gm_mem_plan *p, const char *title, double budget, FILE *f) {
     fprintf(f, "memory plan: %s\n", title);
     fprintf(f, "  %-64s %16s %9s %7s\n", "category", "bytes", "GB", "share");
     for (int i = 0; i < p->n; i++)
         fprintf(f, "  %-64s %16zu %9.3f %6.1f%%\n", p->row[i].what, p->row[i].bytes, p->row[i].bytes / 1e9,
                 p->total ? 100.0 * p->row[i].bytes / p->total : 0.0);
     fprintf(f, "  %-64s %16zu %9.3f %6.1f%%\n", "total", p->total, p->total / 1e9, 100.0);
-    double budget = GM_MEM_BUDGET_BYTES;
+    if (budget <= 0) return;
     fprintf(f, "  budget %.0f GB per GPU (80 GB H100 less the backend's own workspace, not planned here): %s by %.3f GB\n",
             budget / 1e9, p->total <= budget ? "fits" : "EXCEEDS", (p->total <= budget ? budget - p->total : p->total - budget) / 1e9);
 }

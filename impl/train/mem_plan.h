@@ -26,8 +26,17 @@ typedef struct {
 } gm_mem_plan;
 
 void gm_mem_plan_add(gm_mem_plan *p, const char *key, const char *what, size_t bytes);
-// The table (bytes, GB, share of the total per row), the total and the budget line.
-void gm_mem_plan_print(const gm_mem_plan *p, const char *title, FILE *f);
+// The table (bytes, GB, share of the total per row), the total and, where `budget` > 0 (the GPU
+// budget, GM_MEM_BUDGET_BYTES), the budget line.
+void gm_mem_plan_print(const gm_mem_plan *p, const char *title, double budget, FILE *f);
+// What a run on a host backend (cpu, guarded) needs in host memory beyond its backend plan,
+// measured (README, "Memory"): `filled` is memory the process writes, held against MemAvailable and
+// the cgroup's limit; `mapped` is address space it maps but leaves (mostly) untouched, counted, with
+// the rest, against `ulimit -v` only.
+typedef struct {
+    gm_mem_plan filled, mapped;
+} gm_host_plan;
+
 // {"<key>": bytes, ..., "total": bytes, "budget": bytes} (malloc'd; NULL when out of memory).
 char *gm_mem_plan_json(const gm_mem_plan *p);
 

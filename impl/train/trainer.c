@@ -24,6 +24,7 @@
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/hardware.h"
+#include "train/host_memory.h"
 #include "train/mem_plan.h"
 #include "train/optimizers.h"
 #include "train/progress.h"
@@ -209,11 +210,19 @@ static int check_state(const trainer *t, const ckpt_scalars *sc, const state_buf
     return STATE_OK;
 }
 
+// What a failed checkpoint write leaves, for its message: the write is atomic, so the previous
+// ckpt.bin where there is one (saying "kept" when there was none promised work that was lost).
+static const char *ckpt_left(const trainer *t) {
+    struct stat st;
+    return stat(t->ckpt_path, &st) == 0 && S_ISREG(st.st_mode) ? "an earlier one is kept as it was"
+                                                                : "this run's folder holds no earlier one";
+}
+
 // Written atomically: on any failure the previous ckpt.bin (if any) is left as it was. Every rank
 // calls it: a sharded optimizer state is gathered first.
 static int save_checkpoint(trainer *t, int step) {
     if (gm_optimizers_gather_state(&t->opt, t->comm))
-        return gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s", step, gm_error());
+        return gm_fail("step %d: checkpoint not written (%s): %s", step, ckpt_left(t), gm_error());
     if (t->comm->rank != 0) return 0;
     gm_ckpt_section s[MAX_SECTIONS];
     state_buf bufs[MAX_SECTIONS];
@@ -227,7 +236,7 @@ static int save_checkpoint(trainer *t, int step) {
     if (rc == 0 && (state = check_state(t, &sc, bufs, nb, (const gm_real *const *)host)) != STATE_OK) rc = -1;
     if (rc == 0) rc = gm_ckpt_write(t->ckpt_path, s, n);
     for (int i = 0; i < nb; i++) free(host[i]);
-    return rc ? gm_fail("step %d: checkpoint not written (an earlier one is kept as it was): %s%s", step, gm_error(),
+    return rc ? gm_fail("step %d: checkpoint not written (%s): %s%s", step, ckpt_left(t), gm_error(),
                         state == STATE_NONFINITE   ? "; the run has diverged where its loss does not show it"
                         : state == STATE_IMPOSSIBLE ? "; no training reaches this state: a fault of this build"
                                                     : "")
@@ -540,6 +549,7 @@ static int log_record(trainer *t, const char *event, int s, double loss, double 
     gm_jsonl_num(&t->log, "train_time_s", train_s);
     if (event[0] != 'v') gm_jsonl_num(&t->log, "step_s", step_s);
     gm_jsonl_int(&t->log, "peak_rss_kb", peak_rss_kb());  // host memory so far, to hold against the plan
+    gm_jsonl_int(&t->log, "peak_vm_kb", gm_peak_vm_kb());  // address space so far, against the plan's mapped total
     return gm_jsonl_end(&t->log);
 }
 
@@ -732,6 +742,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_jsonl_num(&t->log, "train_time_s", train_s);
         gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
         gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
+        gm_jsonl_int(&t->log, "peak_vm_kb", gm_peak_vm_kb());
         if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
