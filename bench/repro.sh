@@ -76,13 +76,16 @@ split_variant_flags() {
     refuse "PRESETS: variant '$word' needs train flags after the colon: LABEL=PRESET:--flag=value[,--flag=value...]"
   fi
   IFS=, read -r -a FLAGS <<<"$flags"
+  # A piece after a comma may be the rest of a value (--gram_restarts=2,4 once got "needs train flags").
+  local comma_hint=""
+  if [[ $flags == *,* ]]; then comma_hint=" (commas separate a variant's flags, so no value can hold one)"; fi
   for flag in "${FLAGS[@]}"; do
     key=${flag%%=*} key=${key#--} key=${key//-/_}
     if [[ $flag == --* && -n ${OWN_FLAGS[$key]+set} ]]; then
       refuse "PRESETS: '$word': ${flag%%=*} is not a variant's flag: ${OWN_FLAGS[$key]}"
     fi
     if ! [[ $flag =~ ^--[A-Za-z0-9_-]+= ]]; then
-      refuse "PRESETS: '$word': '$flag' is not a train flag --flag=value (commas separate a variant's flags, so no value can hold one)"
+      refuse "PRESETS: '$word': '$flag' is not a train flag --flag=value${comma_hint}"
     fi
   done
 }

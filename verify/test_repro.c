@@ -172,7 +172,7 @@ Test(repro_run, variant_flags_that_overrule_the_repro_are_refused, .timeout = 12
         "bad 1 repro: PRESETS: 'v=softcap:--val-tokens=4096': --val-tokens is not a variant's flag: every run is validated alike\n",
         "bad 1 repro: PRESETS: 'v=softcap:--normuon=1,--gram_restarts=2,4': '4' is not a train flag --flag=value (commas separate "
         "a variant's flags, so no value can hold one)\n",
-        "bad 1 repro: PRESETS: 'v=softcap:-h': '-h' is not a train flag --flag=value",
+        "bad 1 repro: PRESETS: 'v=softcap:-h': '-h' is not a train flag --flag=value\n",
         "bad 1 repro: PRESETS: '*': --preset: unknown preset '*'\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_expect(strstr(out, want[i]), "no '%s' in: %s", want[i], out);
