@@ -263,9 +263,11 @@ PRESETS ?= adamw muon-v1 muon-v2 untied value-embed softcap normuon
 SEEDS ?=
 BUDGET ?=
 OVERLAY ?=
+# REPORT reaches bench/repro.sh from the environment (make puts a command line's variables there),
+# so that a path holding a quote or a $ is never spelled inside the recipe's shell command.
 REPORT ?=
 repro: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(REPORT)"
+	$(Q)bash bench/repro.sh $(BUILD) "$(PRESETS)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$${REPORT:-}"
 
 # The optimizer frontier (issue 23): softcap, normuon (record #43's optimizer on softcap), and each of
 # #43's optimizer changes alone on softcap, as variants LABEL=PRESET:FLAG[,FLAG...] (bench/repro.sh):
@@ -276,7 +278,7 @@ FRONTIER := softcap normuon softcap+polar-express=softcap:--ns_coeffs=polar-expr
             softcap+cautious-wd=softcap:--muon_wd=1.2,--cautious_wd=1 \
             softcap+hyperparams=softcap:--lr_matrix=0.03,--adam_beta1=0.65,--cooldown_frac=0.5,--lr_floor=0.1,--muon_momentum_cooldown_frac=0.03597122302158273
 repro-frontier: build $(if $(filter tiny small,$(SCALE)),data/gcide/val_000000.bin)
-	$(Q)bash bench/repro.sh $(BUILD) "$(FRONTIER)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$(or $(REPORT),runs/repro-$(SCALE)/frontier)"
+	$(Q)bash bench/repro.sh $(BUILD) "$(FRONTIER)" "$(SEEDS)" "$(BUDGET)" $(SCALE) "$(OVERLAY)" "$${REPORT:-runs/repro-$(SCALE)/frontier}"
 
 data/gcide/val_000000.bin: | build
 	@$(MAKE) --no-print-directory data

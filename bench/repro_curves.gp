@@ -10,7 +10,9 @@
 # optimizer, compared with softcap above all) is teal. The logs given to `make repro OVERLAY=...` (overlay.labels / overlay.dat) are drawn
 # dashed in colours of their own on the loss panel, then with a logarithmic token axis (a
 # full-scale PyTorch log runs to billions of tokens).
-# Usage: gnuplot -e "dir='reports/repro'" bench/repro_curves.gp
+# Usage: gnuplot -e "dir='reports/repro'" bench/repro_curves.gp, or without dir in the report's folder
+# (bench/repro.sh: a folder whose name holds a space or a quote is never spelled in a command).
+if (!exists("dir")) dir = "."
 set terminal pngcairo size 1200,680 font ",11"
 set output dir.'/curves.png'
 presets = system("cat ".dir."/curves.presets")

@@ -401,7 +401,7 @@ def main():
         total = sum(len(curves[p]) for p in presets)
         how.append("All runs took %s." % cost if not a.reused else
                    "The %d runs trained by this invocation took %s; the other %d were reused, finished by an earlier "
-                   "invocation with the same flags and train binary (their time is not counted here)." % (
+                   "invocation with the same flags, data and train binary (their time is not counted here)." % (
                        total - a.reused, cost, a.reused))
     if loads:
         how.append("1-minute load average sampled after each run: %.2f to %.2f (median %.2f)." % (

@@ -152,13 +152,29 @@ void th_make_train_data(const char *dir) {
     write_tokens(dir, "val_000000.bin", 2000, 3);
 }
 
+const char *th_flags_override(char *buf, size_t n, const char *flags, const char *over) {
+    char *copy = strdup(flags), *spaced_over = malloc(strlen(over) + 2), *save = NULL;
+    if (!copy || !spaced_over) abort();
+    sprintf(spaced_over, " %s", over);
+    buf[0] = '\0';
+    for (char *flag = strtok_r(copy, " ", &save); flag; flag = strtok_r(NULL, " ", &save)) {
+        char key[300];
+        snprintf(key, sizeof key, " %.*s=", (int)strcspn(flag, "="), flag);
+        if (!strstr(spaced_over, key)) snprintf(buf + strlen(buf), n - strlen(buf), "%s ", flag);
+    }
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s", over);
+    free(copy), free(spaced_over);
+    return buf;
+}
+
 const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra) {
-    snprintf(buf, n,
+    char defaults[4096];
+    snprintf(defaults, sizeof defaults,
              "--n_layer=4 --d_model=64 --n_head=2 --head_dim=32 --d_mlp=128 --seq_len=64 --batch=4 --vocab=512 "
              "--vocab_padded=512 --eot=1 --attn_block=16 --steps=6 --val_every=3 --val_tokens=512 --log_every=0 "
-             "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run %s",
-             dir, dir, dir, extra);
-    return buf;
+             "--train_data=%s/train_*.bin --val_data=%s/val_*.bin --out_dir=%s/run",
+             dir, dir, dir);
+    return th_flags_override(buf, n, defaults, extra);
 }
 
 void *th_ckpt_section(const char *path, const char *name, size_t *bytes) {

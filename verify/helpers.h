@@ -40,8 +40,11 @@ int th_dir_entries(const char *dir);
 // separated by the end-of-text id 1. Tokens follow a noisy repeating pattern, so a model can learn.
 void th_make_train_data(const char *dir);
 // Flags that shrink any preset to a test model on that data (4 layers, d 64, T 64, B 4, 6 steps),
-// with `extra` appended; written into buf.
+// with `extra` appended as th_flags_override does; written into buf.
 const char *th_test_flags(char *buf, size_t n, const char *dir, const char *extra);
+// `flags` (space-separated --key=value) less each flag that `over` gives too, then `over`: train
+// refuses a flag given twice, so a test's flags override defaults this way; written into buf.
+const char *th_flags_override(char *buf, size_t n, const char *flags, const char *over);
 
 // Run build's train program on preset at tiny scale with th_test_flags(dir, extra); returns its
 // exit status, stdout and stderr as th_run.

@@ -188,6 +188,34 @@ Test(flags, a_value_never_swallows_the_next_flag) {
     free(dir);
 }
 
+// `--steps=3 ... --steps=30` trained 30 steps and `make_data --vocab=300 ... --vocab=512` built a
+// vocab of 512, without a word: every program refuses a flag given twice, in either spelling and
+// either form (--key=value, --key value), naming it and both values, before doing anything.
+Test(flags, a_flag_given_twice_is_refused) {
+    static const struct {
+        const char *prog, *args, *want;
+    } CASES[] = {
+        {"train", "--preset=softcap --scale=tiny --steps=3 --plan_memory=1 --steps=30",
+         "train: error: --steps: given twice ('3', then '30'); give it once\n"},
+        {"train", "--preset=softcap --scale=tiny --val-every=3 --plan_memory=1 --val_every 4",
+         "train: error: --val_every: given twice ('3', then '4'); give it once\n"},
+        {"train", "--preset=softcap --scale=tiny --preset=adamw", "train: error: --preset: given twice ('softcap', then 'adamw'); give it once\n"},
+        {"make_data", "--vocab=300 --out=ds --vocab=512", "make_data: error: --vocab: given twice ('300', then '512'); give it once\n"},
+        {"dump_refmodel", "--out=a --out b", "dump_refmodel: error: --out: given twice ('a', then 'b'); give it once\n"},
+        {"bench/kernels", "--steps=2 --steps=3", "kernels: error: --steps: given twice ('2', then '3'); give it once\n"},
+    };
+    char *bin = realpath(th_bin_path("."), NULL), *dir = th_tmpdir();
+    cr_assert(bin, "%s: no such folder", th_bin_path("."));
+    setenv("GM_BIN", bin, 1);  // th_bin_path may be relative to the checkout
+    free(bin);
+    cr_assert_eq(chdir(dir), 0, "%s", dir);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        if (th_file_exists(th_bin_path(CASES[i].prog))) th_expect_refused(CASES[i].prog, CASES[i].args, CASES[i].want, 1);
+    cr_expect_eq(th_dir_entries(dir), 0, "a refused program wrote something");
+    th_rmtree(dir);
+    free(dir);
+}
+
 // `--warmup_frac=0.7 --warmdown_frac=0.5` was refused at --steps=100 but accepted at --steps=2,
 // where both rounded to one step: the fractions are checked, at every step count; fractions that
 // fit are accepted at every step count, their rounded steps never overlapping.

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/io.h"
@@ -214,6 +216,49 @@ Test(make_data_cli, trailing_slashes_of_out_are_ignored) {
     free(se);
     cr_assert_eq(th_dir_entries(out), files);
     cr_assert_eq(th_dir_entries(dir), 2, "the old dataset or a temporary folder was left beside it (d.dict, ds)");
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A pid no process has: that of a child that has ended.
+static long ended_pid(void) {
+    pid_t p = fork();
+    cr_assert_geq(p, 0, "fork");
+    if (p == 0) _exit(0);
+    cr_assert_eq(waitpid(p, NULL, 0), p);
+    return (long)p;
+}
+
+// A make_data stopped while it wrote (kill -9, Ctrl-C) once left its ds.tmp.<pid>/ beside the
+// dataset for good: the next make_data removes such a folder when its process is gone, keeps one
+// whose process still runs (this test's pid), and keeps one holding a file make_data does not
+// write, saying so, having removed only its own files from it.
+Test(make_data_cli, stale_temporary_folders_of_a_stopped_make_data_are_removed) {
+    char *dir = th_tmpdir(), dict[4300], stale[4400], live[4400], foreign[4400], cmd[9000], *so, *se;
+    snprintf(dict, sizeof dict, "%s/d.dict", dir);
+    write_dict(dict);
+    snprintf(stale, sizeof stale, "%s/ds.tmp.%ld", dir, ended_pid());
+    snprintf(live, sizeof live, "%s/ds.tmp.%ld", dir, (long)getpid());
+    snprintf(foreign, sizeof foreign, "%s/ds.tmp.%ld", dir, ended_pid());
+    const char *made[] = {stale, live, foreign};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(gm_mkdir_p(made[i], NULL), 0, "%s", gm_error());
+        put_file(made[i], "tokenizer.txt", "gptmuon-tokenizer 1\n");
+        put_file(made[i], "train_000001.bin", "part of a shard");
+        put_file(made[i], "val_000000.bin.tmp.Ab12Cd", "part of a shard");
+    }
+    put_file(foreign, "notes.txt", "mine");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' --corpus=d.dict --out=ds --vocab=300 --shard_tokens=4096", dir, th_bin_path("make_data"));
+    cr_assert_eq(th_run(cmd, &so, &se), 0, "%s", se);
+    cr_assert_not(th_file_exists(stale), "the stale folder of an ended make_data was left");
+    cr_expect(strstr(so, "make_data: removed 1 stale temporary folder(s) ds.tmp.<pid> of a make_data that was stopped while writing\n"),
+              "%s", so);
+    cr_expect_eq(th_dir_entries(live), 3, "the folder of a make_data still running was touched");
+    expect_file(foreign, "notes.txt", "mine");
+    cr_expect_eq(th_dir_entries(foreign), 1, "make_data's own files were left in the kept folder");
+    cr_expect_eq(th_count_lines(se), 1, "%s", se);
+    cr_expect(strstr(se, "/ds.tmp.") && strstr(se, ": a stale temporary folder of make_data, kept: Directory not empty\n"), "%s", se);
+    free(so), free(se);
     th_rmtree(dir);
     free(dir);
 }

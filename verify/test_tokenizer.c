@@ -116,8 +116,18 @@ Test(tokenizer, bad_input_is_refused_with_a_reason) {
         {"hello\n", "not a tokenizer file"},
         {"gptmuon-tokenizer 2\nvocab 257\neot 256\nmerges 0\n", "unsupported tokenizer version 2"},
         {"gptmuon-tokenizer 1\nvocab 300\neot 256\nmerges 0\n", "inconsistent header"},
-        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 zz\n", "merge line 2 is missing or malformed"},
-        {"gptmuon-tokenizer 1\nvocab 65536\neot 256\nmerges 65279\n97 98\n", "header says 65279 merges, but the 7 bytes after it hold at most 1 merge lines"},
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 zz\n", "merge line 2 is malformed"},
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 -7\n", "merge line 2 is malformed"},
+        // A file cut inside its last number ("98 97\n" cut to "98 9") once loaded as merge (98, 9).
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 9", "merge line 2 is cut short (the file ends inside it)"},
+        {"gptmuon-tokenizer 1\nvocab 259\neot 256\nmerges 2\n97 98\n98 97\n\n\n", "2 bytes after the last of its 2 merges"},
+        // 4294967393 = 2^32 + 97 once read as 97, and 2^32 + 1 merges as 1.
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 4294967393\n", "merge line 1 is out of range"},
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 4294967297\n97 98\n", "bad header: a line is out of range"},
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 98\nxyz\n", "4 bytes after the last of its 1 merges"},
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97  98\n", "merge line 1 is malformed"},
+        {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1", "bad header: a line is cut short"},
+        {"gptmuon-tokenizer 1\nvocab 65536\neot 256\nmerges 65279\n97 98\n", "header says 65279 merges, but the 6 bytes after it hold at most 1 merge lines"},
         {"gptmuon-tokenizer 1\nvocab 258\neot 256\nmerges 1\n97 400\n", "do not exist before it"},
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {

@@ -26,7 +26,7 @@ static const char *PF = "--n_value_embeds=2 --skip_attn_mask=4 --window_start_to
 
 static int run_train(const char *dir, int world, const char *extra, char **out, char **err) {
     char flags[4096], all[2048], cmd[8600];
-    snprintf(all, sizeof all, "%s %s", PF, extra);
+    th_flags_override(all, sizeof all, PF, extra);
     th_test_flags(flags, sizeof flags, dir, all);
     snprintf(cmd, sizeof cmd, "%s -x OPENBLAS_NUM_THREADS=1 '%s' --preset=softcap --scale=tiny %s", th_mpirun(world), th_bin_path("train"), flags);
     return th_run(cmd, out, err);
@@ -104,7 +104,7 @@ Test(train_mpi, ranks_with_different_configs_are_refused, .timeout = 120) {
 Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
     char *dir = th_tmpdir(), *out, *err, flags[4096], all[4300], script[20000];
     th_make_train_data(dir);
-    snprintf(all, sizeof all, "%s --steps=1000000 --val_every=0 --ckpt_every=0", PF);
+    th_flags_override(all, sizeof all, PF, "--steps=1000000 --val_every=0 --ckpt_every=0");
     th_test_flags(flags, sizeof flags, dir, all);
     // Start a long run on 2 ranks, SIGKILL rank 1 after 2 s, and time how long the job takes to end.
     // The ranks are found by this test's own folder in their command line: other MPI tests may be
@@ -171,24 +171,28 @@ Test(train_mpi, a_checkpoint_of_another_world_size_is_refused, .timeout = 120) {
 // up to 77 s, the rank that finished first waited longer than 60 s in the stop flag's all-reduce,
 // and its watchdog ended the job ("all-reduce did not complete within 60 s").
 Test(train_mpi, ctrl_c_of_mpirun_with_the_readme_launch_line_saves_and_resumes_bit_for_bit, .timeout = 600) {
-    char *dir = th_tmpdir(), *out, *err, *readme, flags[4096], all[2048], script[20000], path[4400];
+    char *dir = th_tmpdir(), *out, *err, *readme, flags[2][4096], all[2048], own[4400], script[20000], path[4400];
     size_t len;
     cr_assert_eq(gm_read_all(th_root_path("README.md"), &readme, &len), 0, "%s", gm_error());
     cr_assert(strstr(readme, "mpirun --mca odls_base_sigkill_timeout 60 -np 2 build/train"), "the README's launch line changed");
     free(readme);
     th_make_train_data(dir);
-    snprintf(all, sizeof all, "%s --batch=2 --grad_accum=256 --steps=14 --val_every=0 --comm_timeout=300", PF);
-    th_test_flags(flags, sizeof flags, dir, all);
+    // The reference run's flags and the interrupted one's: the same but their folders.
+    const char *runs[2] = {"ref", "int"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(own, sizeof own, "--batch=2 --grad_accum=256 --steps=14 --val_every=0 --comm_timeout=300 --out_dir=%s/%s", dir, runs[i]);
+        th_test_flags(flags[i], sizeof flags[i], dir, th_flags_override(all, sizeof all, PF, own));
+    }
     snprintf(script, sizeof script,
-             "M='%s -x OPENBLAS_NUM_THREADS=1'; T='%s --preset=softcap --scale=tiny %s'\n"
-             "$M $T --out_dir='%s/ref' > /dev/null || exit 11\n"
+             "M='%s -x OPENBLAS_NUM_THREADS=1'; R='%s --preset=softcap --scale=tiny %s'; T='%s --preset=softcap --scale=tiny %s'\n"
+             "$M $R > /dev/null || exit 11\n"
              "S=$(grep -o '\"step_s\":[0-9.]*' '%s/ref/log.jsonl' | cut -d: -f2 | sort -g | tail -1 | "
              "awk '{s = int(2.5 * $1) + 1; print (s < 8 ? 8 : s)}')\n"
-             "$M --mca odls_base_sigkill_timeout $S $T --out_dir='%s/int' > '%s/int.out' & p=$!\n"
+             "$M --mca odls_base_sigkill_timeout $S $T > '%s/int.out' & p=$!\n"
              "for i in $(seq 1200); do grep -qs '\"event\":\"train\"' '%s/int/log.jsonl' && break; sleep 0.05; done\n"
              "kill -INT $p; wait $p; echo \"interrupted: $?\"\n"
-             "$M $T --out_dir='%s/int' --resume='%s/int/ckpt.bin' > /dev/null || exit 12\n",
-             th_mpirun(2), th_bin_path("train"), flags, dir, dir, dir, dir, dir, dir, dir);
+             "$M $T --resume='%s/int/ckpt.bin' > /dev/null || exit 12\n",
+             th_mpirun(2), th_bin_path("train"), flags[0], th_bin_path("train"), flags[1], dir, dir, dir, dir);
     int rc = th_run_script(dir, "", script, &out, &err);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "interrupted: ") && !strstr(out, "interrupted: 0\n"), "the job exited 0: %s", out);
@@ -239,7 +243,7 @@ Test(train_mpi, a_launch_without_time_for_ctrl_c_says_so, .timeout = 120) {
     char extra[4400];
     snprintf(extra, sizeof extra, "--batch=2 --steps=1 --out_dir=%s/r2", dir);
     char flags[4096], all[4600], cmd[9000];
-    snprintf(all, sizeof all, "%s %s", PF, extra);
+    th_flags_override(all, sizeof all, PF, extra);
     th_test_flags(flags, sizeof flags, dir, all);
     snprintf(cmd, sizeof cmd, "%s --mca odls_base_sigkill_timeout 60 '%s' --preset=softcap --scale=tiny %s", th_mpirun(2),
              th_bin_path("train"), flags);

@@ -181,12 +181,13 @@ Test(train_output, a_log_that_cannot_be_written_stops_the_run, .timeout = 60) {
 
 Test(train_output, a_full_disk_is_refused_at_start, .timeout = 60) {
     const char *prefix = need_mount();
-    char *dir = th_tmpdir(), *out, *err, flags[4096], script[12000];
+    char *dir = th_tmpdir(), *out, *err, flags[4096], own[4400], script[12000];
     th_make_train_data(dir);
-    th_test_flags(flags, sizeof flags, dir, "");
+    snprintf(own, sizeof own, "--out_dir=%s/mnt/run", dir);
+    th_test_flags(flags, sizeof flags, dir, own);
     snprintf(script, sizeof script,
              "m='%s/mnt'; mkdir \"$m\" && mount -t tmpfs -o size=1m none \"$m\" || exit 99\n"
-             "'%s' --preset=muon-v2 --scale=tiny %s --out_dir=\"$m/run\" > /dev/null; rc=$?\n"
+             "'%s' --preset=muon-v2 --scale=tiny %s > /dev/null; rc=$?\n"
              "echo \"rc $rc, entries $(ls -A \"$m/run\" | wc -l)\"\n",
              dir, th_bin_path("train"), flags);
     cr_assert_eq(th_run_script(dir, prefix, script, &out, &err), 0, "%s", err);
@@ -202,12 +203,13 @@ Test(train_output, a_full_disk_is_refused_at_start, .timeout = 60) {
 
 Test(train_output, a_read_only_folder_is_refused_at_start, .timeout = 60) {
     const char *prefix = need_mount();
-    char *dir = th_tmpdir(), *out, *err, flags[4096], script[12000], want[9000];
+    char *dir = th_tmpdir(), *out, *err, flags[4096], own[4400], script[12000], want[9000];
     th_make_train_data(dir);
-    th_test_flags(flags, sizeof flags, dir, "");
+    snprintf(own, sizeof own, "--out_dir=%s/mnt", dir);
+    th_test_flags(flags, sizeof flags, dir, own);
     snprintf(script, sizeof script,
              "m='%s/mnt'; mkdir \"$m\" && mount -t tmpfs -o size=16m,ro none \"$m\" || exit 99\n"
-             "'%s' --preset=muon-v2 --scale=tiny %s --out_dir=\"$m\" > /dev/null; echo \"rc $?\"\n",
+             "'%s' --preset=muon-v2 --scale=tiny %s > /dev/null; echo \"rc $?\"\n",
              dir, th_bin_path("train"), flags);
     cr_assert_eq(th_run_script(dir, prefix, script, &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1\n", "%s", err);
@@ -218,13 +220,16 @@ Test(train_output, a_read_only_folder_is_refused_at_start, .timeout = 60) {
     free(dir);
 }
 
-// Start a long run on a 8 MiB tmpfs, wait until `ready` holds, run `fill` to take the free space,
-// and copy the log (and checkpoint) out before the mount goes. *out gets the script's report.
-static int run_then_fill(const char *dir, const char *flags, const char *ready, const char *fill, char **out, char **err) {
-    char script[20000];
+// Start a long run (the test flags and `extra`) on a 8 MiB tmpfs, wait until `ready` holds, run
+// `fill` to take the free space, and copy the log (and checkpoint) out before the mount goes. *out
+// gets the script's report.
+static int run_then_fill(const char *dir, const char *extra, const char *ready, const char *fill, char **out, char **err) {
+    char script[20000], flags[4096], own[4400];
+    snprintf(own, sizeof own, "%s --out_dir=%s/mnt/run", extra, dir);
+    th_test_flags(flags, sizeof flags, dir, own);
     snprintf(script, sizeof script,
              "m='%s/mnt'; mkdir \"$m\" && mount -t tmpfs -o size=8m none \"$m\" || exit 99\n"
-             "'%s' --preset=muon-v2 --scale=tiny %s --out_dir=\"$m/run\" > /dev/null & p=$!\n"
+             "'%s' --preset=muon-v2 --scale=tiny %s > /dev/null & p=$!\n"
              "for i in $(seq 300); do %s && break; sleep 0.1; done\n"
              "%s\n"
              "wait $p; rc=$?\n"
@@ -251,10 +256,9 @@ static void log_is_whole(const char *dir, const char *last_event) {
 // The disk fills up mid-run: records of some steps once vanished, one line was corrupt, and the
 // run still said done with exit 0. Now the failed write stops the run and the log stays whole.
 Test(train_output, a_disk_filling_up_mid_run_stops_it_with_a_whole_log, .timeout = 120) {
-    char *dir = th_tmpdir(), *out, *err, flags[4096];
+    char *dir = th_tmpdir(), *out, *err;
     th_make_train_data(dir);
-    th_test_flags(flags, sizeof flags, dir, "--steps=2000 --val_every=0");
-    cr_assert_eq(run_then_fill(dir, flags, "[ -f \"$m/run/log.jsonl\" ] && [ $(wc -l < \"$m/run/log.jsonl\") -gt 5 ]",
+    cr_assert_eq(run_then_fill(dir, "--steps=2000 --val_every=0", "[ -f \"$m/run/log.jsonl\" ] && [ $(wc -l < \"$m/run/log.jsonl\") -gt 5 ]",
                                "dd if=/dev/zero of=\"$m/fill\" bs=4k 2>/dev/null", &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1, files: log.jsonl \n", "%s", err);
     cr_assert_eq(th_count_lines(err), 1, "%s", err);
@@ -287,12 +291,11 @@ Test(train_output, a_failed_first_checkpoint_says_there_is_no_earlier_one, .time
 // The disk fills up between two checkpoints: the write of the next fails, the run stops, and the
 // previous checkpoint is intact (no temporary left); the log ends with the error record.
 Test(train_output, a_failed_checkpoint_write_keeps_the_previous_one, .timeout = 120) {
-    char *dir = th_tmpdir(), *out, *err, flags[4096], path[4300];
+    char *dir = th_tmpdir(), *out, *err, path[4300];
     th_make_train_data(dir);
-    th_test_flags(flags, sizeof flags, dir, "--steps=2000 --val_every=0 --ckpt_every=2");
     // Leave 256 KiB free, topped up a few times: a checkpoint being written while the space is
     // measured frees its old copy's space when it is renamed into place.
-    cr_assert_eq(run_then_fill(dir, flags, "[ -f \"$m/run/ckpt.bin\" ]",
+    cr_assert_eq(run_then_fill(dir, "--steps=2000 --val_every=0 --ckpt_every=2", "[ -f \"$m/run/ckpt.bin\" ]",
                                "for k in 1 2 3 4 5; do a=$(df -k --output=avail \"$m\" | tail -1); [ $a -gt 300 ] && "
                                "dd if=/dev/zero of=\"$m/fill$k\" bs=1k count=$((a - 256)) 2>/dev/null; sleep 0.2; done",
                                &out, &err), 0, "%s", err);

@@ -23,6 +23,32 @@ static void refuse_flag_as_value(const char *key, const char *value) {
                key, value, key, value);
 }
 
+// A later argument that gives the flag `key` again (its index), or 0. The arguments after argv[from]
+// are read as gm_arg_next reads them, without dying: what is not a flag is skipped (the caller's
+// loop refuses it when it gets there), and a flag without "=" takes the next argument as its value
+// unless that is a flag too.
+static int given_again(int argc, char **argv, int from, const char *key) {
+    size_t kl = strlen(key);
+    for (int j = from; j < argc; j++) {
+        const char *a = argv[j];
+        if (strncmp(a, "--", 2) != 0) continue;
+        const char *eq = strchr(a, '='), *end = eq ? eq : a + strlen(a);
+        int same = (size_t)(end - a - 2) == kl;
+        for (size_t c = 0; same && c < kl; c++) same = (a[2 + c] == '-' ? '_' : a[2 + c]) == key[c];
+        if (same) return j;
+        if (!eq && j + 1 < argc && strncmp(argv[j + 1], "--", 2) != 0) j++;
+    }
+    return 0;
+}
+
+// A flag given twice once silently took its last value (`--steps=3 ... --steps=30` trained 30).
+static void refuse_repeat(int argc, char **argv, int from, const char *key, const char *value) {
+    int j = given_again(argc, argv, from, key);
+    if (!j) return;
+    const char *eq = strchr(argv[j], '='), *again = eq ? eq + 1 : j + 1 < argc ? argv[j + 1] : "";
+    gm_die("--%s: given twice ('%s', then '%s'); give it once", key, value, again);
+}
+
 void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **value) {
     static char keybuf[256];
     const char *a = argv[*i];
@@ -37,6 +63,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
         *value = eq + 1;
         *i += 1;
         refuse_flag_as_value(keybuf, *value);
+        refuse_repeat(argc, argv, *i, keybuf, *value);
         return;
     }
     if (strlen(a + 2) >= sizeof keybuf) gm_die("%s: flag name too long", a);
@@ -46,6 +73,7 @@ void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **v
     *value = argv[*i + 1];
     *i += 2;
     refuse_flag_as_value(keybuf, *value);
+    refuse_repeat(argc, argv, *i, keybuf, *value);
 }
 
 // strtoll and strtod skip leading blanks and accept a sign, "0x" prefixes (strtod: hex floats) and,

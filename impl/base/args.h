@@ -6,7 +6,9 @@
 // Split argv[*i] into key (without the leading "--", hyphens turned into underscores: the flags
 // are spelled --val_every, and --val-every means the same) and value; advances *i past what it
 // used. A flag given without "=" takes the next argument as its value. A value that begins with
-// "--" is refused in either form (it is the next flag, given by mistake). Dies on anything else.
+// "--" is refused in either form (it is the next flag, given by mistake), and so is a flag that a
+// later argument gives again (in either spelling: --val-every and --val_every are one flag). Dies
+// on anything else.
 void gm_arg_next(int argc, char **argv, int *i, const char **key, const char **value);
 // Parse a whole decimal integer in [lo, hi] / a finite number in [lo, hi] / an unsigned decimal
 // 64-bit integer; -1 with gm_fail naming the flag ("--key: ...") when malformed or out of range.

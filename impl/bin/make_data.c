@@ -2,11 +2,13 @@
 //   corpus (dict-gcide) -> documents -> tokenizer (BPE trained on a prefix of the train
 //   documents, or plain bytes with --vocab=257) -> train and val shards in the llm.c format,
 //   documents separated by the end-of-text token as in FineWeb shards.
-// Everything is written into a temporary folder that replaces --out only once complete. --out may
+// Everything is written into a temporary folder that replaces --out only once complete (one left by
+// a make_data that was stopped is removed by the next one into the same --out). --out may
 // be new, empty, or a dataset this program wrote (its make_data.txt lists its files); any other
 // folder is refused, and replacing a dataset deletes only the files its list names.
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,47 @@ static void remove_dataset(const char *dir) {
     if (rmdir(dir) != 0) gm_report("warning", "could not remove the old dataset %s: %s", dir, strerror(errno));
 }
 
+// Whether a file in make_data's temporary folder is one it writes there: the tokenizer, a shard,
+// the list, or gm_atomic_open's temporary of one (<name>.tmp.<6 characters>).
+static int is_own_file(const char *name) {
+    size_t n = strlen(name);
+    const char *tmp = strstr(name, ".tmp.");
+    if (tmp && strlen(tmp) == strlen(".tmp.XXXXXX")) n = (size_t)(tmp - name);
+    if ((n == strlen("tokenizer.txt") && !strncmp(name, "tokenizer.txt", n)) || (n == strlen(MANIFEST) && !strncmp(name, MANIFEST, n)))
+        return 1;
+    size_t stem = !strncmp(name, "train_", 6) ? 6 : !strncmp(name, "val_", 4) ? 4 : 0;
+    return stem && n == stem + 10 && strspn(name + stem, "0123456789") == 6 && !strncmp(name + stem + 6, ".bin", 4);
+}
+
+// A make_data stopped while it wrote (kill -9, Ctrl-C, a power loss) left its <out>.tmp.<pid>/
+// beside --out, for good: each one whose process is gone (or whose pid is this process's, so no
+// other's) is removed, with the files make_data writes in it; one holding anything else is kept.
+static void remove_stale_temporaries(const char *out) {
+    char dir[4096], prefix[4200], path[8400];
+    const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (slash == out ? 1 : (int)(slash - out)) : 1, slash ? out : ".");
+    snprintf(prefix, sizeof prefix, "%s.tmp.", base);
+    DIR *d = opendir(dir);
+    if (!d) return;  // --out's parent does not exist yet: nothing beside it
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *pid_text = e->d_name + strlen(prefix);
+        if (strncmp(e->d_name, prefix, strlen(prefix)) || !*pid_text || strspn(pid_text, "0123456789") != strlen(pid_text)) continue;
+        long pid = strtol(pid_text, NULL, 10);
+        if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;  // its make_data still runs
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        DIR *tmp = opendir(path);
+        if (!tmp) continue;
+        for (struct dirent *f; (f = readdir(tmp));)
+            if (is_own_file(f->d_name)) unlinkat(dirfd(tmp), f->d_name, 0);
+        closedir(tmp);
+        if (rmdir(path) == 0) removed++;
+        else gm_report("warning", "%s: a stale temporary folder of make_data, kept: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (removed) printf("make_data: removed %d stale temporary folder(s) %s.tmp.<pid> of a make_data that was stopped while writing\n", removed, out);
+}
+
 int main(int argc, char **argv) {
     gm_set_program(argv[0]);
     const char *corpus_path = GM_GCIDE_DEFAULT_PATH, *out = "data/gcide";
@@ -162,6 +205,7 @@ int main(int argc, char **argv) {
     for (size_t n = strlen(out_buf); n > 1 && out_buf[n - 1] == '/'; n--) out_buf[n - 1] = '\0';
     out = out_buf;
     int replaces = check_out(out);
+    remove_stale_temporaries(out);
 
     gm_corpus corpus;
     if (gm_corpus_load_dictd(&corpus, corpus_path)) gm_die_last();

@@ -1,6 +1,7 @@
 #include "data/tokenizer.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,33 +334,58 @@ int gm_tok_save(const gm_tokenizer *t, const char *path) {
     return gm_atomic_commit(&af);
 }
 
+// The file read strictly, field by field: sscanf's %d skipped any blanks, took a sign, read a
+// 33-bit number modulo 2^32, and read a number cut short by the end of the file as a whole one, so
+// a truncated or damaged file loaded as another tokenizer.
+typedef struct {
+    const char *p, *end;
+} cursor;
+
+// `word` (may be empty), then an unsigned decimal number up to INT_MAX, then the character `then`.
+// NULL when read, else the fault.
+static const char *read_field(cursor *c, const char *word, char then, int *out) {
+    size_t wl = strlen(word);
+    if ((size_t)(c->end - c->p) < wl || memcmp(c->p, word, wl)) return "malformed";
+    const char *d = c->p + wl;
+    long long v = 0;
+    for (; d < c->end && *d >= '0' && *d <= '9'; d++)
+        if ((v = v * 10 + (*d - '0')) > INT_MAX) return "out of range (a number above 2147483647)";
+    if (d == c->p + wl) return d == c->end ? "missing (the file ends there)" : "malformed";
+    if (d == c->end) return "cut short (the file ends inside it)";
+    if (*d != then) return "malformed";
+    c->p = d + 1;
+    *out = (int)v;
+    return NULL;
+}
+
 int gm_tok_load(gm_tokenizer *t, const char *path) {
     memset(t, 0, sizeof *t);
     char *text;
     size_t len;
     if (gm_read_all(path, &text, &len)) return -1;
-    int version, vocab, eot, nmerges, used = 0;
+    cursor c = {text, text + len};
+    int version, vocab, eot, nmerges;
+    const char *fault;
     int rc = 0;
-    if (sscanf(text, "gptmuon-tokenizer %d vocab %d eot %d merges %d%n", &version, &vocab, &eot, &nmerges, &used) != 4)
-        rc = gm_fail("%s: not a tokenizer file (bad header)", path);
+    if ((fault = read_field(&c, "gptmuon-tokenizer ", '\n', &version)) || (fault = read_field(&c, "vocab ", '\n', &vocab)) ||
+        (fault = read_field(&c, "eot ", '\n', &eot)) || (fault = read_field(&c, "merges ", '\n', &nmerges)))
+        rc = gm_fail("%s: not a tokenizer file (bad header: a line is %s)", path, fault);
     else if (version != 1)
         rc = gm_fail("%s: unsupported tokenizer version %d", path, version);
-    else if (eot != GM_TOK_EOT || nmerges < 0 || nmerges > 65536 - GM_TOK_FIRST_MERGE || vocab != GM_TOK_FIRST_MERGE + nmerges)
+    else if (eot != GM_TOK_EOT || nmerges > 65536 - GM_TOK_FIRST_MERGE || vocab != GM_TOK_FIRST_MERGE + nmerges)
         rc = gm_fail("%s: inconsistent header (vocab %d, eot %d, merges %d)", path, vocab, eot, nmerges);
-    else if ((size_t)nmerges > (len - (size_t)used) / 4)  // a merge line is at least "a b\n"
+    else if ((size_t)nmerges > (size_t)(c.end - c.p) / 4)  // a merge line is at least "a b\n"
         rc = gm_fail("%s: header says %d merges, but the %zu bytes after it hold at most %zu merge lines", path, nmerges,
-                     len - (size_t)used, (len - (size_t)used) / 4);
+                     (size_t)(c.end - c.p), (size_t)(c.end - c.p) / 4);
     if (rc == 0) {
         t->merges = malloc((size_t)(nmerges ? nmerges : 1) * sizeof *t->merges);
         if (!t->merges) rc = gm_fail("%s: out of memory", path);
-        const char *p = text + used;
-        for (int m = 0; rc == 0 && m < nmerges; m++) {
-            int a, b, n = 0;
-            if (sscanf(p, "%d %d%n", &a, &b, &n) != 2) rc = gm_fail("%s: merge line %d is missing or malformed", path, m + 1);
-            t->merges[m][0] = a;
-            t->merges[m][1] = b;
-            p += n;
-        }
+        for (int m = 0; rc == 0 && m < nmerges; m++)
+            if ((fault = read_field(&c, "", ' ', &t->merges[m][0])) || (fault = read_field(&c, "", '\n', &t->merges[m][1])))
+                rc = gm_fail("%s: merge line %d is %s", path, m + 1, fault);
+        // What follows the last merge is no part of the tokenizer: a damaged or concatenated file.
+        if (rc == 0 && c.p != c.end)
+            rc = gm_fail("%s: %zu bytes after the last of its %d merges (a damaged file?)", path, (size_t)(c.end - c.p), nmerges);
         t->nmerges = nmerges;
         t->vocab = vocab;
         if (rc == 0 && build_derived(t)) rc = gm_fail("%s: %s", path, gm_error());

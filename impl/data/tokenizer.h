@@ -5,7 +5,8 @@
 // With no merges it is the plain byte-level tokenizer (vocab 257). Text is first split into
 // pieces (an optional leading space followed by a run of letters, of digits, or of other
 // symbols; or a run of whitespace) and merges never cross a piece boundary, as in GPT-2.
-// File format (text): "gptmuon-tokenizer 1\nvocab <V>\neot 256\nmerges <M>\n" then M lines "<a> <b>".
+// File format (text): "gptmuon-tokenizer 1\nvocab <V>\neot 256\nmerges <M>\n" then M lines "<a> <b>\n", read
+// strictly: unsigned decimal fields, single spaces, every line ended, nothing after the last merge.
 #ifndef GM_DATA_TOKENIZER_H
 #define GM_DATA_TOKENIZER_H
 
