@@ -275,17 +275,29 @@ static int open_log(trainer *t) {
     return r;
 }
 
-// The last record of a failed run: the step and the message. Best effort, since the failure may
-// be the log itself; the message of the failure stays the one reported.
-static void log_error(trainer *t) {
-    if (!t->log.opened) return;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", gm_error());
+// The last record of a failed run: the step and the message.
+static int log_error_record(trainer *t, const char *msg) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", "error");
     gm_jsonl_int(&t->log, "step", t->step);
     gm_jsonl_str(&t->log, "message", msg);
-    if (gm_jsonl_end(&t->log)) gm_fail("%s", msg);
+    return gm_jsonl_end(&t->log);
+}
+
+// Best effort, since the failure may be the log itself; the message of the failure stays the one
+// reported.
+static void log_error(trainer *t) {
+    if (!t->log.opened) return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gm_error());
+    if (log_error_record(t, msg)) gm_fail("%s", msg);
+}
+
+// The communicator's last words before it ends the process itself (the MPI watchdog, from its
+// thread, while this rank waits in a collective and touches neither the log nor t->step).
+static void log_comm_exit(void *ctx, const char *msg) {
+    trainer *t = ctx;
+    if (t->log.opened) log_error_record(t, msg);
 }
 
 // The validation set must hold val_tokens distinct tokens: the loader wraps around, and a count
@@ -524,6 +536,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     if ((comm->rank == 0 && gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose)) ||
         (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t))
         goto fail;
+    comm->last_words_ctx = t, comm->last_words = log_comm_exit;
 
     double train_s = 0, val_loss = NAN, last_print = -1e9, ckpt_write_s = 0;
     int val_step = -1;
@@ -615,6 +628,7 @@ fail:
     // A run refused before it wrote anything leaves no empty folder behind.
     if (t->comm->rank == 0) gm_run_dir_abandon(&t->dir);
 done:
+    comm->last_words = NULL;
     gm_trainer_close(t);
     return rc_;
 }
