@@ -1,7 +1,8 @@
 // How a run ends without losing its work (train/signals.h and the train program): SIGINT,
 // SIGTERM and SIGHUP (a closed terminal or SSH session: it once killed the run with nothing
 // saved) stop it after the current step with a checkpoint, exit status 130, and the exact command
-// line that continues it; a time-based checkpoint (--ckpt_every_s, on by default) bounds what a
+// line that continues it; a closed output pipe (Ctrl-C of `train | tee` ends tee too: it once
+// killed the run by SIGPIPE with nothing saved) stops it as a closed terminal does; a time-based checkpoint (--ckpt_every_s, on by default) bounds what a
 // kill -9 or a power loss costs. The MPI case (mpirun's own signalling) is in test_train_mpi.c.
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -26,6 +27,7 @@ Test(signals, each_stop_signal_is_a_stop_request_not_a_death) {
         cr_assert_eq(gm_stop_signal(), sigs[i], "signal %d", sigs[i]);
     }
     cr_assert_eq(raise(SIGXFSZ), 0, "ignored: a write past ulimit -f fails with EFBIG instead");
+    cr_assert_eq(raise(SIGPIPE), 0, "ignored: a write to a pipe without a reader fails with EPIPE instead");
 }
 
 // Under nohup SIGHUP is ignored when the program starts: the run outlives its terminal.
@@ -94,6 +96,87 @@ Test(signals, the_printed_command_line_continues_the_run, .timeout = 120) {
     char *curve = th_log_curve(log, 0);
     cr_assert(strstr(curve, "\"event\":\"train\",\"step\":5,"), "the log was continued: %s", curve);
     free(curve), free(cmd), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// The last line of a file that starts with `prefix` (malloc'd), NULL when none does.
+static char *last_line_with(const char *path, const char *prefix) {
+    char *data, *found = NULL;
+    size_t len;
+    cr_assert_eq(gm_read_all(path, &data, &len), 0, "%s", gm_error());
+    for (char *line = data; *line; line += strcspn(line, "\n"), line += *line == '\n') {
+        if (!strncmp(line, prefix, strlen(prefix))) free(found), found = strndup(line, strcspn(line, "\n"));
+    }
+    free(data);
+    return found;
+}
+
+// Ctrl-C of `train | tee` ends tee as well (the whole foreground job gets SIGINT): the run's next
+// write to the pipe once raised SIGPIPE and ended it (exit 141) before its checkpoint. The reader
+// here is a `cat` on a FIFO, ended the same moment the run gets its SIGINT.
+Test(signals, ctrl_c_that_also_ends_the_pipe_reader_keeps_the_checkpoint, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], script[9000], ckpt[4300], log[4300];
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0");
+    snprintf(script, sizeof script,
+             "mkfifo '%s/out'; cat '%s/out' > /dev/null & r=$!\n"
+             "'%s' --preset=muon-v2 --scale=tiny %s > '%s/out' & p=$!\n"
+             "for i in $(seq 300); do [ -s '%s/run/log.jsonl' ] && [ $(wc -l < '%s/run/log.jsonl') -gt 3 ] && break; sleep 0.1; done\n"
+             "kill $r; kill -INT $p; for i in $(seq 600); do kill -0 $p 2> /dev/null || break; sleep 0.1; done\n"
+             "kill -9 $p 2> /dev/null; wait $p  # 137: it did not stop\n",
+             dir, dir, th_bin_path("train"), flags, dir, dir, dir);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s %s", out, err);
+    free(out), free(err);
+    snprintf(ckpt, sizeof ckpt, "%s/run/ckpt.bin", dir);
+    long long k = ckpt_step(ckpt);
+    cr_assert_gt(k, 0, "%s", gm_error());
+    snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
+    char *last = last_line_with(log, "{\"event\":\"interrupted\"");
+    cr_assert_not_null(last, "no interrupted record in %s", log);
+    free(last);
+    // It continues from there (its printed command line went to the closed pipe).
+    char extra[4500];
+    snprintf(extra, sizeof extra, "--steps=1000000 --val_every=0 --resume=%s --halt_at=%lld", ckpt, k + 2);
+    cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 130, "%s", err);
+    char want[64];
+    snprintf(want, sizeof want, "train: interrupted after %lld steps", k + 2);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// Output whose reader is gone without a signal (`train | head -3`) counts as a closed terminal: the
+// run stops with a checkpoint and says why on stderr; under nohup (SIGHUP ignored) it goes on.
+Test(signals, a_closed_output_pipe_stops_the_run_as_a_closed_terminal, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], script[9000], ckpt[4300];
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "--steps=1000000 --val_every=0");
+    snprintf(script, sizeof script, "env --default-signal=HUP '%s' --preset=muon-v2 --scale=tiny %s | true; exit ${PIPESTATUS[0]}\n",
+             th_bin_path("train"), flags);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s", err);
+    cr_assert(strstr(err, "train: note: standard output is gone (a closed pipe or terminal): the run stops after this step with a checkpoint"),
+              "%s", err);
+    free(out), free(err);
+    snprintf(ckpt, sizeof ckpt, "%s/run/ckpt.bin", dir);
+    cr_assert_geq(ckpt_step(ckpt), 1, "%s", gm_error());
+    th_rmtree(dir);
+    free(dir);
+
+    dir = th_tmpdir();
+    th_make_train_data(dir);
+    th_test_flags(flags, sizeof flags, dir, "");
+    snprintf(script, sizeof script, "env --ignore-signal=HUP '%s' --preset=muon-v2 --scale=tiny %s | true; exit ${PIPESTATUS[0]}\n",
+             th_bin_path("train"), flags);
+    cr_assert_eq(th_run_script(dir, "", script, &out, &err), 0, "%s", err);
+    cr_assert(strstr(err, "under nohup the run goes on without it"), "%s", err);
+    free(out), free(err);
+    char log[4300];
+    snprintf(log, sizeof log, "%s/run/log.jsonl", dir);
+    char *end = last_line_with(log, "{\"event\":\"end\",\"step\":6,");
+    cr_assert_not_null(end, "the run did not end at step 6");
+    free(end);
     th_rmtree(dir);
     free(dir);
 }

@@ -556,7 +556,10 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             gm_progress_val(&progress, gm_seconds_since(t0));
             val_step = s;
             if (log_record(t, "val", s, val_loss, 0, train_s, tokens, 0)) goto fail;
-            if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
+            if (verbose && comm->rank == 0) {
+                printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
+                gm_output_flush(stdout);
+            }
         }
         if (s == rc->steps) break;
         uint64_t t0 = gm_now_ns();
@@ -574,6 +577,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
             gm_progress_print(stdout, &progress, s, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
+            gm_output_flush(stdout);
         }
         // Checkpoints between the steps: every ckpt_every steps, and after ckpt_every_s seconds of
         // wall time (rank 0's clock; only rank 0 writes), spaced so that writing them takes at
