@@ -1,8 +1,9 @@
 // How a run ends without losing its work (train/signals.h and the train program): SIGINT,
 // SIGTERM and SIGHUP (a closed terminal or SSH session: it once killed the run with nothing
-// saved) stop it after the current step with a checkpoint, exit status 130, and the exact command
-// line that continues it; a closed output pipe (Ctrl-C of `train | tee` ends tee too: it once
-// killed the run by SIGPIPE with nothing saved) stops it as a closed terminal does; a time-based checkpoint (--ckpt_every_s, on by default) bounds what a
+// saved) stop it after the current step, or between two batches of a validation, with a checkpoint,
+// exit status 130, and the exact command line that continues it; a closed output pipe (Ctrl-C of
+// `train | tee` ends tee too: it once killed the run by SIGPIPE with nothing saved) stops it as a
+// closed terminal does; a time-based checkpoint (--ckpt_every_s, on by default) bounds what a
 // kill -9 or a power loss costs. The MPI case (mpirun's own signalling) is in test_train_mpi.c.
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/io.h"
+#include "data/shard.h"
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 #include "train/signals.h"
@@ -179,6 +181,84 @@ Test(signals, a_closed_output_pipe_stops_the_run_as_a_closed_terminal, .timeout 
     free(end);
     th_rmtree(dir);
     free(dir);
+}
+
+// A validation set of `n` tokens in dir/val_000000.bin (vocabulary and documents as
+// th_make_train_data's), long enough that a validation takes seconds.
+static void write_long_val(const char *dir, size_t n) {
+    uint16_t *tok = malloc(n * sizeof *tok);
+    cr_assert_not_null(tok);
+    for (size_t i = 0; i < n; i++) tok[i] = (uint16_t)(i % 97 == 0 ? 1 : 2 + (i * 37 + i / 97) % 510);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/val_000000.bin", dir);
+    cr_assert_eq(gm_shard_write(path, tok, n), 0, "%s", gm_error());
+    free(tok);
+}
+
+// A stop during a validation (at full scale one takes many steps' time, longer than a scheduler's
+// grace period) is honoured between two of its batches: no val record for it, a checkpoint of the
+// step before it (the validation changes nothing a checkpoint holds) and an `interrupted` record
+// with "val_abandoned":true; the resumed run validates that step again from its first batch and
+// ends bit for bit as the uninterrupted run: the same log from that step on, the same final
+// checkpoint. Both a validation between steps (--val_every=3: step 3's) and the final one.
+Test(signals, a_stop_during_a_validation_ends_it_at_the_next_batch_and_resumes_bit_for_bit, .timeout = 300) {
+    const struct {
+        const char *flags;
+        int last_train_step;  // the run is in the validation after this step's record
+    } cases[] = {{"--val_every=3", 2}, {"--val_every=0", 5}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *dir = th_tmpdir(), *out, *err, extra[4600], flags[4096], script[9000], path[4300], whole[4300];
+        th_make_train_data(dir);
+        write_long_val(dir, 140000);
+        const char *val = "--val_tokens=131072";  // 512 batches of B 4 x T 64
+        int s = cases[c].last_train_step + 1;
+        snprintf(extra, sizeof extra, "%s %s --out_dir=%s/whole", cases[c].flags, val, dir);
+        cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 0, "%s", err);
+        free(out), free(err);
+        // Interrupted once its record of the step before the validation is written, and a moment
+        // later (that validation takes seconds): in the validation.
+        snprintf(extra, sizeof extra, "%s %s", cases[c].flags, val);
+        th_test_flags(flags, sizeof flags, dir, extra);
+        snprintf(script, sizeof script,
+                 "'%s' --preset=muon-v2 --scale=tiny %s & p=$!\n"
+                 "for i in $(seq 600); do grep -q '\"event\":\"train\",\"step\":%d,' '%s/run/log.jsonl' 2> /dev/null && break; sleep 0.1; done\n"
+                 "sleep 0.3; kill -INT $p; wait $p\n",
+                 th_bin_path("train"), flags, cases[c].last_train_step, dir);
+        cr_assert_eq(th_run_script(dir, "", script, &out, &err), 130, "%s %s", out, err);
+        char said[64];
+        snprintf(said, sizeof said, "train: interrupted after %d steps", s);
+        cr_assert(strstr(out, said), "%s", out);
+        free(out), free(err);
+        snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+        char prefix[64], *rec;
+        snprintf(prefix, sizeof prefix, "{\"event\":\"val\",\"step\":%d,", s);
+        cr_assert_null(rec = last_line_with(path, prefix), "the abandoned validation was logged: %s", rec);
+        snprintf(prefix, sizeof prefix, "{\"event\":\"interrupted\",\"step\":%d,", s);
+        cr_assert_not_null(rec = last_line_with(path, prefix), "no interrupted record at step %d", s);
+        cr_assert(strstr(rec, "\"val_abandoned\":true"), "%s", rec);
+        free(rec);
+        snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+        cr_assert_eq(ckpt_step(path), s, "%s", gm_error());
+        // The resumed run is the uninterrupted one.
+        snprintf(extra, sizeof extra, "%s %s --resume=%s", cases[c].flags, val, path);
+        cr_assert_eq(th_train(dir, "muon-v2", extra, &out, &err), 0, "%s", err);
+        free(out), free(err);
+        snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+        snprintf(whole, sizeof whole, "%s/whole/log.jsonl", dir);
+        char *resumed = th_log_curve(path, s), *uninterrupted = th_log_curve(whole, s);
+        cr_assert_str_eq(resumed, uninterrupted, "resumed vs uninterrupted from step %d", s);
+        free(resumed), free(uninterrupted);
+        char *a, *b;
+        size_t na, nb;
+        snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+        snprintf(whole, sizeof whole, "%s/whole/ckpt.bin", dir);
+        cr_assert_eq(gm_read_all(path, &a, &na), 0, "%s", gm_error());
+        cr_assert_eq(gm_read_all(whole, &b, &nb), 0, "%s", gm_error());
+        cr_assert(na == nb && memcmp(a, b, na) == 0, "the final checkpoints differ");
+        free(a), free(b);
+        th_rmtree(dir);
+        free(dir);
+    }
 }
 
 // kill -9 (or a power loss) costs at most --ckpt_every_s of wall time: the checkpoint on disk is

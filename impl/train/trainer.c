@@ -333,11 +333,24 @@ static int step_fault(int s, const char *what, double l) {
                    isnan(l) ? fabs(l) : l);
 }
 
+// 1 when the run stops here: a stop request on any rank (a signal, its output gone, or `local`:
+// --halt_at) is honoured by every rank at the same point. -1 when the collective fails.
+static int stop_agreed(trainer *t, int local) {
+    gm_real stop = gm_stop_signal() || local ? 1 : 0;
+    if (t->comm->world > 1 && gm_allreduce_mean(t->comm, &stop, 1, real_dtype())) return -1;
+    return stop > 0;
+}
+
+// The mean loss over the validation set into *loss: 0. A stop request abandons it between two
+// batches (a validation takes many steps' time: a scheduler's grace period may be shorter): 1,
+// *loss untouched. -1 on a fault.
 static int validate(trainer *t, double *loss) {
     const gm_config *c = &t->model.cfg;
     gm_loader_reset(&t->val);
     double sum = 0;
     for (int i = 0; i < t->val_steps; i++) {
+        int stop = stop_agreed(t, 0);
+        if (stop) return stop;
         gm_loader_next(&t->val, t->x, t->y);
         double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
         if (!isfinite(l)) return step_fault(t->step, "validation", l);
@@ -539,7 +552,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     comm->last_words_ctx = t, comm->last_words = log_comm_exit;
 
     double train_s = 0, val_loss = NAN, last_print = -1e9, ckpt_write_s = 0;
-    int val_step = -1;
+    int val_step = -1, val_abandoned = 0;
     long long tokens = (long long)start * rc->grad_accum * W * B * T, timed_tokens = 0;
     gm_progress progress;
     gm_progress_init(&progress, rc->steps, rc->val_every);
@@ -552,7 +565,15 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_model_set_window(&t->model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
             uint64_t t0 = gm_now_ns();
-            if (validate(t, &val_loss)) goto fail;
+            int r = validate(t, &val_loss);
+            if (r < 0) goto fail;
+            // Abandoned for a stop: no val record; checkpointed below as at a step boundary (the
+            // validation changed nothing the checkpoint holds), and the resumed run validates step s
+            // again from its first batch.
+            if (r > 0) {
+                val_abandoned = 1;
+                break;
+            }
             gm_progress_val(&progress, gm_seconds_since(t0));
             val_step = s;
             if (log_record(t, "val", s, val_loss, 0, train_s, tokens, 0)) goto fail;
@@ -592,10 +613,10 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             t_ckpt = gm_now_ns();
             ckpt_write_s = gm_seconds_since(w);
         }
-        // A stop request is honoured by every rank at the same step.
-        gm_real stop = gm_stop_signal() || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
-        if (W > 1 && gm_allreduce_mean(comm, &stop, 1, real_dtype())) goto fail;
-        if (stop > 0 && s + 1 < rc->steps) {
+        // A stop after the last step is honoured by the final validation, between its batches.
+        int stop = stop_agreed(t, rc->halt_at > 0 && s + 1 == rc->halt_at);
+        if (stop < 0) goto fail;
+        if (stop && s + 1 < rc->steps) {
             s++;
             break;
         }
@@ -610,7 +631,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         res->tokens = tokens;
         res->tokens_per_s = train_s > 0 ? timed_tokens / train_s : 0;
         res->peak_rss_kb = peak_rss_kb();
-        res->interrupted = s < rc->steps;
+        res->interrupted = s < rc->steps || val_abandoned;
         if (res->params) {
             size_t n = res->params_len < t->model.params.total ? res->params_len : t->model.params.total;
             be->download(be, res->params, t->model.p, n * sizeof(gm_real));
@@ -623,6 +644,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_jsonl_num(&t->log, "train_time_s", train_s);
         gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
         gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
+        if (res->interrupted) gm_jsonl_bool(&t->log, "val_abandoned", val_abandoned);
         if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
