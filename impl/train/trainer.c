@@ -425,6 +425,23 @@ static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *
 #undef PHASE
 }
 
+// The checkpoint of step s (after step s - 1, or after the validation before step s) when one is
+// due: every ckpt_every steps (by_count), and --ckpt_every_s seconds of wall time after the last
+// one ended (rank 0's clock: only rank 0 writes; gathering a sharded state takes every rank, so they
+// follow it). Checked at every such boundary, so a kill loses at most that plus one step or one
+// validation (plus a checkpoint write cut short). The last step's is written at the end.
+static int checkpoint_if_due(trainer *t, int s, int by_count, uint64_t *t_ckpt) {
+    const gm_run_config *rc = t->rc;
+    if (rc->ckpt_every < 0 || s >= rc->steps) return 0;
+    int due = by_count && rc->ckpt_every > 0 && s % rc->ckpt_every == 0;
+    due |= rc->ckpt_every_s > 0 && gm_seconds_since(*t_ckpt) >= rc->ckpt_every_s;
+    if (t->spans && t->comm->world > 1 && gm_broadcast(t->comm, &due, sizeof due, 0)) return -1;
+    if (!due) return 0;
+    if (save_checkpoint(t, s)) return -1;
+    *t_ckpt = gm_now_ns();
+    return 0;
+}
+
 static long peak_rss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -551,7 +568,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         goto fail;
     comm->last_words_ctx = t, comm->last_words = log_comm_exit;
 
-    double train_s = 0, val_loss = NAN, last_print = -1e9, ckpt_write_s = 0;
+    double train_s = 0, val_loss = NAN, last_print = -1e9;
     int val_step = -1, val_abandoned = 0;
     long long tokens = (long long)start * rc->grad_accum * W * B * T, timed_tokens = 0;
     gm_progress progress;
@@ -581,6 +598,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
                 printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
                 gm_output_flush(stdout);
             }
+            if (checkpoint_if_due(t, s, 0, &t_ckpt)) goto fail;
         }
         if (s == rc->steps) break;
         uint64_t t0 = gm_now_ns();
@@ -600,19 +618,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
             gm_progress_print(stdout, &progress, s, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
             gm_output_flush(stdout);
         }
-        // Checkpoints between the steps: every ckpt_every steps, and after ckpt_every_s seconds of
-        // wall time (rank 0's clock; only rank 0 writes), spaced so that writing them takes at
-        // most 5% of the time. The last step's is written below.
-        int due = rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0;
-        due |= rc->ckpt_every >= 0 && rc->ckpt_every_s > 0 && gm_seconds_since(t_ckpt) >= fmax(rc->ckpt_every_s, 20 * ckpt_write_s);
-        // Gathering a sharded state takes every rank: they follow rank 0's clock.
-        if (t->spans && W > 1 && gm_broadcast(comm, &due, sizeof due, 0)) goto fail;
-        if (due && s + 1 < rc->steps) {
-            uint64_t w = gm_now_ns();
-            if (save_checkpoint(t, s + 1)) goto fail;
-            t_ckpt = gm_now_ns();
-            ckpt_write_s = gm_seconds_since(w);
-        }
+        if (checkpoint_if_due(t, s + 1, 1, &t_ckpt)) goto fail;
         // A stop after the last step is honoured by the final validation, between its batches.
         int stop = stop_agreed(t, rc->halt_at > 0 && s + 1 == rc->halt_at);
         if (stop < 0) goto fail;
