@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/io.h"
 #include "base/timer.h"
@@ -21,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 #include "train/signals.h"
+#include "train/trainer.h"
 #include "helpers.h"
 
 Test(signals, each_stop_signal_is_a_stop_request_not_a_death) {
@@ -102,6 +104,26 @@ Test(signals, the_printed_command_line_continues_the_run, .timeout = 120) {
     char *curve = th_log_curve(log, 0);
     cr_assert(strstr(curve, "\"event\":\"train\",\"step\":5,"), "the log was continued: %s", curve);
     free(curve), free(cmd), free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A stop asked for while the run starts (Ctrl-C while it opens its data and builds its model: a
+// while at full scale) is honoured at the first boundary, here between the batches of step 0's
+// validation: it once was forgotten as the loop began, and the run trained on.
+Test(signals, a_stop_asked_for_during_start_up_is_honoured, .timeout = 60) {
+    char *dir = th_tmpdir(), flags[4096], path[4300];
+    th_make_train_data(dir);
+    gm_run_config rc;
+    cr_assert_eq(gm_run_config_preset(&rc, "muon-v2", "tiny"), 0, "%s", gm_error());
+    th_apply_flags(&rc, th_test_flags(flags, sizeof flags, dir, ""));
+    cr_assert_eq(gm_run_config_finish(&rc), 0, "%s", gm_error());
+    gm_stop_request(SIGINT);
+    gm_train_result res = {0};
+    cr_assert_eq(gm_train(&rc, NULL, gm_backend_cpu(), 0, &res), 0, "%s", gm_error());
+    cr_assert(res.interrupted && res.steps_done == 0, "interrupted %d after %d steps", res.interrupted, res.steps_done);
+    snprintf(path, sizeof path, "%s/run/ckpt.bin", dir);
+    cr_assert_eq(ckpt_step(path), 0, "%s", gm_error());
     th_rmtree(dir);
     free(dir);
 }

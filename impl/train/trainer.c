@@ -555,7 +555,6 @@ int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void 
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
     gm_train_result local = {0};
     if (!res) res = &local;
-    gm_stop_request(0);
     trainer *t = gm_trainer_open(rc, comm, be);
     if (!t) return -1;
     t->verbose = verbose;
