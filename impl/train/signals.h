@@ -1,6 +1,7 @@
 // How a run is asked to stop: the signals that end a run in a terminal or a batch system become
-// one flag, read by the training loop at each step boundary (and combined across ranks there), so
-// the run ends after its current step with a checkpoint instead of losing what it trained.
+// one flag, read by the training loop at each step boundary and before each validation batch (and
+// combined across ranks there), so the run ends after its current step, or abandons its validation,
+// with a checkpoint instead of losing what it trained.
 //   SIGINT   Ctrl-C
 //   SIGTERM  kill, a batch system's end of job, and Open MPI's mpirun when it is interrupted
 //            (it sends SIGCONT, waits odls_base_sigkill_timeout seconds, sends SIGTERM, waits as
