@@ -3,7 +3,7 @@
 // started with different configurations are refused at start, and so are single-process ranks
 // (--comm=single) that would each write the same out_dir, and a checkpoint of another world size;
 // a rank killed mid-run ends the job with a non-zero status in bounded time and a message naming
-// the rank.
+// the rank, and a hung one through the collective watchdog, with the log's error record.
 // As in both/test_train_accum.c, Newton-Schulz runs unrounded and Adam's eps is 1e-4: with the
 // records' bf16 NS and eps 1e-8 the optimizer amplifies last-bit gradient differences that any
 // change of summation order makes (see that file for the measurements).
@@ -121,6 +121,40 @@ Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
     cr_assert_leq(atoi(took + 6), 30, "the job took %s to end", took);
     cr_assert(strstr(err, "rank 1"), "the message names the rank: %s", err);
     free(out), free(err);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// A hung rank (stopped: alive, but silent) ends the job through the others' collective watchdog
+// (--comm_timeout), and rank 0's log ends as any failed run's does: with the error record that
+// names the step and the collective (the watchdog once exited without it).
+Test(train_mpi, a_hung_rank_ends_the_job_with_an_error_record, .timeout = 120) {
+    char *dir = th_tmpdir(), *out, *err, flags[4096], all[4300], script[20000], path[4300];
+    th_make_train_data(dir);
+    snprintf(all, sizeof all, "%s --steps=1000000 --val_every=0 --ckpt_every=0 --comm_timeout=5", PF);
+    th_test_flags(flags, sizeof flags, dir, all);
+    // The ranks are found by this test's own folder in their command line, as above.
+    snprintf(script, sizeof script,
+             "%s '%s' --preset=softcap --scale=tiny %s & job=$!\n"
+             "for i in $(seq 600); do [ -s '%s/run/log.jsonl' ] && [ $(wc -l < '%s/run/log.jsonl') -gt 3 ] && break; sleep 0.1; done\n"
+             "for p in $(pgrep -f -- '--out_dir=%s/run'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; "
+             "then kill -STOP $p; fi; done; wait $job",
+             th_mpirun(2), th_bin_path("train"), flags, dir, dir, dir);
+    int rc = th_run_script(dir, "", script, &out, &err);
+    cr_assert_neq(rc, 0, "the job survived a hung rank: %s", out);
+    cr_assert(strstr(err, "did not complete within 5 s"), "%s", err);
+    snprintf(path, sizeof path, "%s/run/log.jsonl", dir);
+    char *log;
+    size_t len;
+    cr_assert_eq(gm_read_all(path, &log, &len), 0, "%s", gm_error());
+    while (len && log[len - 1] == '\n') log[--len] = '\0';
+    const char *last = strrchr(log, '\n');
+    last = last ? last + 1 : log;
+    const char *head = "{\"event\":\"error\",\"step\":";
+    cr_assert(!strncmp(last, head, strlen(head)) && strstr(last, "\"message\":\"rank 0: ") &&
+                  strstr(last, "did not complete within 5 s"),
+              "the log ends with: %s", last);
+    free(log), free(out), free(err);
     th_rmtree(dir);
     free(dir);
 }

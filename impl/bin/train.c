@@ -25,8 +25,9 @@ static void usage(const char *preset, const char *scale) {
     char scales[128], presets[256];
     printf("usage: train --preset NAME --scale %s [--key=value ...]\n"
            "  presets: %s\n"
-           "  Ctrl-C (SIGINT), SIGTERM and SIGHUP stop after the current step with a checkpoint (exit status 130)\n"
-           "  and print the command line that continues the run; under mpirun see README, \"Training\".\n"
+           "  Ctrl-C (SIGINT), SIGTERM, SIGHUP and a closed output pipe stop after the current step (or validation batch)\n"
+           "  with a checkpoint (exit status 130) and print the command line that continues the run; under mpirun see\n"
+           "  README, \"Training\".\n"
            "overrides: the defaults come from the preset and scale, here --preset=%s --scale=%s\n"
            "(`train --preset=NAME --scale=SCALE --help` shows another's; the resolved configuration is logged):\n",
            gm_names_join(gm_scale_names, "|", scales, sizeof scales),

@@ -13,7 +13,8 @@
 // The reduce-scatter is that same reduction of the whole buffer followed by a scatter instead of the
 // broadcast: every value a rank receives is bitwise the one the all-reduce gives it.
 // A collective that does not finish within `timeout_s` (a peer died or hung) ends this process
-// with one line naming the rank and the operation, so a job never hangs forever.
+// with one line naming the rank and the operation (and last_words first), so a job never hangs
+// forever.
 #ifndef GM_DIST_COMM_H
 #define GM_DIST_COMM_H
 
@@ -64,6 +65,10 @@ typedef struct {
     void (*close)(gm_comm *c);  // before the host channel's close; NULL: nothing to release
 } gm_comm_data_ops;
 
+// Called with its message by a communicator that ends the process itself (the MPI watchdog, from
+// its own thread, while the caller waits in a collective that will not return), before it exits.
+typedef void (*gm_comm_last_words_fn)(void *ctx, const char *message);
+
 struct gm_comm {
     const gm_comm_ops *ops;        // host channel
     const gm_comm_data_ops *data;  // data channel
@@ -71,6 +76,9 @@ struct gm_comm {
     double timeout_s;
     void *impl;       // host channel state
     void *data_impl;  // data channel state
+    // Set by the caller (the trainer: its log's error record), only between collectives; NULL: none.
+    gm_comm_last_words_fn last_words;
+    void *last_words_ctx;
 };
 
 // kind: "single", "mpi", "nccl", or "auto" (mpi when launched by mpirun, else single).

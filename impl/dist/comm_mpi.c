@@ -18,11 +18,13 @@
 typedef struct {
     pthread_t watchdog;
     atomic_int stop;
-    atomic_ullong op_start_ns;  // 0 when no collective is in flight
+    atomic_ullong op_start_ns;  // 0 when no collective is in flight, TIMED_OUT once the watchdog took it
     const char *_Atomic op_name;
-    int rank;
+    gm_comm *comm;  // for its last_words
     double timeout_s;
 } mpi_state;
+
+#define TIMED_OUT ULLONG_MAX
 
 static void *watchdog_main(void *arg) {
     mpi_state *s = arg;
@@ -30,12 +32,16 @@ static void *watchdog_main(void *arg) {
         struct timespec nap = {0, 200 * 1000 * 1000};
         nanosleep(&nap, NULL);
         unsigned long long start = atomic_load(&s->op_start_ns);
-        if (start && (double)(gm_now_ns() - start) * 1e-9 > s->timeout_s) {
-            char t[GM_FMT_DOUBLE_LEN];
-            gm_report("error", "rank %d: %s did not complete within %s s: another rank died or hung; stopping", s->rank,
-                      atomic_load(&s->op_name), gm_fmt_double(s->timeout_s, t));
-            _exit(3);
-        }
+        if (!start || (double)(gm_now_ns() - start) * 1e-9 <= s->timeout_s) continue;
+        // Taken from the caller, which can no longer return from the collective (op_end), so the
+        // last words (the log's error record) are written while it writes nothing.
+        if (!atomic_compare_exchange_strong(&s->op_start_ns, &start, TIMED_OUT)) continue;
+        char msg[256], t[GM_FMT_DOUBLE_LEN];
+        snprintf(msg, sizeof msg, "rank %d: %s did not complete within %s s: another rank died or hung; stopping", s->comm->rank,
+                 atomic_load(&s->op_name), gm_fmt_double(s->timeout_s, t));
+        if (s->comm->last_words) s->comm->last_words(s->comm->last_words_ctx, msg);
+        gm_report("error", "%s", msg);
+        _exit(3);
     }
     return NULL;
 }
@@ -48,7 +54,8 @@ static void op_begin(gm_comm *c, const char *name) {
 
 static int op_end(gm_comm *c, int mpi_rc, const char *name) {
     mpi_state *s = c->impl;
-    atomic_store(&s->op_start_ns, 0);
+    if (atomic_exchange(&s->op_start_ns, 0) == TIMED_OUT)
+        for (;;) pause();  // the watchdog ends the process
     if (mpi_rc == MPI_SUCCESS) return 0;
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -207,7 +214,7 @@ int gm_comm_open_mpi(gm_comm *c, int *argc, char ***argv) {
     if (gm_mpi_init(argc, argv, &c->rank, &c->world)) return -1;
     mpi_state *s = calloc(1, sizeof *s);
     if (!s) return gm_fail("comm: out of memory");
-    s->rank = c->rank;
+    s->comm = c;
     s->timeout_s = c->timeout_s;
     atomic_store(&s->op_name, "");
     if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0) {

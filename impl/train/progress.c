@@ -38,5 +38,4 @@ void gm_progress_print(FILE *f, const gm_progress *p, int s, double loss, double
     gm_format_duration(gm_progress_eta(p, s + 1), eta, sizeof eta);
     fprintf(f, "step %d/%d [%s] | loss %.4f | lr x%.3f | window %d | %.0f tok/s | %s elapsed, ETA %s\n", s + 1, p->steps, bar, loss,
             lr_mult, window, tok_per_s, el, eta);
-    fflush(f);
 }

@@ -85,8 +85,9 @@ static const gm_field FIELDS[] = {
     R_STR("out_dir", out_dir, "folder of the log and checkpoints"),
     R_INT("ckpt_every", ckpt_every, -1, 1 << 30, "checkpoint every N steps (0: only at the end; -1: never, for benchmarks)"),
     R_INT("ckpt_every_s", ckpt_every_s, 0, 1 << 30,
-          "also checkpoint when this many seconds of wall time passed since the last one, so that a kill -9 or a power loss "
-          "costs at most that (0: not by time)"),
+          "also checkpoint when this many seconds of wall time passed since the last one (checked after every step and "
+          "validation), so that a kill -9 or a power loss costs at most that plus one step or validation, and the checkpoint "
+          "write it may cut short (0: not by time)"),
     R_INT("halt_at", halt_at, 0, 1 << 30, "stop after N steps with a checkpoint, as Ctrl-C does (0: never)"),
     R_STR("resume", resume, "checkpoint to resume from"),
     R_INT("overwrite", overwrite, 0, 1, "replace the run already in out_dir (its log.jsonl and ckpt.bin)"),

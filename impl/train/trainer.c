@@ -396,17 +396,29 @@ static int open_log(trainer *t) {
     return r;
 }
 
-// The last record of a failed run: the step and the message. Best effort, since the failure may
-// be the log itself; the message of the failure stays the one reported.
-static void log_error(trainer *t) {
-    if (!t->log.opened) return;
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", gm_error());
+// The last record of a failed run: the step and the message.
+static int log_error_record(trainer *t, const char *msg) {
     gm_jsonl_begin(&t->log);
     gm_jsonl_str(&t->log, "event", "error");
     gm_jsonl_int(&t->log, "step", t->step);
     gm_jsonl_str(&t->log, "message", msg);
-    if (gm_jsonl_end(&t->log)) gm_fail("%s", msg);
+    return gm_jsonl_end(&t->log);
+}
+
+// Best effort, since the failure may be the log itself; the message of the failure stays the one
+// reported.
+static void log_error(trainer *t) {
+    if (!t->log.opened) return;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", gm_error());
+    if (log_error_record(t, msg)) gm_fail("%s", msg);
+}
+
+// The communicator's last words before it ends the process itself (the MPI watchdog, from its
+// thread, while this rank waits in a collective and touches neither the log nor t->step).
+static void log_comm_exit(void *ctx, const char *msg) {
+    trainer *t = ctx;
+    if (t->log.opened) log_error_record(t, msg);
 }
 
 // The validation set must hold val_tokens distinct tokens: the loader wraps around, and a count
@@ -452,11 +464,24 @@ static int step_fault(int s, const char *what, double l) {
                    isnan(l) ? fabs(l) : l);
 }
 
+// 1 when the run stops here: a stop request on any rank (a signal, its output gone, or `local`:
+// --halt_at) is honoured by every rank at the same point. -1 when the collective fails.
+static int stop_agreed(trainer *t, int local) {
+    gm_real stop = gm_stop_signal() || local ? 1 : 0;
+    if (t->comm->world > 1 && gm_allreduce_mean(t->comm, &stop, 1, real_dtype())) return -1;
+    return stop > 0;
+}
+
+// The mean loss over the validation set into *loss: 0. A stop request abandons it between two
+// batches (a validation takes many steps' time: a scheduler's grace period may be shorter): 1,
+// *loss untouched. -1 on a fault.
 static int validate(trainer *t, double *loss) {
     const gm_config *c = &t->model.cfg;
     gm_loader_reset(&t->val);
     double sum = 0;
     for (int i = 0; i < t->val_steps; i++) {
+        int stop = stop_agreed(t, 0);
+        if (stop) return stop;
         gm_loader_next(&t->val, t->x, t->y);
         double l = gm_model_forward(&t->model, t->x, t->y, c->batch, c->seq_len);
         if (!isfinite(l)) return step_fault(t->step, "validation", l);
@@ -529,6 +554,23 @@ static int train_step(trainer *t, int s, double *loss, gm_phase_fn phase, void *
     *loss = mean;
     return 0;
 #undef PHASE
+}
+
+// The checkpoint of step s (after step s - 1, or after the validation before step s) when one is
+// due: every ckpt_every steps (by_count), and --ckpt_every_s seconds of wall time after the last
+// one ended (rank 0's clock: only rank 0 writes; gathering a sharded state takes every rank, so they
+// follow it). Checked at every such boundary, so a kill loses at most that plus one step or one
+// validation (plus a checkpoint write cut short). The last step's is written at the end.
+static int checkpoint_if_due(trainer *t, int s, int by_count, uint64_t *t_ckpt) {
+    const gm_run_config *rc = t->rc;
+    if (rc->ckpt_every < 0 || s >= rc->steps) return 0;
+    int due = by_count && rc->ckpt_every > 0 && s % rc->ckpt_every == 0;
+    due |= rc->ckpt_every_s > 0 && gm_seconds_since(*t_ckpt) >= rc->ckpt_every_s;
+    if (t->spans && t->comm->world > 1 && gm_broadcast(t->comm, &due, sizeof due, 0)) return -1;
+    if (!due) return 0;
+    if (save_checkpoint(t, s)) return -1;
+    *t_ckpt = gm_now_ns();
+    return 0;
 }
 
 static long peak_rss_kb(void) {
@@ -649,7 +691,6 @@ int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void 
 int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int verbose, gm_train_result *res) {
     gm_train_result local = {0};
     if (!res) res = &local;
-    gm_stop_request(0);
     trainer *t = gm_trainer_open(rc, comm, be);
     if (!t) return -1;
     t->verbose = verbose;
@@ -660,9 +701,10 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
     if ((comm->rank == 0 && (check_out_dir_apart(t) || gm_run_dir_open(&t->dir, rc, checkpoint_bytes(t), verbose))) ||
         (rc->resume[0] && load_checkpoint(t, rc->resume, &start)) || open_log(t))
         goto fail;
+    comm->last_words_ctx = t, comm->last_words = log_comm_exit;
 
-    double train_s = 0, val_loss = NAN, last_print = -1e9, ckpt_write_s = 0;
-    int val_step = -1;
+    double train_s = 0, val_loss = NAN, last_print = -1e9;
+    int val_step = -1, val_abandoned = 0;
     long long tokens = (long long)start * rc->grad_accum * W * B * T, timed_tokens = 0;
     gm_progress progress;
     gm_progress_init(&progress, rc->steps, rc->val_every);
@@ -675,11 +717,23 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_model_set_window(&t->model, window);
         if (s == rc->steps || (rc->val_every > 0 && s % rc->val_every == 0)) {
             uint64_t t0 = gm_now_ns();
-            if (validate(t, &val_loss)) goto fail;
+            int r = validate(t, &val_loss);
+            if (r < 0) goto fail;
+            // Abandoned for a stop: no val record; checkpointed below as at a step boundary (the
+            // validation changed nothing the checkpoint holds), and the resumed run validates step s
+            // again from its first batch.
+            if (r > 0) {
+                val_abandoned = 1;
+                break;
+            }
             gm_progress_val(&progress, gm_seconds_since(t0));
             val_step = s;
             if (log_record(t, "val", s, val_loss, 0, train_s, tokens, 0)) goto fail;
-            if (verbose && comm->rank == 0) printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
+            if (verbose && comm->rank == 0) {
+                printf("step %d/%d | val loss %.4f | train time %.1f s\n", s, rc->steps, val_loss, train_s);
+                gm_output_flush(stdout);
+            }
+            if (checkpoint_if_due(t, s, 0, &t_ckpt)) goto fail;
         }
         if (s == rc->steps) break;
         uint64_t t0 = gm_now_ns();
@@ -697,24 +751,13 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         if (verbose && comm->rank == 0 && (now - last_print >= rc->log_every || s + 1 == rc->steps)) {
             last_print = now;
             gm_progress_print(stdout, &progress, s, loss, mult, window, train_s > 0 ? timed_tokens / train_s : step_tokens / dt, now);
+            gm_output_flush(stdout);
         }
-        // Checkpoints between the steps: every ckpt_every steps, and after ckpt_every_s seconds of
-        // wall time (rank 0's clock; only rank 0 writes), spaced so that writing them takes at
-        // most 5% of the time. The last step's is written below.
-        int due = rc->ckpt_every > 0 && (s + 1) % rc->ckpt_every == 0;
-        due |= rc->ckpt_every >= 0 && rc->ckpt_every_s > 0 && gm_seconds_since(t_ckpt) >= fmax(rc->ckpt_every_s, 20 * ckpt_write_s);
-        // Gathering a sharded state takes every rank: they follow rank 0's clock.
-        if (t->spans && W > 1 && gm_broadcast(comm, &due, sizeof due, 0)) goto fail;
-        if (due && s + 1 < rc->steps) {
-            uint64_t w = gm_now_ns();
-            if (save_checkpoint(t, s + 1)) goto fail;
-            t_ckpt = gm_now_ns();
-            ckpt_write_s = gm_seconds_since(w);
-        }
-        // A stop request is honoured by every rank at the same step.
-        gm_real stop = gm_stop_signal() || (rc->halt_at > 0 && s + 1 == rc->halt_at) ? 1 : 0;
-        if (W > 1 && gm_allreduce_mean(comm, &stop, 1, real_dtype())) goto fail;
-        if (stop > 0 && s + 1 < rc->steps) {
+        if (checkpoint_if_due(t, s + 1, 1, &t_ckpt)) goto fail;
+        // A stop after the last step is honoured by the final validation, between its batches.
+        int stop = stop_agreed(t, rc->halt_at > 0 && s + 1 == rc->halt_at);
+        if (stop < 0) goto fail;
+        if (stop && s + 1 < rc->steps) {
             s++;
             break;
         }
@@ -729,7 +772,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         res->tokens = tokens;
         res->tokens_per_s = train_s > 0 ? timed_tokens / train_s : 0;
         res->peak_rss_kb = peak_rss_kb();
-        res->interrupted = s < rc->steps;
+        res->interrupted = s < rc->steps || val_abandoned;
         if (res->params) {
             size_t n = res->params_len < t->model.params.total ? res->params_len : t->model.params.total;
             be->download(be, res->params, t->model.p, n * sizeof(gm_real));
@@ -743,6 +786,7 @@ int gm_train(const gm_run_config *rc, gm_comm *comm, const gm_backend *be, int v
         gm_jsonl_num(&t->log, "tokens_per_s", res->tokens_per_s);
         gm_jsonl_int(&t->log, "peak_rss_kb", res->peak_rss_kb);
         gm_jsonl_int(&t->log, "peak_vm_kb", gm_peak_vm_kb());
+        if (res->interrupted) gm_jsonl_bool(&t->log, "val_abandoned", val_abandoned);
         if (gm_jsonl_end(&t->log)) goto fail;
     }
     goto done;
@@ -752,6 +796,7 @@ fail:
     // A run refused before it wrote anything leaves no empty folder behind.
     if (t->comm->rank == 0) gm_run_dir_abandon(&t->dir);
 done:
+    comm->last_words = NULL;
     gm_trainer_close(t);
     return rc_;
 }

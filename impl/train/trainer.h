@@ -5,9 +5,10 @@
 //   -> each group's optimizer at lr_base * schedule(s) (Muon sharded over ranks)
 //   -> a JSON-lines record and, when due, the progress line (train/progress.h); checkpoints
 //      atomically every ckpt_every steps, every ckpt_every_s seconds, at the end, and when a stop
-//      is requested (train/signals.h: Ctrl-C, SIGTERM, SIGHUP; every rank stops at the same step).
+//      is requested (train/signals.h: Ctrl-C, SIGTERM, SIGHUP, the output gone; every rank stops at
+//      the same step, or between the same two batches of a validation, which is then abandoned).
 // Before the first step, rank 0 makes out_dir ready (train/run_dir.h: locked, not holding another
-// run, room for the checkpoints). Any failure after the log is open
+// run, room for the checkpoints). Any failure after the log is open (the MPI watchdog's included)
 // ends it with an "error" record (step, message); a failed log write is a failure, and a failed
 // checkpoint write leaves the previous checkpoint as it was.
 #ifndef GM_TRAIN_TRAINER_H
