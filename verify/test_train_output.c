@@ -272,11 +272,10 @@ Test(train_output, a_disk_filling_up_mid_run_stops_it_with_a_whole_log, .timeout
 // The disk fills up before the first checkpoint: its write fails, and the message said "an earlier
 // one is kept as it was" where there was none; it says what is true.
 Test(train_output, a_failed_first_checkpoint_says_there_is_no_earlier_one, .timeout = 120) {
-    char *dir = th_tmpdir(), *out, *err, flags[4096];
+    char *dir = th_tmpdir(), *out, *err;
     th_make_train_data(dir);
     // The first checkpoint (1.4 MiB) at step 300, long after the fill; 1 MiB left holds the log's records till then.
-    th_test_flags(flags, sizeof flags, dir, "--steps=2000 --val_every=0 --ckpt_every=300");
-    cr_assert_eq(run_then_fill(dir, flags, "[ -f \"$m/run/log.jsonl\" ] && [ $(wc -l < \"$m/run/log.jsonl\") -gt 5 ]",
+    cr_assert_eq(run_then_fill(dir, "--steps=2000 --val_every=0 --ckpt_every=300", "[ -f \"$m/run/log.jsonl\" ] && [ $(wc -l < \"$m/run/log.jsonl\") -gt 5 ]",
                                "a=$(df -k --output=avail \"$m\" | tail -1); dd if=/dev/zero of=\"$m/fill\" bs=1k count=$((a - 1024)) 2>/dev/null",
                                &out, &err), 0, "%s", err);
     cr_assert_str_eq(out, "rc 1, files: log.jsonl \n", "%s", err);
