@@ -131,7 +131,7 @@ Test(train_mpi, killed_rank_ends_the_job_in_bounded_time, .timeout = 120) {
 Test(train_mpi, a_hung_rank_ends_the_job_with_an_error_record, .timeout = 120) {
     char *dir = th_tmpdir(), *out, *err, flags[4096], all[4300], script[20000], path[4300];
     th_make_train_data(dir);
-    snprintf(all, sizeof all, "%s --steps=1000000 --val_every=0 --ckpt_every=0 --comm_timeout=5", PF);
+    th_flags_override(all, sizeof all, PF, "--steps=1000000 --val_every=0 --ckpt_every=0 --comm_timeout=5");
     th_test_flags(flags, sizeof flags, dir, all);
     // The ranks are found by this test's own folder in their command line, as above.
     snprintf(script, sizeof script,
