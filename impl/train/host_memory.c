@@ -13,9 +13,7 @@
 
 #include <omp.h>
 
-#include "model/model.h"
-#include "model/params.h"
-#include "train/optimizers.h"
+#include "train/trainer.h"
 
 // The number after `key` in a "key: N kB" file (/proc/meminfo, /proc/self/status), in bytes; -1.
 static double kb_field(const char *path, const char *key) {
@@ -129,18 +127,12 @@ size_t gm_files_bytes(const char *pattern) {
 int gm_train_host_plan(const gm_run_config *rc, gm_host_plan *out) {
     memset(out, 0, sizeof *out);
     const gm_config *c = &rc->model;
-    gm_model_mem mm;
-    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, &mm)) return -1;
-    gm_table tab;
-    gm_param_index pix;
-    if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;
-    size_t adam;
-    gm_muon_mem muon;
     // Rank 0 of one: the whole optimizer state, which rank 0 gathers for a checkpoint on any world size.
-    int r = gm_optimizers_plan(rc, &tab, 0, 1, &adam, &muon);
-    gm_table_free(&tab);
-    if (r) return -1;
-    const size_t state = mm.params + adam + muon.momentum + muon.second, threads = (size_t)omp_get_max_threads();
+    gm_mem_plan be;
+    if (gm_train_memory_plan(rc, 1, 0, &be)) return -1;
+    const size_t state = gm_mem_plan_bytes(&be, "params") + gm_mem_plan_bytes(&be, "adam") +
+                         gm_mem_plan_bytes(&be, "muon_momentum") + gm_mem_plan_bytes(&be, "muon_second");
+    const size_t threads = (size_t)omp_get_max_threads();
     const size_t tokens = (size_t)c->batch * c->seq_len;
     // A checkpoint downloads every state buffer into host memory before it writes; --resume reads
     // the file whole, into a buffer that doubles as it grows (base/io.c): up to twice its size.

@@ -9,6 +9,12 @@ void gm_mem_plan_add(gm_mem_plan *p, const char *key, const char *what, size_t b
     p->total += bytes;
 }
 
+size_t gm_mem_plan_bytes(const gm_mem_plan *p, const char *key) {
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->row[i].key, key)) return p->row[i].bytes;
+    return 0;
+}
+
 void gm_mem_plan_print(const gm_mem_plan *p, const char *title, double budget, FILE *f) {
     fprintf(f, "memory plan: %s\n", title);
     fprintf(f, "  %-64s %16s %9s %7s\n", "category", "bytes", "GB", "share");

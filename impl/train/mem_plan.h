@@ -26,6 +26,8 @@ typedef struct {
 } gm_mem_plan;
 
 void gm_mem_plan_add(gm_mem_plan *p, const char *key, const char *what, size_t bytes);
+// The bytes of row `key` (0 when the plan has no such row).
+size_t gm_mem_plan_bytes(const gm_mem_plan *p, const char *key);
 // The table (bytes, GB, share of the total per row), the total and, where `budget` > 0 (the GPU
 // budget, GM_MEM_BUDGET_BYTES), the budget line.
 void gm_mem_plan_print(const gm_mem_plan *p, const char *title, double budget, FILE *f);
