@@ -23,7 +23,6 @@
 // Writes <out>/<machine>-<preset>-<scale>.csv (one row per kernel, then step.* and ceiling.*
 // rows) and .md, and prints the CSV's path; bench/kernels.gp draws the .png. Timings are never
 // pass/fail: the machine may be shared, so the report carries the load average.
-#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -627,19 +626,6 @@ static void write_synthetic_data(const char *dir, const gm_config *c, int doc_le
 
 // ---- main -----------------------------------------------------------------------------------
 
-// A file-name slug of a device's name: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" -> "nvidia-h100-80gb-hbm3".
-static char *slug_of(const char *device) {
-    char *out = malloc(strlen(device) + 1);
-    if (!out) gm_die("kernels: out of memory");
-    size_t n = 0;
-    for (const char *c = device; *c && *c != '('; c++)
-        if (isalnum((unsigned char)*c)) out[n++] = (char)tolower((unsigned char)*c);
-        else if (n && out[n - 1] != '-') out[n++] = '-';
-    while (n && out[n - 1] == '-') n--;
-    out[n] = '\0';
-    return out;
-}
-
 static int bench_flag(const char *k) {
     return !strcmp(k, "preset") || !strcmp(k, "scale") || !strcmp(k, "steps") || !strcmp(k, "doc_len") ||
            !strcmp(k, "out") || !strcmp(k, "name") || !strcmp(k, "ceilings") || !strcmp(k, "count") ||
@@ -734,7 +720,7 @@ int main(int argc, char **argv) {
     if (!count && (ceilings ? !strcmp(ceilings, "library") : !strcmp(be->name, "cuda")))
         if (!(r.lib = gm_lib_ceilings_open(be, rc.device))) gm_die_last();
     r.warm_up_s = r.lib && !strcmp(be->name, "cuda") ? GPU_WARM_UP_S : 0;  // a CPU has no clocks to wake
-    char *slug = r.lib && !strcmp(be->name, "cuda") ? slug_of(gm_lib_ceilings_device(r.lib)) : gm_hardware_slug();
+    char *slug = r.lib && !strcmp(be->name, "cuda") ? gm_device_slug(gm_lib_ceilings_device(r.lib)) : gm_hardware_slug();
     char base[1024], csv[1200], md[1200], png[1200];
     if (name) snprintf(base, sizeof base, "%s/%s", out, name);
     else if (count)  // not the measured report's name: a prediction never replaces a measurement

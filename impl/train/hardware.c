@@ -66,6 +66,17 @@ char *gm_cpu_model(void) {
     return out;
 }
 
+// Appends text[0..len) to out (n used, at most `cap` in all) as a slug: letters and digits lower
+// case, every run of other characters one '-' (none leading). Returns the new n.
+static size_t slug_append(char *out, size_t n, size_t cap, const char *text, size_t len) {
+    for (size_t i = 0; i < len && n < cap; i++) {
+        const unsigned char c = (unsigned char)text[i];
+        if (isalnum(c)) out[n++] = (char)tolower(c);
+        else if (n && out[n - 1] != '-') out[n++] = '-';
+    }
+    return n;
+}
+
 char *gm_hardware_slug(void) {
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
@@ -76,13 +87,19 @@ char *gm_hardware_slug(void) {
     size_t n = 0;
     for (char *w = strtok(cpu, " \t"); w; w = strtok(NULL, " \t")) {
         if (!strcmp(w, "CPU") || !strcmp(w, "Processor") || strstr(w, "-Core")) continue;
-        for (char *c = w; *c && n < 240; c++) {
-            if (isalnum((unsigned char)*c)) out[n++] = (char)tolower((unsigned char)*c);
-            else if (n && out[n - 1] != '-') out[n++] = '-';
-        }
+        n = slug_append(out, n, 240, w, strlen(w));
         if (n && out[n - 1] != '-') out[n++] = '-';
     }
     snprintf(out + n, 300 - n, "%ldt", sysconf(_SC_NPROCESSORS_ONLN));
+    return out;
+}
+
+char *gm_device_slug(const char *device) {
+    char *out = malloc(strlen(device) + 1);
+    if (!out) abort();
+    size_t n = slug_append(out, 0, strlen(device), device, strcspn(device, "("));
+    while (n && out[n - 1] == '-') n--;
+    out[n] = '\0';
     return out;
 }
 
