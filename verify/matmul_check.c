@@ -29,10 +29,13 @@ double *mc_gemm_bound(const gm_real *prior, const gm_real *abs_sum, size_t n, in
     return bound;
 }
 
-static gm_real *copy_of(const gm_real *x, size_t n, int how) {  // how: 0 copy, 1 |x|, 2 bf16(x)
+typedef enum { AS_IS, ABSOLUTE, ROUNDED_BF16 } copy_kind;
+
+// A malloc'd copy of x: its values, their magnitudes, or their bf16 roundings.
+static gm_real *copy_of(const gm_real *x, size_t n, copy_kind kind) {
     gm_real *y = malloc(sizeof(gm_real) * (n ? n : 1));
     cr_assert(y);
-    for (size_t i = 0; i < n; i++) y[i] = how == 1 ? fabsf(x[i]) : how == 2 ? gm_round_bf16(x[i]) : x[i];
+    for (size_t i = 0; i < n; i++) y[i] = kind == ABSOLUTE ? fabsf(x[i]) : kind == ROUNDED_BF16 ? gm_round_bf16(x[i]) : x[i];
     return y;
 }
 
@@ -56,9 +59,11 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     const size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
     gm_real *inp = cc_randn(e, nx, 1.0), *W = cc_randn(e, nw, 1.0), *dout = cc_randn(e, no, 1.0);
     gm_real *dinp0 = cc_randn(e, nx, 1.0), *dW0 = cc_randn(e, nw, 1.0);
-    gm_real *inp_r = copy_of(inp, nx, 2), *W_r = copy_of(W, nw, 2), *dout_r = copy_of(dout, no, 2);
-    gm_real *inp_a = copy_of(inp, nx, 1), *W_a = copy_of(W, nw, 1), *dout_a = copy_of(dout, no, 1);
-    gm_real *inp_ra = copy_of(inp_r, nx, 1), *W_ra = copy_of(W_r, nw, 1), *dout_ra = copy_of(dout_r, no, 1);
+    gm_real *inp_r = copy_of(inp, nx, ROUNDED_BF16), *W_r = copy_of(W, nw, ROUNDED_BF16);
+    gm_real *dout_r = copy_of(dout, no, ROUNDED_BF16);
+    gm_real *inp_a = copy_of(inp, nx, ABSOLUTE), *W_a = copy_of(W, nw, ABSOLUTE), *dout_a = copy_of(dout, no, ABSOLUTE);
+    gm_real *inp_ra = copy_of(inp_r, nx, ABSOLUTE), *W_ra = copy_of(W_r, nw, ABSOLUTE);
+    gm_real *dout_ra = copy_of(dout_r, no, ABSOLUTE);
     char what[160];
 
     // Forward: out (N, OC) = inp (N, C) @ W^T; S = |inp| @ |W|^T.
@@ -84,8 +89,8 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     gm_cpu_matmul_bwd_naive(s_di_r, s_dw_r, dout_ra, inp_ra, W_ra, N, C, OC);
     for (int mode = 0; mode < 3; mode++) {
         const int want_dinp = mode != 2, want_dW = mode != 1;
-        gm_real *di = copy_of(dinp0, nx, 0), *dw = copy_of(dW0, nw, 0);
-        gm_real *di_r = copy_of(dinp0, nx, 0), *dw_r = copy_of(dW0, nw, 0);
+        gm_real *di = copy_of(dinp0, nx, AS_IS), *dw = copy_of(dW0, nw, AS_IS);
+        gm_real *di_r = copy_of(dinp0, nx, AS_IS), *dw_r = copy_of(dW0, nw, AS_IS);
         e->cpu->matmul_bwd(e->cpu, want_dinp ? di : NULL, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
         gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
         gm_real *gdi = cc_to_gpu(e, dinp0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
