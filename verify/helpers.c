@@ -240,6 +240,15 @@ void th_apply_flags(void *run_config, const char *flags) {
 }
 
 // The "train"/"val" records of a log, without timing fields: the loss curve.
+void th_expect_train_refused(const char *dir, const char *preset, const char *extra, const char *want,
+                             const char *not_created, const char *why) {
+    char *out, *err;
+    cr_assert_eq(th_train(dir, preset, extra, &out, &err), 1, "%s: not refused:\n%s", why, out);
+    cr_expect_str_eq(err, want, "%s", why);
+    cr_expect_not(th_file_exists(not_created), "%s: the refused run left %s behind", why, not_created);
+    free(out), free(err);
+}
+
 char *th_log_curve(const char *log_path, int from_step) {
     char *data;
     size_t len;

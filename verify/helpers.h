@@ -49,6 +49,10 @@ const char *th_flags_override(char *buf, size_t n, const char *flags, const char
 // Run build's train program on preset at tiny scale with th_test_flags(dir, extra); returns its
 // exit status, stdout and stderr as th_run.
 int th_train(const char *dir, const char *preset, const char *extra, char **out, char **err);
+// th_train that must be refused: exit 1, stderr exactly `want` (its one line), and the folder
+// `not_created` left uncreated. `why` names the case in the failure messages.
+void th_expect_train_refused(const char *dir, const char *preset, const char *extra, const char *want,
+                             const char *not_created, const char *why);
 
 // The "train" and "val" records of a log.jsonl from step from_step on, without timing fields: a
 // run's loss curve as text, for bitwise comparisons (malloc'd).
