@@ -150,6 +150,18 @@ Test(flags, configuration_differences_are_listed_by_field) {
     cr_expect_str_eq(small, "lr_matrix (0.00036 -> 0.1), and 2 more");
 }
 
+// A new scratch folder, made the working directory, with GM_BIN made absolute first (th_bin_path
+// may be relative to the checkout): a program that takes a flag as a folder name writes there, not
+// into the checkout. malloc'd path.
+static char *enter_scratch_folder(void) {
+    char *bin = realpath(th_bin_path("."), NULL), *dir = th_tmpdir();
+    cr_assert(bin, "%s: no such folder", th_bin_path("."));
+    setenv("GM_BIN", bin, 1);
+    free(bin);
+    cr_assert_eq(chdir(dir), 0, "%s", dir);
+    return dir;
+}
+
 // `--out_dir --steps=3` once trained into a folder named "--steps=3" for the default step count: a
 // flag given without "=" took the next argument as its value even when that was the next flag.
 // Every program parses its flags with gm_arg_next, so each one refuses such a value, and says how
@@ -172,11 +184,7 @@ Test(flags, a_value_never_swallows_the_next_flag) {
     };
     // A program that swallows the flag writes into a folder named after it: in a scratch folder,
     // not the checkout (a run of this test against the unfixed programs left such folders there).
-    char *bin = realpath(th_bin_path("."), NULL), *dir = th_tmpdir();
-    cr_assert(bin, "%s: no such folder", th_bin_path("."));
-    setenv("GM_BIN", bin, 1);  // th_bin_path may be relative to the checkout
-    free(bin);
-    cr_assert_eq(chdir(dir), 0, "%s", dir);
+    char *dir = enter_scratch_folder();
     int ran = 0;
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         if (!th_file_exists(th_bin_path(CASES[i].prog))) continue;
@@ -204,11 +212,7 @@ Test(flags, a_flag_given_twice_is_refused) {
         {"dump_refmodel", "--out=a --out b", "dump_refmodel: error: --out: given twice ('a', then 'b'); give it once\n"},
         {"bench/kernels", "--steps=2 --steps=3", "kernels: error: --steps: given twice ('2', then '3'); give it once\n"},
     };
-    char *bin = realpath(th_bin_path("."), NULL), *dir = th_tmpdir();
-    cr_assert(bin, "%s: no such folder", th_bin_path("."));
-    setenv("GM_BIN", bin, 1);  // th_bin_path may be relative to the checkout
-    free(bin);
-    cr_assert_eq(chdir(dir), 0, "%s", dir);
+    char *dir = enter_scratch_folder();
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
         if (th_file_exists(th_bin_path(CASES[i].prog))) th_expect_refused(CASES[i].prog, CASES[i].args, CASES[i].want, 1);
     cr_expect_eq(th_dir_entries(dir), 0, "a refused program wrote something");
