@@ -14,6 +14,8 @@
 //   build/bench/kernels [--preset=softcap] [--scale=full] [--steps=3] [--doc_len=700]
 //                       [--ceilings=host|library] [--out=reports/bench] [--name=<file base>]
 //                       [--<run config key>=value ...]
+//   build/bench/kernels --count=1 [--seq_len=65536] [--rates=F] [--measured=F]   the step counted, not
+//                       computed, and its H100 time predicted (backend/predict.h), with the model's residual
 //   build/bench/kernels --compare A.csv B.csv      ratio B/A per kernel and of the step
 //
 // Any other flag is a key of the run configuration (build/train --help), e.g. --backend=cuda,
@@ -46,7 +48,6 @@
 #include "data/shard.h"
 #include "train/ceilings.h"
 #include "train/hardware.h"
-#include "backend/cuda/device.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 
