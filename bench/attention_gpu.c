@@ -65,8 +65,8 @@ static void call(const bench *b, int impl, int pass, int T) {
     const gm_backend *be = b->be;
     if (pass == 0) gm_cuda_attn_fwd_with(IMPLS[impl], be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
     else
-        gm_cuda_attn_bwd_with(IMPLS[impl], be, b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->B, T,
-                              b->NH, b->HD, b->scale, b->mask);
+        gm_cuda_attn_bwd_with(IMPLS[impl], be, b->dq, b->dk, b->dv, GM_GRAD_SET, b->dout, b->q, b->k, b->v, b->out,
+                              b->lse, b->B, T, b->NH, b->HD, b->scale, b->mask);
 }
 
 static void sync_or_die(const bench *b) {
@@ -278,7 +278,8 @@ int main(int argc, char **argv) {
         // The cost formulas with the pairs scaled to the exact count (equal without documents).
         gm_kernel_cost cf, cb;
         gm_cost_attn_fwd(&cf, b.out, b.lse, b.q, b.k, b.v, b.B, w->T, b.NH, b.HD, b.scale, b.mask);
-        gm_cost_attn_bwd(&cb, b.dq, b.dk, b.dv, b.dout, b.q, b.k, b.v, b.out, b.lse, b.B, w->T, b.NH, b.HD, b.scale, b.mask);
+        gm_cost_attn_bwd(&cb, b.dq, b.dk, b.dv, GM_GRAD_SET, b.dout, b.q, b.k, b.v, b.out, b.lse, b.B, w->T, b.NH, b.HD,
+                         b.scale, b.mask);
         const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
         for (int i = 0; i < 2; i++)

@@ -174,6 +174,16 @@ static twin values(bc *c, size_t n, double v) {
 // An output the kernel writes: NaN until it does.
 static twin nans(bc *c, size_t n) { return values(c, n, NAN); }
 
+// An activation gradient's buffer for a backward kernel writing it as `w` says: NaN where it is set
+// (a kernel that read it would spread NaN), a random prior where it is added into.
+static const gm_grad_write WRITES[2] = {GM_GRAD_SET, GM_GRAD_ADD};
+static twin grad_out(bc *c, size_t n, gm_grad_write w) { return w == GM_GRAD_SET ? nans(c, n) : randn(c, n, 1); }
+// The row name of such an output: "dx=" set, "dx+=" added into.
+static const char *grad_name(char *buf, size_t len, const char *name, gm_grad_write w) {
+    snprintf(buf, len, "%s%s", name, w == GM_GRAD_SET ? "=" : "+=");
+    return buf;
+}
+
 // What the reference computed into t, in a new twin on both sides: an input computed by another
 // kernel, fed identically to the kernel compared.
 static twin from_ref(bc *c, twin t) {
@@ -302,16 +312,20 @@ static void k_matmul(bc *c, const shape_set *sh) {
         CALL(c, be->matmul_fwd(be, R(out, s), R(inp, s), R(W, s), N, C, OC));
         row(c, "matmul_fwd", "out", out);
         twin dout = randn(c, (size_t)N * OC, 1);
-        // Both gradients, then each alone (a backend may take another path when one is not wanted).
-        for (int want = 3; want >= 1; want--) {
-            begin(c, "%s: N=%d C=%d OC=%d, %s", sh->name, N, C, OC,
-                  want == 3 ? "dinp and dW" : want == 2 ? "dinp only" : "dW only");
-            twin dinp = want & 2 ? randn(c, (size_t)N * C, 1) : NONE;
-            twin dW = want & 1 ? randn(c, (size_t)OC * C, 1) : NONE;
-            CALL(c, be->matmul_bwd(be, R(dinp, s), R(dW, s), R(dout, s), R(inp, s), R(W, s), N, C, OC));
-            if (want & 2) row(c, "matmul_bwd", "dinp", dinp);
-            if (want & 1) row(c, "matmul_bwd", "dW", dW);
-        }
+        // Both gradients, then each alone (a backend may take another path when one is not wanted),
+        // dinp set and added into.
+        for (int want = 3; want >= 1; want--)
+            for (int wi = 0; wi < (want & 2 ? 2 : 1); wi++) {
+                const gm_grad_write w = WRITES[wi];
+                char name[16];
+                begin(c, "%s: N=%d C=%d OC=%d, %s", sh->name, N, C, OC,
+                      want == 3 ? "dinp and dW" : want == 2 ? "dinp only" : "dW only");
+                twin dinp = want & 2 ? grad_out(c, (size_t)N * C, w) : NONE;
+                twin dW = want & 1 ? randn(c, (size_t)OC * C, 1) : NONE;
+                CALL(c, be->matmul_bwd(be, R(dinp, s), w, R(dW, s), R(dout, s), R(inp, s), R(W, s), N, C, OC));
+                if (want & 2) row(c, "matmul_bwd", grad_name(name, sizeof name, "dinp", w), dinp);
+                if (want & 1) row(c, "matmul_bwd", "dW", dW);
+            }
     }
 }
 
@@ -326,9 +340,13 @@ static void k_rmsnorm(bc *c, const shape_set *sh) {
         CALL(c, be->rmsnorm_fwd(be, R(out, s), R(rstd, s), R(inp, s), n, C, eps));
         row(c, "rmsnorm_fwd", "out", out);
         row(c, "rmsnorm_fwd", "rstd", rstd);
-        twin r = from_ref(c, rstd), dout = randn(c, (size_t)n * C, 1), dinp = randn(c, (size_t)n * C, 1);
-        CALL(c, be->rmsnorm_bwd(be, R(dinp, s), R(dout, s), R(inp, s), R(r, s), n, C));
-        row(c, "rmsnorm_bwd", "dinp", dinp);
+        twin r = from_ref(c, rstd), dout = randn(c, (size_t)n * C, 1);
+        for (int wi = 0; wi < 2; wi++) {
+            char name[16];
+            twin dinp = grad_out(c, (size_t)n * C, WRITES[wi]);
+            CALL(c, be->rmsnorm_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), R(r, s), n, C));
+            row(c, "rmsnorm_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
+        }
     }
 }
 
@@ -349,9 +367,13 @@ static void k_rotary(bc *c, const shape_set *sh) {
         twin inp = randn(c, n, 1), out = nans(c, n);
         CALL(c, be->rotary_fwd(be, R(out, s), R(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
         row(c, "rotary_fwd", "out", out);
-        twin dout = randn(c, n, 1), dinp = randn(c, n, 1);
-        CALL(c, be->rotary_bwd(be, R(dinp, s), R(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
-        row(c, "rotary_bwd", "dinp", dinp);
+        twin dout = randn(c, n, 1);
+        for (int wi = 0; wi < 2; wi++) {
+            char name[16];
+            twin dinp = grad_out(c, n, WRITES[wi]);
+            CALL(c, be->rotary_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
+            row(c, "rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
+        }
     }
 }
 
@@ -389,12 +411,16 @@ static void k_attention(bc *c, const shape_set *sh) {
             row(c, "attn_fwd", "out", out);
             row(c, "attn_fwd", "lse", lse);
             twin o = from_ref(c, out), l = from_ref(c, lse), dout = randn(c, n, 1);
-            twin dq = randn(c, n, 1), dk = randn(c, n, 1), dv = randn(c, n, 1);
-            CALL(c, be->attn_bwd(be, R(dq, s), R(dk, s), R(dv, s), R(dout, s), R(q, s), R(k, s), R(v, s), R(o, s),
-                                 R(l, s), B, T, NH, HD, scale, mk[s]));
-            row(c, "attn_bwd", "dq", dq);
-            row(c, "attn_bwd", "dk", dk);
-            row(c, "attn_bwd", "dv", dv);
+            for (int wi = 0; wi < 2; wi++) {
+                const gm_grad_write w = WRITES[wi];
+                char name[16];
+                twin dq = grad_out(c, n, w), dk = grad_out(c, n, w), dv = grad_out(c, n, w);
+                CALL(c, be->attn_bwd(be, R(dq, s), R(dk, s), R(dv, s), w, R(dout, s), R(q, s), R(k, s), R(v, s),
+                                     R(o, s), R(l, s), B, T, NH, HD, scale, mk[s]));
+                row(c, "attn_bwd", grad_name(name, sizeof name, "dq", w), dq);
+                row(c, "attn_bwd", grad_name(name, sizeof name, "dk", w), dk);
+                row(c, "attn_bwd", grad_name(name, sizeof name, "dv", w), dv);
+            }
         }
 }
 
@@ -406,9 +432,13 @@ static void k_act(bc *c, const shape_set *sh) {
         twin inp = randn(c, n, 2), out = nans(c, n);
         CALL(c, be->act_fwd(be, acts[a], R(out, s), R(inp, s), n));
         row(c, "act_fwd", "out", out);
-        twin dout = randn(c, n, 1), dinp = randn(c, n, 1);
-        CALL(c, be->act_bwd(be, acts[a], R(dinp, s), R(dout, s), R(inp, s), n));
-        row(c, "act_bwd", "dinp", dinp);
+        twin dout = randn(c, n, 1);
+        for (int wi = 0; wi < 2; wi++) {
+            char name[16];
+            twin dinp = grad_out(c, n, WRITES[wi]);
+            CALL(c, be->act_bwd(be, acts[a], R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), n));
+            row(c, "act_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
+        }
     }
 }
 
@@ -428,15 +458,21 @@ static void k_lincomb(bc *c, const shape_set *sh) {
             twin x = randn(c, n, 1), y = forms[f].y ? randn(c, n, 1) : NONE, out = nans(c, n);
             CALL(c, be->lincomb_fwd(be, R(out, s), ca, R(pa, s), R(x, s), cb, R(pb, s), R(y, s), n));
             row(c, "lincomb_fwd", "out", out);
-            // Every gradient that exists: the scalars' where they are learnable.
-            twin dout = randn(c, n, 1), dx = randn(c, n, 1), dy = forms[f].y ? randn(c, n, 1) : NONE;
-            twin dpa = forms[f].pa ? randn(c, 1, 1) : NONE, dpb = forms[f].pb ? randn(c, 1, 1) : NONE;
-            CALL(c, be->lincomb_bwd(be, R(dx, s), R(dy, s), R(dpa, s), R(dpb, s), R(dout, s), ca, R(pa, s), R(x, s), cb,
-                                    R(pb, s), R(y, s), n));
-            row(c, "lincomb_bwd", "dx", dx);
-            if (forms[f].y) row(c, "lincomb_bwd", "dy", dy);
-            if (forms[f].pa) row(c, "lincomb_bwd", "dpa", dpa);
-            if (forms[f].pb) row(c, "lincomb_bwd", "dpb", dpb);
+            // Every gradient that exists: the scalars' where they are learnable; dx set, dy added
+            // into, then the other way round.
+            twin dout = randn(c, n, 1);
+            for (int wi = 0; wi < 2; wi++) {
+                const gm_grad_write wx = WRITES[wi], wy = WRITES[1 - wi];
+                char name[16];
+                twin dx = grad_out(c, n, wx), dy = forms[f].y ? grad_out(c, n, wy) : NONE;
+                twin dpa = forms[f].pa ? randn(c, 1, 1) : NONE, dpb = forms[f].pb ? randn(c, 1, 1) : NONE;
+                CALL(c, be->lincomb_bwd(be, R(dx, s), wx, R(dy, s), wy, R(dpa, s), R(dpb, s), R(dout, s), ca, R(pa, s),
+                                        R(x, s), cb, R(pb, s), R(y, s), n));
+                row(c, "lincomb_bwd", grad_name(name, sizeof name, "dx", wx), dx);
+                if (forms[f].y) row(c, "lincomb_bwd", grad_name(name, sizeof name, "dy", wy), dy);
+                if (forms[f].pa) row(c, "lincomb_bwd", "dpa", dpa);
+                if (forms[f].pb) row(c, "lincomb_bwd", "dpb", dpb);
+            }
         }
 }
 

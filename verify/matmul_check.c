@@ -81,22 +81,28 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     expect_both(e, what, gout, out, out_r, NULL, s_out, s_out_r, no, C, 1);
 
     // Backward: dinp (N, C) += dout @ W, S = |dout| @ |W| (K = OC); dW (OC, C) += dout^T @ inp,
-    // S = |dout|^T @ |inp| (K = N). Both gradients, only dinp, only dW.
+    // S = |dout|^T @ |inp| (K = N). Both gradients, only dinp, only dW, then only dinp set (over NaN
+    // on every side: a kernel that read it would spread NaN).
     gm_real *s_di = calloc(nx ? nx : 1, sizeof(gm_real)), *s_dw = calloc(nw ? nw : 1, sizeof(gm_real));
     gm_real *s_di_r = calloc(nx ? nx : 1, sizeof(gm_real)), *s_dw_r = calloc(nw ? nw : 1, sizeof(gm_real));
     cr_assert(s_di && s_dw && s_di_r && s_dw_r);
-    gm_cpu_matmul_bwd_naive(s_di, s_dw, dout_a, inp_a, W_a, N, C, OC);
-    gm_cpu_matmul_bwd_naive(s_di_r, s_dw_r, dout_ra, inp_ra, W_ra, N, C, OC);
-    for (int mode = 0; mode < 3; mode++) {
-        const int want_dinp = mode != 2, want_dW = mode != 1;
-        gm_real *di = copy_of(dinp0, nx, AS_IS), *dw = copy_of(dW0, nw, AS_IS);
-        gm_real *di_r = copy_of(dinp0, nx, AS_IS), *dw_r = copy_of(dW0, nw, AS_IS);
-        e->cpu->matmul_bwd(e->cpu, want_dinp ? di : NULL, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
-        gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
-        gm_real *gdi = cc_to_gpu(e, dinp0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
-        e->gpu->matmul_bwd(e->gpu, want_dinp ? gdi : NULL, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
+    gm_cpu_matmul_bwd_naive(s_di, GM_GRAD_ADD, s_dw, dout_a, inp_a, W_a, N, C, OC);
+    gm_cpu_matmul_bwd_naive(s_di_r, GM_GRAD_ADD, s_dw_r, dout_ra, inp_ra, W_ra, N, C, OC);
+    gm_real *nan0 = malloc(sizeof(gm_real) * (nx ? nx : 1));
+    cr_assert(nan0);
+    for (size_t i = 0; i < nx; i++) nan0[i] = NAN;
+    for (int mode = 0; mode < 4; mode++) {
+        const int want_dinp = mode != 2, want_dW = mode < 2;
+        const gm_grad_write w = mode == 3 ? GM_GRAD_SET : GM_GRAD_ADD;
+        const gm_real *di0 = w == GM_GRAD_SET ? nan0 : dinp0;
+        gm_real *di = copy_of(di0, nx, AS_IS), *dw = copy_of(dW0, nw, AS_IS);
+        gm_real *di_r = copy_of(di0, nx, AS_IS), *dw_r = copy_of(dW0, nw, AS_IS);
+        e->cpu->matmul_bwd(e->cpu, want_dinp ? di : NULL, w, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
+        gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, w, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
+        gm_real *gdi = cc_to_gpu(e, di0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
+        e->gpu->matmul_bwd(e->gpu, want_dinp ? gdi : NULL, w, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp", N, C, OC, mode);
-        expect_both(e, what, gdi, di, di_r, dinp0, s_di, s_di_r, nx, OC, want_dinp);
+        expect_both(e, what, gdi, di, di_r, w == GM_GRAD_SET ? NULL : dinp0, s_di, s_di_r, nx, OC, want_dinp);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW", N, C, OC, mode);
         expect_both(e, what, gdw, dw, dw_r, dW0, s_dw, s_dw_r, nw, N, want_dW);
         e->gpu->free(e->gpu, gdi), e->gpu->free(e->gpu, gdw);
@@ -104,6 +110,6 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     }
     e->gpu->free(e->gpu, ginp), e->gpu->free(e->gpu, gW), e->gpu->free(e->gpu, gdout), e->gpu->free(e->gpu, gout);
     gm_real *host[] = {inp, W, dout, dinp0, dW0, inp_r, W_r, dout_r, inp_a, W_a, dout_a, inp_ra, W_ra, dout_ra,
-                       out, out_r, s_out, s_out_r, s_di, s_dw, s_di_r, s_dw_r};
+                       out, out_r, s_out, s_out_r, s_di, s_dw, s_di_r, s_dw_r, nan0};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }

@@ -41,7 +41,7 @@ static void run_case(const mask_case *c) {
     gm_real *g1 = calloc(3 * n, sizeof(gm_real)), *g2 = calloc(3 * n, sizeof(gm_real));
     be->attn_fwd(be, o1, l1, q, k, v, B, T, NH, HD, scale, m);
     gm_cpu_attn_fwd_dense(o2, l2, q, k, v, B, T, NH, HD, scale, dense);
-    be->attn_bwd(be, g1, g1 + n, g1 + 2 * n, dout, q, k, v, o1, l1, B, T, NH, HD, scale, m);
+    be->attn_bwd(be, g1, g1 + n, g1 + 2 * n, GM_GRAD_ADD, dout, q, k, v, o1, l1, B, T, NH, HD, scale, m);
     gm_cpu_attn_bwd_dense(g2, g2 + n, g2 + 2 * n, dout, q, k, v, B, T, NH, HD, scale, dense);
     double tol = 200 * GM_REAL_EPS;
     cr_expect(th_rel_err(o1, o2, n) < tol, "%s: out %.3g", c->what, th_rel_err(o1, o2, n));

@@ -165,7 +165,7 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     cr_assert(out && lse && g);
     memcpy(g, g0, sizeof(gm_real) * 3 * n);
     cpu->attn_fwd(cpu, out, lse, q, k, v, B, T, NH, HD, scale, cm);
-    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
+    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, GM_GRAD_ADD, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
     bounds bd = make_bounds(q, k, v, dout, g, &cm, B, T, NH, HD, scale);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
@@ -179,7 +179,7 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     for (int r = 0; r < 3; r++) {
         gout[r] = cc_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
         gm_cuda_attn_fwd_with(impl[r], gpu, gout[r], glse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gg[r] + n, gg[r] + 2 * n, gdout, gq, gk, gv, gout_c, glse_c, B, T,
+        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gg[r] + n, gg[r] + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, gout_c, glse_c, B, T,
                               NH, HD, scale, gm);
     }
 
@@ -284,7 +284,7 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
         gm_real *out = cc_poisoned(e, n), *lse = cc_poisoned(e, nl), *g = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
         cr_assert(g, "%s", gm_error());
         gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, g, g + n, g + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, zero, zero + n, B,
+        gm_cuda_attn_bwd_with(impl[r], gpu, g, g + n, g + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, zero, zero + n, B,
                               T, NH, HD, scale, gm);
         snprintf(what, sizeof what, "counting, %s (T=%d HD=%d block=%d window=%d docs=%d), %s: out", c->what, T, HD,
                  c->block, c->window, c->use_docs, iname[r]);
@@ -387,10 +387,10 @@ Test(cuda_attn_mma, record_shape_window_14) {
     gm_real *mo = cc_poisoned(&e, n), *mlse = cc_poisoned(&e, nl), *mg = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
     cr_assert(ng && mg, "%s", gm_error());
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, nout, nlse, gq, gk, gv, B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, ng, ng + n, ng + 2 * n, gdout, gq, gk, gv, nout, nlse, B, T, NH, HD,
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, ng, ng + n, ng + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, nout, nlse, B, T, NH, HD,
                           scale, gm);
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, mo, mlse, gq, gk, gav, B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, mg, mg + n, mg + 2 * n, gadout, gq, gk, gv, nout, nlse, B, T, NH,
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, mg, mg + n, mg + 2 * n, GM_GRAD_ADD, gadout, gq, gk, gv, nout, nlse, B, T, NH,
                           HD, scale, gm);
     gm_real *ref_out = cc_from_gpu(&e, nout, n), *ref_lse = cc_from_gpu(&e, nlse, nl);
     gm_real *ref_dv = cc_from_gpu(&e, ng + 2 * n, n), *mag_o = cc_from_gpu(&e, mo, n), *mag_dv = cc_from_gpu(&e, mg + 2 * n, n);
@@ -404,7 +404,7 @@ Test(cuda_attn_mma, record_shape_window_14) {
         tout[r] = cc_poisoned(&e, n), tlse[r] = cc_poisoned(&e, nl), tg[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
         cr_assert(tg[r], "%s", gm_error());
         gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, tout[r], tlse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, tg[r], tg[r] + n, tg[r] + 2 * n, gdout, gq, gk, gv, nout, nlse, B,
+        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, tg[r], tg[r] + n, tg[r] + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, nout, nlse, B,
                               T, NH, HD, scale, gm);
     }
     cc_expect_within(&e, "record shape: out, tensor cores vs naive GPU", tout[0], ref_out, b_out, n);
@@ -457,7 +457,7 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
             gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out[r], lse[r], dev[r][0], dev[r][1], dev[r][2], B, T, NH, HD,
                                   scale, gm);
             // Both backwards on the first forward's out and lse: only q, k, v differ.
-            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, g[r], g[r] + n, g[r] + 2 * n, gdout, dev[r][0], dev[r][1],
+            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, g[r], g[r] + n, g[r] + 2 * n, GM_GRAD_ADD, gdout, dev[r][0], dev[r][1],
                                   dev[r][2], out[0], lse[0], B, T, NH, HD, scale, gm);
         }
         char what[128];
@@ -503,10 +503,10 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
             cr_assert(g[r], "%s", gm_error());
         }
         gpu->attn_fwd(gpu, out[0], lse[0], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
-        gpu->attn_bwd(gpu, g[0], g[0] + n, g[0] + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0], lse[0], B, T, NH,
+        gpu->attn_bwd(gpu, g[0], g[0] + n, g[0] + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0], lse[0], B, T, NH,
                       HD, scale, m);
         gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
-        gm_cuda_attn_bwd_with(want, gpu, g[1], g[1] + n, g[1] + 2 * n, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0],
+        gm_cuda_attn_bwd_with(want, gpu, g[1], g[1] + n, g[1] + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0],
                               lse[0], B, T, NH, HD, scale, m);
         char what[128];
         gm_real *ref = cc_from_gpu(&e, out[1], n);

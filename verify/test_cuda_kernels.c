@@ -155,12 +155,12 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
         gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * N), *dx = dup(dx0, n);
         e.cpu->rmsnorm_fwd(e.cpu, out, rstd, x, N, C, eps);
-        e.cpu->rmsnorm_bwd(e.cpu, dx, dy, x, rstd, N, C);
+        e.cpu->rmsnorm_bwd(e.cpu, dx, GM_GRAD_ADD, dy, x, rstd, N, C);
         gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
         gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
         gm_real *gout = cc_poisoned(&e, n), *grstd = cc_poisoned(&e, (size_t)N);
         e.gpu->rmsnorm_fwd(e.gpu, gout, grstd, gx, N, C, eps);
-        e.gpu->rmsnorm_bwd(e.gpu, gdx, gdy, gx, grstd, N, C);
+        e.gpu->rmsnorm_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gx, grstd, N, C);
         snprintf(what, sizeof what, "rmsnorm_fwd out N=%d C=%d", N, C);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rmsnorm_fwd rstd N=%d C=%d", N, C);
@@ -198,12 +198,12 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
         e.cpu->rotary_fwd(e.cpu, out, x, cos_t, sin_t, B, T, NH, HD);
-        e.cpu->rotary_bwd(e.cpu, dx, dy, cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_bwd(e.cpu, dx, GM_GRAD_ADD, dy, cos_t, sin_t, B, T, NH, HD);
         gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
         gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
         gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
         e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD);
-        e.gpu->rotary_bwd(e.gpu, gdx, gdy, gc, gs, B, T, NH, HD);
+        e.gpu->rotary_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gc, gs, B, T, NH, HD);
         snprintf(what, sizeof what, "rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rotary_bwd %dx%dx%dx%d", B, T, NH, HD);
@@ -235,11 +235,11 @@ Test(cuda_kernels, activations_fwd_bwd) {
             for (size_t i = 0; i < n; i += 17) x[i] = 0;  // the kink of ReLU^2
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
             e.cpu->act_fwd(e.cpu, act, out, x, n);
-            e.cpu->act_bwd(e.cpu, act, dx, dy, x, n);
+            e.cpu->act_bwd(e.cpu, act, dx, GM_GRAD_ADD, dy, x, n);
             gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
             gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
             e.gpu->act_fwd(e.gpu, act, gout, gx, n);
-            e.gpu->act_bwd(e.gpu, act, gdx, gdy, gx, n);
+            e.gpu->act_bwd(e.gpu, act, gdx, GM_GRAD_ADD, gdy, gx, n);
             snprintf(what, sizeof what, "act_fwd %s n=%zu", a ? "relu2" : "gelu", n);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "act_bwd %s n=%zu", a ? "relu2" : "gelu", n);
@@ -272,7 +272,7 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n), *dy = dup(dy0, n), *dsc = dup(sc, 4);
             const gm_real *pa = has_pa ? &sc[0] : NULL, *pb = has_pb ? &sc[1] : NULL, *yy = has_y ? y : NULL;
             e.cpu->lincomb_fwd(e.cpu, out, ca, pa, x, cb, pb, yy, n);
-            e.cpu->lincomb_bwd(e.cpu, dx, has_y ? dy : NULL, has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, dout, ca,
+            e.cpu->lincomb_bwd(e.cpu, dx, GM_GRAD_ADD, has_y ? dy : NULL, GM_GRAD_ADD, has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, dout, ca,
                                pa, x, cb, pb, yy, n);
 
             gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gy = cc_to_gpu(&e, y, sizeof(gm_real) * n);
@@ -281,7 +281,7 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             gm_real *gout = cc_poisoned(&e, n);
             const gm_real *gpa = has_pa ? &gsc[0] : NULL, *gpb = has_pb ? &gsc[1] : NULL, *gyy = has_y ? gy : NULL;
             e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n);
-            e.gpu->lincomb_bwd(e.gpu, gdx, has_y ? gdy : NULL, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, gdout,
+            e.gpu->lincomb_bwd(e.gpu, gdx, GM_GRAD_ADD, has_y ? gdy : NULL, GM_GRAD_ADD, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, gdout,
                                ca, gpa, gx, cb, gpb, gyy, n);
             snprintf(what, sizeof what, "lincomb_fwd n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
@@ -296,8 +296,8 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             snprintf(what, sizeof what, "lincomb_fwd in place n=%zu", n);
             cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
             gm_real *alias = dup(dout, n);
-            e.cpu->lincomb_bwd(e.cpu, alias, NULL, NULL, NULL, alias, ca, pa, x, cb, pb, yy, n);
-            e.gpu->lincomb_bwd(e.gpu, gdout, NULL, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
+            e.cpu->lincomb_bwd(e.cpu, alias, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, alias, ca, pa, x, cb, pb, yy, n);
+            e.gpu->lincomb_bwd(e.gpu, gdout, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
             snprintf(what, sizeof what, "lincomb_bwd dx aliasing dout n=%zu", n);
             cc_expect_close(&e, what, gdout, alias, n, CC_TOL_FP32);
             e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gy), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdx);
@@ -373,7 +373,7 @@ Test(cuda_kernels, reductions_repeat_bitwise) {
         gm_real *gtab = e.gpu->alloc(e.gpu, sizeof(gm_real) * V * C), *gdp = e.gpu->alloc(e.gpu, sizeof(gm_real));
         cr_assert(gtab && gdp);
         e.gpu->embed_bwd(e.gpu, gtab, gids, gdout, N, V, C);
-        e.gpu->lincomb_bwd(e.gpu, NULL, NULL, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n);
+        e.gpu->lincomb_bwd(e.gpu, NULL, GM_GRAD_ADD, NULL, GM_GRAD_ADD, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n);
         cc_sync(&e, "repeat run");
         gm_real *tab = cc_from_gpu(&e, gtab, (size_t)V * C), dp;
         e.gpu->download(e.gpu, &dp, gdp, sizeof dp);

@@ -27,8 +27,8 @@ Test(matmul, blas_matches_naive_forward_and_backward) {
         randn(dw1, (size_t)OC * C, 5), randn(dw2, (size_t)OC * C, 5);
         be->matmul_fwd(be, o1, inp, W, N, C, OC);
         gm_cpu_matmul_fwd_naive(o2, inp, W, N, C, OC);
-        be->matmul_bwd(be, di1, dw1, dout, inp, W, N, C, OC);
-        gm_cpu_matmul_bwd_naive(di2, dw2, dout, inp, W, N, C, OC);
+        be->matmul_bwd(be, di1, GM_GRAD_ADD, dw1, dout, inp, W, N, C, OC);
+        gm_cpu_matmul_bwd_naive(di2, GM_GRAD_ADD, dw2, dout, inp, W, N, C, OC);
         double tol = GM_REAL_EPS * 64;
         cr_expect(th_rel_err(o1, o2, (size_t)N * OC) < tol, "fwd %dx%dx%d", N, C, OC);
         cr_expect(th_rel_err(di1, di2, (size_t)N * C) < tol, "dinp %dx%dx%d", N, C, OC);

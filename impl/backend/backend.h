@@ -12,9 +12,12 @@
 //   returned by the next `sync`, which also waits for every queued kernel.
 // - Row-major. N = B*T rows of tokens. A head tensor (B, T, NH, HD) is the (B, T, C) activation
 //   with C = NH*HD viewed per head; no transposes are materialised.
-// - Backward kernels ADD into every input gradient (d* += ...), never overwrite, so a tensor used
-//   twice (a tied embedding/head, the x0 stream, q/k/v all reading one normed x) collects both
-//   contributions. The caller zeroes gradient buffers before a backward pass.
+// - Backward kernels write each activation gradient as the caller says (gm_grad_write): the first
+//   writer of a buffer sets it (what the buffer held is never read, so nothing is zeroed before a
+//   backward pass), a later writer adds (a tensor used twice: the x0 stream, q/k/v all reading one
+//   normed x). SET stores the computed value itself, so a -0 stays -0 where zero-then-add gave +0;
+//   nothing downstream depends on the sign of a zero gradient. Parameter gradients (dW, dtable and
+//   the learnable scalars' dpa/dpb) always add: the optimizer zeroes them once per step.
 // - Learnable scalars (residual lambdas, value-mix weights, U-net skip weights) are read
 //   through pointers into backend memory, so the GPU never syncs to read a parameter.
 #ifndef GM_BACKEND_BACKEND_H
@@ -23,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hostdev.h"
 #include "base/real.h"
 
 #ifdef __cplusplus
@@ -30,6 +34,14 @@ extern "C" {
 #endif
 
 typedef enum { GM_ACT_GELU = 0, GM_ACT_RELU2 = 1 } gm_act;  // exact (erf) GELU; relu(x)^2
+
+// How a backward kernel writes an activation gradient: overwrite, or add into what is there.
+typedef enum { GM_GRAD_SET = 0, GM_GRAD_ADD = 1 } gm_grad_write;
+
+// Store one gradient element as `write` says (host and device code).
+static inline GM_HD void gm_grad_put(gm_real *p, gm_grad_write write, gm_real value) {
+    *p = write == GM_GRAD_ADD ? *p + value : value;
+}
 
 // Which keys a query may see. Query q attends key k iff k <= q, and when `doc` is given
 // doc[k] == doc[q], and when window_blocks > 0 floor(q/block) - floor(k/block) < window_blocks.
@@ -138,39 +150,44 @@ typedef struct {
       (dtable, ids, dout, N, V, C))                                                                                    \
     /* ---- matmul: out (N, OC) = inp (N, C) @ W^T, W (OC, C) ---- */                                                  \
     X(matmul_fwd, (gm_real * out, const gm_real *inp, const gm_real *W, int N, int C, int OC), (out, inp, W, N, C, OC)) \
-    /* dinp (N, C) += dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted). */                       \
+    /* dinp (N, C) (+)= dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted). */                    \
     X(matmul_bwd,                                                                                                      \
-      (gm_real * dinp, gm_real * dW, const gm_real *dout, const gm_real *inp, const gm_real *W, int N, int C, int OC), \
-      (dinp, dW, dout, inp, W, N, C, OC))                                                                              \
+      (gm_real * dinp, gm_grad_write dinp_write, gm_real * dW, const gm_real *dout, const gm_real *inp,                \
+       const gm_real *W, int N, int C, int OC),                                                                        \
+      (dinp, dinp_write, dW, dout, inp, W, N, C, OC))                                                                  \
     /* ---- RMSNorm without weight over the last dim: out = x * rstd, rstd (N) = 1/sqrt(mean(x^2) + eps)              \
        (also QK-norm: rows are (token, head) pairs of length HD) ---- */                                              \
     X(rmsnorm_fwd, (gm_real * out, gm_real * rstd, const gm_real *inp, int N, int C, double eps),                      \
       (out, rstd, inp, N, C, eps))                                                                                     \
-    X(rmsnorm_bwd, (gm_real * dinp, const gm_real *dout, const gm_real *inp, const gm_real *rstd, int N, int C),       \
-      (dinp, dout, inp, rstd, N, C))                                                                                   \
+    X(rmsnorm_bwd,                                                                                                     \
+      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, const gm_real *rstd, int N,  \
+       int C),                                                                                                         \
+      (dinp, dinp_write, dout, inp, rstd, N, C))                                                                       \
     /* ---- rotary, half-split layout, on (B, T, NH, HD); cos/sin tables (T, HD/2):                                   \
        y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:]. ---- */                        \
     X(rotary_fwd,                                                                                                      \
       (gm_real * out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),   \
       (out, inp, cos_t, sin_t, B, T, NH, HD))                                                                          \
     X(rotary_bwd,                                                                                                      \
-      (gm_real * dinp, const gm_real *dout, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD), \
-      (dinp, dout, cos_t, sin_t, B, T, NH, HD))                                                                        \
+      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *cos_t, const gm_real *sin_t,      \
+       int B, int T, int NH, int HD),                                                                                  \
+      (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD))                                                            \
     /* ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the                     \
        scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ---- */              \
     X(attn_fwd,                                                                                                        \
       (gm_real * out, gm_real * lse, const gm_real *q, const gm_real *k, const gm_real *v, int B, int T, int NH,       \
        int HD, double scale, gm_attn_mask mask),                                                                       \
       (out, lse, q, k, v, B, T, NH, HD, scale, mask))                                                                  \
+    /* (dq, dk, dv written as dqkv_write says, all three alike) */                                                   \
     X(attn_bwd,                                                                                                        \
-      (gm_real * dq, gm_real * dk, gm_real * dv, const gm_real *dout, const gm_real *q, const gm_real *k,              \
-       const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,           \
-       gm_attn_mask mask),                                                                                             \
-      (dq, dk, dv, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask))                                                \
+      (gm_real * dq, gm_real * dk, gm_real * dv, gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q,      \
+       const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD,        \
+       double scale, gm_attn_mask mask),                                                                               \
+      (dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask))                                    \
     /* ---- MLP activation, elementwise over n ---- */                                                                 \
     X(act_fwd, (gm_act act, gm_real * out, const gm_real *inp, size_t n), (act, out, inp, n))                          \
-    X(act_bwd, (gm_act act, gm_real * dinp, const gm_real *dout, const gm_real *inp, size_t n),                        \
-      (act, dinp, dout, inp, n))                                                                                       \
+    X(act_bwd, (gm_act act, gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, size_t n), \
+      (act, dinp, dinp_write, dout, inp, n))                                                                           \
     /* ---- linear combination of two tensors with constant and optional learnable coefficients:                     \
        out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may                   \
        be NULL (term absent). The coefficients are rounded to gm_real once: (gm_real)(ca*a).                          \
@@ -179,12 +196,15 @@ typedef struct {
       (gm_real * out, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,  \
        size_t n),                                                                                                      \
       (out, ca, pa, x, cb, pb, y, n))                                                                                  \
-    /* dx += ca*a*dout ; dy += cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                           \
-       Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic). */                        \
+    /* dx (+)= ca*a*dout ; dy (+)= cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                       \
+       Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic) and read dout               \
+       before dx is written: dx may be dout itself (an in-place scaling), and dx and dy may be one buffer              \
+       (dx's write first, then dy's, element by element). */                                                         \
     X(lincomb_bwd,                                                                                                     \
-      (gm_real * dx, gm_real * dy, gm_real * dpa, gm_real * dpb, const gm_real *dout, double ca, const gm_real *pa,    \
-       const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n),                                    \
-      (dx, dy, dpa, dpb, dout, ca, pa, x, cb, pb, y, n))                                                               \
+      (gm_real * dx, gm_grad_write dx_write, gm_real * dy, gm_grad_write dy_write, gm_real * dpa, gm_real * dpb,       \
+       const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb,              \
+       const gm_real *y, size_t n),                                                                                    \
+      (dx, dx_write, dy, dy_write, dpa, dpb, dout, ca, pa, x, cb, pb, y, n))                                           \
     /* ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.                  \
        losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for                                     \
        loss = dloss_scale * sum(losses) (e.g. 1/N for the mean), computed in the same pass from the                   \

@@ -4,6 +4,9 @@
 
 #define F ((double)sizeof(gm_real))  // bytes per element
 
+// How many times a gradient output is read besides written: once when added into.
+static int written_read(gm_grad_write write) { return write == GM_GRAD_ADD; }
+
 static void shape(gm_kernel_cost *c, const char *fmt, long long a, long long b, long long d, long long e) {
     snprintf(c->shape, sizeof c->shape, fmt, a, b, d, e);
 }
@@ -48,7 +51,7 @@ void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, c
 }
 
 // fwd: 2 N C OC flops, reads inp and W, writes out. bwd: each wanted product 2 N C OC, reads dout
-// and the other operand, read-modify-writes its output.
+// and the other operand, writes its output (dW and an added dinp: read-modify-writes).
 void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)out, (void)inp, (void)W;
     *c = (gm_kernel_cost){.flops = 2.0 * N * C * OC, .bytes = F * ((double)N * C + (double)OC * C + (double)N * OC)};
@@ -56,12 +59,12 @@ void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, con
     // out^T (OC, N) = W inp^T: row-major (R, C) is column-major (C, R)
     c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C};
 }
-void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
-                        const gm_real *W, int N, int C, int OC) {
+void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
+                        const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)dout, (void)inp, (void)W;
     const double nc = (double)N * C, oc = (double)OC * C, no = (double)N * OC;
     *c = (gm_kernel_cost){.flops = 0, .bytes = 0};
-    if (dinp) c->flops += 2 * nc * OC, c->bytes += F * (no + oc + 2 * nc);
+    if (dinp) c->flops += 2 * nc * OC, c->bytes += F * (no + oc + (1 + written_read(dinp_write)) * nc);
     if (dW) c->flops += 2 * nc * OC, c->bytes += F * (no + nc + 2 * oc);
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
     // dinp^T (C, N) = W^T dout^T; dW^T (C, OC) = inp^T dout
@@ -70,22 +73,21 @@ void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_real *dW, const gm_
 }
 
 // ~3 flops per element (square-accumulate, scale), reads x, writes out and rstd; bwd ~6, reads
-// dout, x, rstd, read-modify-writes dinp.
+// dout, x, rstd, writes dinp.
 void gm_cost_rmsnorm_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
                          double eps) {
     (void)out, (void)rstd, (void)inp, (void)eps;
     *c = (gm_kernel_cost){.flops = 3.0 * N * C, .bytes = F * (2.0 * N * C + N)};
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
-void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                         const gm_real *rstd, int N, int C) {
+void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                         const gm_real *inp, const gm_real *rstd, int N, int C) {
     (void)dinp, (void)dout, (void)inp, (void)rstd;
-    *c = (gm_kernel_cost){.flops = 6.0 * N * C, .bytes = F * (4.0 * N * C + N)};
+    *c = (gm_kernel_cost){.flops = 6.0 * N * C, .bytes = F * ((3.0 + written_read(dinp_write)) * N * C + N)};
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 
-// 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd:
-// read-modify-writes dinp).
+// 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd: dinp).
 void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *cos_t,
                         const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)out, (void)inp, (void)cos_t, (void)sin_t;
@@ -93,18 +95,18 @@ void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, con
     *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * (2 * n + (double)T * HD)};
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
-void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
-                        const gm_real *sin_t, int B, int T, int NH, int HD) {
+void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                        const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)dinp, (void)dout, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * (3 * n + (double)T * HD)};
+    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * ((2 + written_read(dinp_write)) * n + (double)T * HD)};
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 
 // Over the (q, k) pairs the causal window admits (documents not counted: an upper bound when a
 // document mask is on): fwd QK^T and PV, 4 HD flops per pair; bwd recomputes QK^T and forms dV, dP,
 // dQ, dK, 10 HD per pair (exponentials not counted). Bytes as if K/V stayed in cache: fwd reads q,
-// k, v, writes out and lse; bwd reads q, k, v, out, dout, lse, read-modify-writes dq, dk, dv.
+// k, v, writes out and lse; bwd reads q, k, v, out, dout, lse, writes dq, dk, dv.
 static void attn_cost(gm_kernel_cost *c, int B, int T, int NH, int HD, gm_attn_mask mask, double flops_per_pair,
                       double passes) {
     const double pairs = (double)B * NH * gm_cost_attn_pairs(T, mask.block, mask.window_blocks);
@@ -117,28 +119,30 @@ void gm_cost_attn_fwd(gm_kernel_cost *c, gm_real *out, gm_real *lse, const gm_re
     (void)out, (void)lse, (void)q, (void)k, (void)v, (void)scale;
     attn_cost(c, B, T, NH, HD, mask, 4, 4);
 }
-void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
-                      const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T,
-                      int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
+                      const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out,
+                      const gm_real *lse, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)dq, (void)dk, (void)dv, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)scale;
-    attn_cost(c, B, T, NH, HD, mask, 10, 11);
+    attn_cost(c, B, T, NH, HD, mask, 10, 8 + 3 * written_read(dqkv_write));
 }
 
 // ReLU^2 ~2 flops per element (GELU counted alike), reads x writes out; bwd ~3, reads dout and x,
-// read-modify-writes dinp.
+// writes dinp.
 void gm_cost_act_fwd(gm_kernel_cost *c, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
     (void)out, (void)inp;
     *c = (gm_kernel_cost){.flops = 2.0 * (double)n, .bytes = F * 2.0 * (double)n};
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
-void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp, size_t n) {
+void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                     const gm_real *inp, size_t n) {
     (void)dinp, (void)dout, (void)inp;
-    *c = (gm_kernel_cost){.flops = 3.0 * (double)n, .bytes = F * 4.0 * (double)n};
+    *c = (gm_kernel_cost){.flops = 3.0 * (double)n, .bytes = F * (3.0 + written_read(dinp_write)) * (double)n};
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 
-// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd: dx, dy read-modify-written
-// from dout; each learnable coefficient's dot product reads dout and its operand again.
+// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd: dx, dy written from dout
+// (read too when added into); each learnable coefficient's dot product reads dout and its operand
+// again.
 void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
                          const gm_real *pb, const gm_real *y, size_t n) {
     (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
@@ -146,13 +150,14 @@ void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_re
     *c = (gm_kernel_cost){.flops = (y ? 3 : 1) * dn, .bytes = F * (y ? 3 : 2) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
 }
-void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
-                         double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb,
-                         const gm_real *y, size_t n) {
+void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
+                         gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
+                         const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
     (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)y;
     const double dn = (double)n;
     const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);
-    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + 2 * outs + 2 * dots) * dn};
+    const int reads = (dx ? written_read(dx_write) : 0) + (dy ? written_read(dy_write) : 0);
+    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + outs + reads + 2 * dots) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, dots ? " learnable" : "");
 }
 

@@ -71,6 +71,10 @@ void gm_model_zero_grad(gm_model *m) {
 static int has_skip(const gm_config *c, int l) { return c->unet_skips && l >= c->n_layer / 2; }
 static int is_skip_source(const gm_config *c, int l) { return c->unet_skips && l < c->n_layer / 2; }
 
+static double attn_branch_scale(const gm_config *c) {
+    return c->branch_scale_depth ? 1.0 / sqrt(2.0 * c->n_layer) : 1.0;
+}
+
 // Whether the backward reads block l's output (else it lives in scratch): the final norm reads
 // the last one, a U-net decoder layer reads its skip source's (for the skip weight's gradient),
 // and a block without a skip reads its input (its x0 mix for l0's gradient, or its first norm).
@@ -154,26 +158,24 @@ static int layout(gm_model *m, int B, int T) {
     x->logits = put(hd, GM_AT_HEAD, "logits", 0, rows * c->vocab_padded);
     x->losses = put(hd, GM_AT_HEAD, "losses", 0, N);
 
-    // activation gradients: the per-layer ones first (one fill zeroes them), then those across layers
+    // activation gradients: the per-layer ones first, then those across layers
     gm_grad_index *g = &m->gix;
     memset(g, -1, sizeof *g);
-    g->mo = dput(dt, "d.mo", 0, NC), g->act = dput(dt, "d.act", 0, N * H), g->fc = dput(dt, "d.fc", 0, N * H);
+    g->act = dput(dt, "d.act", 0, N * H), g->fc = dput(dt, "d.fc", 0, N * H);
     g->ln2 = dput(dt, "d.ln2", 0, NC);
     if (any_attn) {
-        g->xa = dput(dt, "d.xa", 0, NC), g->ao = dput(dt, "d.ao", 0, NC), g->att = dput(dt, "d.att", 0, NC);
-        g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
+        if (attn_branch_scale(c) != 1) g->ao = dput(dt, "d.ao", 0, NC);
+        g->att = dput(dt, "d.att", 0, NC), g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
         if (vmix) g->vs = dput(dt, "d.vmix", 0, NC);
         if (c->qk_norm) g->qn = dput(dt, "d.qn", 0, NC), g->kn = dput(dt, "d.kn", 0, NC);
         g->q = dput(dt, "d.q", 0, NC), g->k = dput(dt, "d.k", 0, NC), g->v = dput(dt, "d.v", 0, NC);
         g->ln1 = dput(dt, "d.ln1", 0, NC);
     }
-    if (c->x0_lambdas) g->xm = dput(dt, "d.xm", 0, NC);
-    if (c->unet_skips) g->xs = dput(dt, "d.xs", 0, NC);
     g->layer_numel = dt->total;
+    g->resid = dput(dt, "d.resid", 0, NC);
     for (int l = 0; l < L; l++)
         if (is_skip_source(c, l)) g->out[l] = dput(dt, "d.h.%d.res_mlp", l, NC);
-        else if (g->stream[l % 2] < 0) g->stream[l % 2] = dput(dt, "d.stream.%d", l % 2, NC);
-    g->x0 = dput(dt, "d.x0", 0, NC);
+    if (c->x0_lambdas) g->x0 = dput(dt, "d.x0", 0, NC);
     if (c->embed_norm) g->emb = dput(dt, "d.emb", 0, NC);
     for (int j = 0; j < c->n_value_embeds; j++) g->ve[j] = dput(dt, "d.ve.%d", j, NC);
     g->lnf = dput(dt, "d.lnf", 0, NC);
@@ -284,19 +286,30 @@ static layer_io io_of(const gm_model *m, int l) {
     return io;
 }
 
-// The gradients of the same tensors (aliased exactly as the tensors are), and of the block output.
-static gm_real *d_res_mlp(const gm_model *m, int l) {
-    return is_skip_source(&m->cfg, l) ? D(m, m->gix.out[l]) : D(m, m->gix.stream[l % 2]);
+// The gradient of block l's output, which the residual adds pass on unchanged as the gradient of
+// its xa and xm (the MLP's and attention's input-gradients add into it): a skip source's own
+// buffer (the decoder's skip writes into it first), else the one residual-stream buffer.
+static gm_real *d_stream(const gm_model *m, int l) {
+    return is_skip_source(&m->cfg, l) ? D(m, m->gix.out[l]) : D(m, m->gix.resid);
 }
-static layer_io grad_io_of(const gm_model *m, int l) {
-    const gm_config *c = &m->cfg;
-    layer_io d;
-    d.in = l == 0 ? D(m, m->gix.x0) : d_res_mlp(m, l - 1);
-    d.skip = has_skip(c, l) ? d_res_mlp(m, c->n_layer - 1 - l) : NULL;
-    d.xs = has_skip(c, l) ? D(m, m->gix.xs) : d.in;
-    d.xm = c->x0_lambdas ? D(m, m->gix.xm) : d.xs;
-    d.xa = gm_config_has_attn(c, l) ? D(m, m->gix.xa) : d.xm;
-    return d;
+// x0's gradient: its own buffer when every block mixes x0 in, else the first block's stream.
+static gm_real *d_x0(const gm_model *m) { return m->gix.x0 >= 0 ? D(m, m->gix.x0) : d_stream(m, 0); }
+// The gradient of block l's input (the previous block's output, or x0).
+static gm_real *d_block_in(const gm_model *m, int l) { return l == 0 ? d_x0(m) : d_stream(m, l - 1); }
+
+// The across-layer gradient buffers one backward has written so far: the first writer of each
+// sets it, every later one adds (a U-net skip source's, x0's and the value embeddings' collect
+// several contributions).
+typedef struct {
+    const gm_real *written[GM_MAX_LAYERS + GM_MAX_VALUE_EMBEDS + 2];
+    int n;
+} grad_marks;
+
+static gm_grad_write first_sets(grad_marks *marks, const gm_real *p) {
+    for (int i = 0; i < marks->n; i++)
+        if (marks->written[i] == p) return GM_GRAD_ADD;
+    marks->written[marks->n++] = p;
+    return GM_GRAD_SET;
 }
 
 static int skip_index(const gm_model *m, int l) { return l - m->cfg.n_layer / 2; }
@@ -319,10 +332,6 @@ static gm_real *dve_of(const gm_model *m, int l) {
 // The values attention reads: the value mix when value embeddings exist, else v.
 static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
     return a->vmix.home ? A(m, a->vmix) : A(m, a->v);
-}
-
-static double attn_branch_scale(const gm_config *c) {
-    return c->branch_scale_depth ? 1.0 / sqrt(2.0 * c->n_layer) : 1.0;
 }
 
 // ---- forward ----
@@ -420,11 +429,39 @@ static void head_loss(const gm_model *m, int train, double dloss) {
         be->xent_fwd_bwd(be, losses + r0, train ? logits : NULL, logits, m->targets + r0, n, Vp, c->softcap,
                          train ? dloss / N : 0);
         if (train)
-            be->matmul_bwd(be, D(m, m->gix.lnf) + (size_t)r0 * C, G(m, m->pix.head), logits, in, head, n, C, Vp);
+            be->matmul_bwd(be, D(m, m->gix.lnf) + (size_t)r0 * C, GM_GRAD_SET, G(m, m->pix.head), logits, in, head, n,
+                           C, Vp);
     }
 }
 
-// ---- backward: the forward's steps in reverse, each kernel adding into its inputs' gradients ----
+// ---- backward: the forward's steps in reverse ----
+
+// Block l's input gradient from dres, the gradient of its xm: through the x0 mix
+// (xm = l0 xs + l1 x0) and the U-net skip (xs = in + w skip), each a lincomb backward.
+static void stream_to_input(const gm_model *m, int l, const layer_io *io, gm_real *dres, grad_marks *marks) {
+    const gm_config *c = &m->cfg;
+    const gm_backend *be = m->be;
+    const size_t NC = (size_t)m->B * m->T * c->d_model;
+    gm_real *din = d_block_in(m, l);
+    gm_real *dxs = dres;  // xs's gradient: after the mix, in place when the skip's add follows
+    if (c->x0_lambdas) {
+        if (!io->skip) dxs = din;
+        const gm_grad_write wx = dxs == dres ? GM_GRAD_SET : first_sets(marks, dxs);
+        gm_real *dx0 = d_x0(m), *lam = P(m, m->pix.layer[l].lambdas), *dlam = G(m, m->pix.layer[l].lambdas);
+        const gm_grad_write wy = first_sets(marks, dx0);  // after wx: dx0 is dxs in block 0
+        be->lincomb_bwd(be, dxs, wx, dx0, wy, dlam, dlam + 1, dres, 1, lam, io->xs, 1, lam + 1, x0_of(m), NC);
+    }
+    if (io->skip) {  // `in` is not read: its coefficient is no parameter
+        gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l), *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
+        gm_real *dskip = d_stream(m, c->n_layer - 1 - l), *dx = din == dxs ? NULL : din;
+        const gm_grad_write wx = dx ? first_sets(marks, dx) : GM_GRAD_SET;
+        const gm_grad_write wy = first_sets(marks, dskip);  // after wx: the first decoder's input is its skip
+        be->lincomb_bwd(be, dx, wx, dskip, wy, NULL, dw, dxs, 1, NULL, NULL, 1, w, io->skip, NC);
+    } else if (din != dxs) {
+        be->lincomb_bwd(be, din, first_sets(marks, din), NULL, GM_GRAD_SET, NULL, NULL, dxs, 1, NULL, NULL, 0, NULL,
+                        NULL, NC);
+    }
+}
 
 static void backward(const gm_model *m) {
     const gm_config *c = &m->cfg;
@@ -434,63 +471,62 @@ static void backward(const gm_model *m) {
     const gm_act_index *x = &m->aix;
     const gm_grad_index *g = &m->gix;
     gm_attn_mask mask = mask_of(m);
+    grad_marks marks = {.n = 0};
 
-    gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp);
-    be->rmsnorm_bwd(be, d_res_mlp(m, c->n_layer - 1), D(m, g->lnf), last, A(m, x->lnf_rstd), N, C);
+    gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp), *dlast = d_stream(m, c->n_layer - 1);
+    be->rmsnorm_bwd(be, dlast, first_sets(&marks, dlast), D(m, g->lnf), last, A(m, x->lnf_rstd), N, C);
     for (int l = c->n_layer - 1; l >= 0; l--) {
         const gm_layer_acts *a = &x->layer[l];
         const gm_layer_params *p = &m->pix.layer[l];
-        layer_io io = io_of(m, l), d = grad_io_of(m, l);
-        // This block's gradient buffers start at zero; so does its input's unless it already
-        // holds a U-net skip's contribution (or is x0's, which collects every layer's).
-        be->fill(be, m->da, 0, g->layer_numel);
-        if (l > 0 && !is_skip_source(c, l - 1)) be->fill(be, d.in, 0, NC);
+        layer_io io = io_of(m, l);
+        gm_real *dres = d_stream(m, l);  // the gradient of res_mlp, then of xa, then of xm
         if (gm_config_has_attn(c, l)) attn_inputs(m, l, &io, 1);
         mlp_inputs(m, l, &io, 1);
-        // MLP (lincomb_bwd reads x and y only for the scalar gradients: mo is not read here)
-        be->lincomb_bwd(be, d.xa, D(m, g->mo), NULL, NULL, d_res_mlp(m, l), 1, NULL, io.xa, 1, NULL, A(m, a->mo), NC);
-        be->matmul_bwd(be, D(m, g->act), G(m, p->mlp_proj), D(m, g->mo), A(m, a->act), P(m, p->mlp_proj), N, H, C);
-        be->act_bwd(be, c->mlp_act, D(m, g->fc), D(m, g->act), A(m, a->fc), (size_t)N * H);
-        be->matmul_bwd(be, D(m, g->ln2), G(m, p->fc), D(m, g->fc), A(m, a->ln2), P(m, p->fc), N, C, H);
-        be->rmsnorm_bwd(be, d.xa, D(m, g->ln2), io.xa, A(m, a->ln2_rstd), N, C);
-        // attention
+        // MLP: res_mlp = xa + mo, so dmo = dres, read before the norm's gradient adds into it
+        be->matmul_bwd(be, D(m, g->act), GM_GRAD_SET, G(m, p->mlp_proj), dres, A(m, a->act), P(m, p->mlp_proj), N,
+                       H, C);
+        be->act_bwd(be, c->mlp_act, D(m, g->fc), GM_GRAD_SET, D(m, g->act), A(m, a->fc), (size_t)N * H);
+        be->matmul_bwd(be, D(m, g->ln2), GM_GRAD_SET, G(m, p->fc), D(m, g->fc), A(m, a->ln2), P(m, p->fc), N, C, H);
+        be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln2), io.xa, A(m, a->ln2_rstd), N, C);
+        // attention: xa = xm + s ao
         if (gm_config_has_attn(c, l)) {
-            be->lincomb_bwd(be, d.xm, D(m, g->ao), NULL, NULL, d.xa, 1, NULL, io.xm, attn_branch_scale(c), NULL,
-                            A(m, a->ao), NC);
-            be->matmul_bwd(be, D(m, g->att), G(m, p->c_proj), D(m, g->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
+            gm_real *dao = dres;
+            if (g->ao >= 0) {
+                dao = D(m, g->ao);
+                be->lincomb_bwd(be, NULL, GM_GRAD_SET, dao, GM_GRAD_SET, NULL, NULL, dres, 1, NULL, io.xm,
+                                attn_branch_scale(c), NULL, A(m, a->ao), NC);
+            }
+            be->matmul_bwd(be, D(m, g->att), GM_GRAD_SET, G(m, p->c_proj), dao, A(m, a->att), P(m, p->c_proj), N, C,
+                           C);
             gm_real *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
             gm_real *dqs = c->qk_norm ? D(m, g->qn) : D(m, g->q), *dks = c->qk_norm ? D(m, g->kn) : D(m, g->k);
-            be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, D(m, g->att), A(m, a->qr), A(m, a->kr), vs, A(m, a->att),
-                         A(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
-            be->rotary_bwd(be, dqs, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
-            be->rotary_bwd(be, dks, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
+            be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, GM_GRAD_SET, D(m, g->att), A(m, a->qr), A(m, a->kr), vs,
+                         A(m, a->att), A(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
+            be->rotary_bwd(be, dqs, GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
+            be->rotary_bwd(be, dks, GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
             if (a->vmix.home) {
-                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l);
-                be->lincomb_bwd(be, D(m, g->v), dve_of(m, l), dal, ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1,
-                                al + 1, ve, NC);
+                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l), *dve = dve_of(m, l);
+                be->lincomb_bwd(be, D(m, g->v), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
+                                ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1, al + 1, ve, NC);
             }
             if (c->qk_norm) {
-                be->rmsnorm_bwd(be, D(m, g->q), dqs, A(m, a->q), A(m, a->qn_rstd), N * NH, HD);
-                be->rmsnorm_bwd(be, D(m, g->k), dks, A(m, a->k), A(m, a->kn_rstd), N * NH, HD);
+                be->rmsnorm_bwd(be, D(m, g->q), GM_GRAD_SET, dqs, A(m, a->q), A(m, a->qn_rstd), N * NH, HD);
+                be->rmsnorm_bwd(be, D(m, g->k), GM_GRAD_SET, dks, A(m, a->k), A(m, a->kn_rstd), N * NH, HD);
             }
             for (int w = 0; w < 3; w++) {
                 gm_real *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);
-                be->matmul_bwd(be, D(m, g->ln1), g_qkv(m, l, w), dout, A(m, a->ln1), w_qkv(m, l, w), N, C, C);
+                be->matmul_bwd(be, D(m, g->ln1), w == 0 ? GM_GRAD_SET : GM_GRAD_ADD, g_qkv(m, l, w), dout, A(m, a->ln1),
+                               w_qkv(m, l, w), N, C, C);
             }
-            be->rmsnorm_bwd(be, d.xm, D(m, g->ln1), io.xm, A(m, a->ln1_rstd), N, C);
+            be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln1), io.xm, A(m, a->ln1_rstd), N, C);
         }
-        if (a->mix.home) {
-            gm_real *lam = P(m, p->lambdas), *dlam = G(m, p->lambdas);
-            be->lincomb_bwd(be, d.xs, D(m, g->x0), dlam, dlam + 1, d.xm, 1, lam, io.xs, 1, lam + 1, x0_of(m), NC);
-        }
-        if (io.skip) {  // x (the block input) is not read: its coefficient is no parameter
-            gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l),
-                    *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
-            be->lincomb_bwd(be, d.in, d.skip, NULL, dw, d.xs, 1, NULL, NULL, 1, w, io.skip, NC);
-        }
+        stream_to_input(m, l, &io, dres, &marks);
     }
-    gm_real *demb = c->embed_norm ? D(m, g->emb) : D(m, g->x0);
-    if (c->embed_norm) be->rmsnorm_bwd(be, demb, D(m, g->x0), A(m, x->emb), A(m, x->x0_rstd), N, C);
+    // A value embedding no block wrote to (every block that reads it skips attention) adds nothing.
+    for (int j = 0; j < c->n_value_embeds; j++)
+        if (first_sets(&marks, D(m, g->ve[j])) == GM_GRAD_SET) be->fill(be, D(m, g->ve[j]), 0, NC);
+    gm_real *demb = c->embed_norm ? D(m, g->emb) : d_x0(m);
+    if (c->embed_norm) be->rmsnorm_bwd(be, demb, GM_GRAD_SET, d_x0(m), A(m, x->emb), A(m, x->x0_rstd), N, C);
     be->embed_bwd(be, G(m, m->pix.embed), m->ids, demb, N, c->vocab_padded, C);
     for (int j = 0; j < c->n_value_embeds; j++)
         be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, g->ve[j]), N, c->vocab_padded, C);
@@ -525,7 +561,6 @@ static double step(gm_model *m, const int32_t *ids, const int32_t *targets, int 
         free(doc);
     }
     forward_layers(m);
-    if (train) be->fill(be, m->da, 0, m->dacts.total);
     head_loss(m, train, dloss);
     if (train) backward(m);
     gm_real *losses = malloc(sizeof(gm_real) * N);

@@ -6,9 +6,10 @@
 //            every layer;
 //   head     the logits of one chunk of rows (head_rows x Vp), overwritten by their gradient,
 //            and the per-row losses: logits are never stored whole;
-//   dacts    activation gradients: one set of per-layer buffers zeroed and reused layer after layer,
-//            then those that live across layers (the residual stream's, x0's, the value
-//            embeddings', the U-net skip sources').
+//   dacts    activation gradients: one set of per-layer buffers reused layer after layer, then
+//            those that live across layers (the residual stream's, x0's, the value embeddings',
+//            the U-net skip sources'). Each is set by its first writer and added to by later
+//            ones (gm_grad_write), so nothing is zeroed before a backward.
 // Training runs forward and backward as one call that knows dloss up front, so each chunk's
 // logits go to loss and dlogits in one pass and the head's backward at once. Parameter and
 // activation gradients are allocated only when a training step is first asked for, so
@@ -68,15 +69,20 @@ typedef struct {
 } gm_act_index;
 
 // Views of the activation-gradient table; -1 where the configuration has none. The per-layer
-// ones are the front of the buffer (layer_numel elements), zeroed before each block's backward.
+// ones are the front of the buffer (layer_numel elements), reused by each block's backward.
+// A residual add (y = x + f, coefficient 1) passes its gradient on unchanged, so the gradients of
+// a block's output, its working input and its stream after attention are one buffer (`resid`, or
+// a skip source's `out`), to which each branch's input-gradient adds.
 typedef struct {
-    // per layer: the gradients of a block's internal tensors (names "d.<tensor>")
-    int mo, act, fc, ln2, xa, ao, att, qr, kr, vs, qn, kn, q, k, v, ln1, xm, xs;
+    // per layer: the gradients of a block's internal tensors (names "d.<tensor>"); ao only with a
+    // branch scale other than 1
+    int act, fc, ln2, ao, att, qr, kr, vs, qn, kn, q, k, v, ln1;
     size_t layer_numel;
     // across layers
-    int stream[2];                // (N, C) a block output's gradient, alternating with the next
+    int resid;                    // (N, C) the residual stream's gradient, block after block
     int out[GM_MAX_LAYERS];       // (N, C) gradient of a U-net skip source's output
-    int x0, emb;                  // (N, C) (emb: with the embedding norm)
+    int x0, emb;                  // (N, C) (x0: its own buffer only when every block mixes x0 in;
+                                  // else the first block's stream gradient; emb: with the embedding norm)
     int ve[GM_MAX_VALUE_EMBEDS];  // (N, C)
     int lnf;                      // (N, C) the final norm's output
 } gm_grad_index;

@@ -35,7 +35,7 @@ static void mm_fwd(void *c, gm_real *out) {
 static gc_input *g_in;  // the gradient buffers of the input list being checked
 static void mm_bwd(void *c, const gm_real *dout) {
     mm_ctx *m = c;
-    gm_backend_cpu()->matmul_bwd(gm_backend_cpu(), g_in[0].dx, g_in[1].dx, dout, m->inp, m->W, m->N, m->C, m->OC);
+    gm_backend_cpu()->matmul_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, g_in[1].dx, dout, m->inp, m->W, m->N, m->C, m->OC);
 }
 
 Test(op_grads, matmul) {
@@ -98,7 +98,7 @@ static void rn_bwd(void *c, const gm_real *dout) {
     rn_ctx *r = c;
     gm_real *tmp = ALLOC(r->N * r->C);  // the forward recomputes rstd for the current x
     gm_backend_cpu()->rmsnorm_fwd(gm_backend_cpu(), tmp, r->rstd, r->x, r->N, r->C, r->eps);
-    gm_backend_cpu()->rmsnorm_bwd(gm_backend_cpu(), g_in[0].dx, dout, r->x, r->rstd, r->N, r->C);
+    gm_backend_cpu()->rmsnorm_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, dout, r->x, r->rstd, r->N, r->C);
     free(tmp);
 }
 
@@ -129,7 +129,7 @@ static void ro_fwd(void *c, gm_real *out) {
 }
 static void ro_bwd(void *c, const gm_real *dout) {
     ro_ctx *r = c;
-    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), g_in[0].dx, dout, r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
+    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, dout, r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
 }
 
 Test(op_grads, rotary) {
@@ -164,7 +164,7 @@ static void at_fwd(void *c, gm_real *out) {
 static void at_bwd(void *c, const gm_real *dout) {
     at_ctx *a = c;
     at_fwd(a, a->out);
-    gm_backend_cpu()->attn_bwd(gm_backend_cpu(), g_in[0].dx, g_in[1].dx, g_in[2].dx, dout, a->q, a->k, a->v, a->out,
+    gm_backend_cpu()->attn_bwd(gm_backend_cpu(), g_in[0].dx, g_in[1].dx, g_in[2].dx, GM_GRAD_ADD, dout, a->q, a->k, a->v, a->out,
                                a->lse, a->B, a->T, a->NH, a->HD, 1.0 / sqrt(a->HD), a->mask);
 }
 
@@ -203,7 +203,7 @@ static void ac_fwd(void *c, gm_real *out) {
 }
 static void ac_bwd(void *c, const gm_real *dout) {
     ac_ctx *a = c;
-    gm_backend_cpu()->act_bwd(gm_backend_cpu(), a->act, g_in[0].dx, dout, a->x, a->n);
+    gm_backend_cpu()->act_bwd(gm_backend_cpu(), a->act, g_in[0].dx, GM_GRAD_ADD, dout, a->x, a->n);
 }
 
 Test(op_grads, gelu_and_relu2) {
@@ -233,7 +233,7 @@ static void lc_fwd(void *c, gm_real *out) {
 }
 static void lc_bwd(void *c, const gm_real *dout) {
     lc_ctx *l = c;
-    gm_backend_cpu()->lincomb_bwd(gm_backend_cpu(), g_in[0].dx, l->y ? g_in[1].dx : NULL, l->pa ? g_in[2].dx : NULL,
+    gm_backend_cpu()->lincomb_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, l->y ? g_in[1].dx : NULL, GM_GRAD_ADD, l->pa ? g_in[2].dx : NULL,
                                   l->pb ? g_in[3].dx : NULL, dout, l->ca, l->pa, l->x, l->cb, l->pb, l->y, l->n);
 }
 

@@ -26,21 +26,21 @@ void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_rea
 }
 
 // GELU' = Phi(x) + x*phi(x); (ReLU^2)' = 2*relu(x).
-void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                    size_t n) {
+void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                    const gm_real *inp, size_t n) {
     (void)be;
     if (act == GM_ACT_GELU) {
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
         for (size_t i = 0; i < n; i++) {
             const double x = inp[i];
             const double g = 0.5 * (1.0 + erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
-            dinp[i] += (gm_real)(g * dout[i]);
+            gm_grad_put(&dinp[i], dinp_write, (gm_real)(g * dout[i]));
         }
         return;
     }
 #pragma omp parallel for simd schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         const double x = inp[i], g = x > 0 ? 2.0 * x : 0.0;
-        dinp[i] += (gm_real)(g * dout[i]);
+        gm_grad_put(&dinp[i], dinp_write, (gm_real)(g * dout[i]));
     }
 }

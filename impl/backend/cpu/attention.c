@@ -121,9 +121,9 @@ void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_
     }
 }
 
-void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout, const gm_real *q,
-                     const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
-                     int HD, double scale, gm_attn_mask mask) {
+void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
+                     const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out,
+                     const gm_real *lse, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)be;
     gm_cpu_blas_single_thread();
     const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
@@ -143,6 +143,10 @@ void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv
                     gm_real acc = 0;
                     for (int d = 0; d < HD; d++) acc += o[d] * g[d];
                     Dbh[i] = acc;
+                    // The tile GEMMs below add into this head's rows: a SET starts them at zero.
+                    if (dqkv_write == GM_GRAD_SET)
+                        for (int d = 0; d < HD; d++) dq[base + (size_t)i * ld + d] = dk[base + (size_t)i * ld + d] =
+                            dv[base + (size_t)i * ld + d] = 0;
                 }
                 for (int kt = 0; kt < nt; kt++) {
                     int j0 = kt * TILE, j1 = j0 + TILE < T ? j0 + TILE : T, bk = j1 - j0;

@@ -12,8 +12,8 @@ const gm_backend *gm_backend_cpu(void);
 
 // ---- naive references (plain loops, no BLAS, no blocking) ----
 void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC);
-void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp, const gm_real *W,
-                             int N, int C, int OC);
+void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
+                             const gm_real *inp, const gm_real *W, int N, int C, int OC);
 // Attention with an explicit dense mask (B, T, T) of 0/1 bytes, mask[b][q][k]; materialises the
 // (T, T) probabilities per (b, head). Same outputs as attn_fwd/attn_bwd.
 void gm_cpu_attn_fwd_dense(gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k, const gm_real *v, int B,

@@ -32,8 +32,8 @@ static gm_real dot_fixed(const gm_real *u, const gm_real *v, size_t n) {
     return (gm_real)total;
 }
 
-void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb, const gm_real *dout,
-                        double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
+                        gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
                         size_t n) {
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
@@ -41,7 +41,8 @@ void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real 
     if (dpb && y) *dpb += (gm_real)cb * dot_fixed(dout, y, n);
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
-        if (dx) dx[i] += a * dout[i];
-        if (dy && y) dy[i] += b * dout[i];
+        const gm_real g = dout[i];  // read before dx is written: dx may be dout
+        if (dx) gm_grad_put(&dx[i], dx_write, a * g);
+        if (dy && y) gm_grad_put(&dy[i], dy_write, b * g);
     }
 }

@@ -30,19 +30,19 @@ void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, c
     }
 }
 
-void gm_cpu_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
-                       const gm_real *W, int N, int C, int OC) {
+void gm_cpu_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
+                       const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     (void)be;
     gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int t = omp_get_thread_num(), n = omp_get_num_threads(), lo, hi;
-        // dinp (N, C) += dout (N, OC) @ W (OC, C), by rows of dinp
+        // dinp (N, C) (+)= dout (N, OC) @ W (OC, C), by rows of dinp (beta 0 never reads dinp)
         slice(N, t, n, &lo, &hi);
         if (dinp && hi > lo)
-            GM_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1.0, dout + (size_t)lo * OC, OC, W, C, 1.0,
-                 dinp + (size_t)lo * C, C);
+            GM_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1.0, dout + (size_t)lo * OC, OC, W, C,
+                    dinp_write == GM_GRAD_ADD ? 1.0 : 0.0, dinp + (size_t)lo * C, C);
         // dW (OC, C) += dout^T (OC, N) @ inp (N, C), by rows of dW (columns of dout)
         slice(OC, t, n, &lo, &hi);
         if (dW && hi > lo)
@@ -60,14 +60,14 @@ void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W,
         }
 }
 
-void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp, const gm_real *W,
-                             int N, int C, int OC) {
+void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
+                             const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     if (dinp)
         for (int n = 0; n < N; n++)
             for (int c = 0; c < C; c++) {
                 double acc = 0;
                 for (int o = 0; o < OC; o++) acc += (double)dout[(size_t)n * OC + o] * W[(size_t)o * C + c];
-                dinp[(size_t)n * C + c] += (gm_real)acc;
+                gm_grad_put(&dinp[(size_t)n * C + c], dinp_write, (gm_real)acc);
             }
     if (dW)
         for (int o = 0; o < OC; o++)

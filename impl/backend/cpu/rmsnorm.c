@@ -19,8 +19,8 @@ void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const
 }
 
 // With y = x*r, r = (mean(x^2)+eps)^(-1/2): dx = r*dy - x * r^3 * mean(dy*x).
-void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                        const gm_real *rstd, int N, int C) {
+void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                        const gm_real *inp, const gm_real *rstd, int N, int C) {
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
@@ -28,6 +28,6 @@ void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout
         double dot = 0;
         for (int c = 0; c < C; c++) dot += (double)dy[c] * x[c];
         double r = rstd[n], k = r * r * r * dot / C;
-        for (int c = 0; c < C; c++) dinp[(size_t)n * C + c] += (gm_real)(r * dy[c] - k * x[c]);
+        for (int c = 0; c < C; c++) gm_grad_put(&dinp[(size_t)n * C + c], dinp_write, (gm_real)(r * dy[c] - k * x[c]));
     }
 }

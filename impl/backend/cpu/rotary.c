@@ -2,9 +2,9 @@
 // The backward is the rotation by -theta.
 #include "backend/cpu/cpu_ops.h"
 
-// sign = +1: forward rotation; -1: its transpose (the backward), added into out.
+// sign = +1: forward rotation; -1: its transpose (the backward); out written as `write` says.
 static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH,
-                   int HD, int sign, int accumulate) {
+                   int HD, int sign, gm_grad_write write) {
     int h2 = HD / 2;
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * T * NH * HD > GM_CPU_PAR_MIN)
     for (int b = 0; b < B; b++)
@@ -17,13 +17,8 @@ static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const
                     gm_real c = cos_t[(size_t)t * h2 + i], s = sign * sin_t[(size_t)t * h2 + i];
                     gm_real x1 = x[i], x2 = x[i + h2];
                     gm_real y1 = x1 * c + x2 * s, y2 = -x1 * s + x2 * c;
-                    if (accumulate) {
-                        y[i] += y1;
-                        y[i + h2] += y2;
-                    } else {
-                        y[i] = y1;
-                        y[i + h2] = y2;
-                    }
+                    gm_grad_put(&y[i], write, y1);
+                    gm_grad_put(&y[i + h2], write, y2);
                 }
             }
 }
@@ -31,11 +26,11 @@ static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const
 void gm_cpu_rotary_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
                        const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)be;
-    rotate(out, inp, cos_t, sin_t, B, T, NH, HD, 1, 0);
+    rotate(out, inp, cos_t, sin_t, B, T, NH, HD, 1, GM_GRAD_SET);
 }
 
-void gm_cpu_rotary_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *cos_t,
-                       const gm_real *sin_t, int B, int T, int NH, int HD) {
+void gm_cpu_rotary_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                       const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)be;
-    rotate(dinp, dout, cos_t, sin_t, B, T, NH, HD, -1, 1);
+    rotate(dinp, dout, cos_t, sin_t, B, T, NH, HD, -1, dinp_write);
 }

@@ -16,14 +16,15 @@ __global__ static void act_fwd_kernel(int gelu, float *out, const float *inp, si
 }
 
 // GELU' = Phi(x) + x*phi(x); (ReLU^2)' = 2*relu(x).
-__global__ static void act_bwd_kernel(int gelu, float *dinp, const float *dout, const float *inp, size_t n) {
+__global__ static void act_bwd_kernel(int gelu, float *dinp, gm_grad_write write, const float *dout, const float *inp,
+                                      size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         double x = inp[i], g;
         if (gelu)
             g = 0.5 * (1.0 + erf(x * INV_SQRT2)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
         else
             g = x > 0 ? 2.0 * x : 0.0;
-        dinp[i] += (float)(g * dout[i]);
+        gm_grad_put(&dinp[i], write, (float)(g * dout[i]));
     }
 }
 
@@ -34,10 +35,10 @@ void gm_cuda_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_re
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                     size_t n) {
+void gm_cuda_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                     const gm_real *inp, size_t n) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
-    act_bwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(act == GM_ACT_GELU, dinp, dout, inp, n);
+    act_bwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(act == GM_ACT_GELU, dinp, dinp_write, dout, inp, n);
     GM_CU_LAUNCHED(c);
 }

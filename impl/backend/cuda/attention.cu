@@ -71,7 +71,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
 }
 
 extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk,
-                                      gm_real *dv, const gm_real *dout, const gm_real *q, const gm_real *k,
+                                      gm_real *dv, gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q, const gm_real *k,
                                       const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
                                       int HD, double scale, gm_attn_mask mask) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
@@ -84,8 +84,8 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, dout, out, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_bwd(c, dq, dk, dv, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
-    else gm_cuda_attn_naive_bwd(c, dq, dk, dv, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_bwd(c, dq, dk, dv, dqkv_write, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
+    else gm_cuda_attn_naive_bwd(c, dq, dk, dv, dqkv_write, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
 }
 
 void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
@@ -93,8 +93,9 @@ void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_AUTO, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);
 }
 
-void gm_cuda_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, const gm_real *dout,
+void gm_cuda_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
+                      const gm_real *dout,
                       const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
                       int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_AUTO, be, dq, dk, dv, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_AUTO, be, dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask);
 }

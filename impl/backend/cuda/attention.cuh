@@ -9,17 +9,17 @@
 
 void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
                             int B, int T, int NH, int HD, double scale, gm_attn_mask m);
-void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
-                            const float *k, const float *v, const float *lse, const float *D, int B, int T, int NH,
-                            int HD, double scale, gm_attn_mask m);
+void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
+                            const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
+                            int T, int NH, int HD, double scale, gm_attn_mask m);
 
 // Whether the tensor-core kernels take this head_dim and these tensors (16-byte alignment, for
 // their float4 loads and float2 stores); n pointers.
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n);
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
                           int B, int T, int NH, int HD, double scale, gm_attn_mask m);
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
-                          const float *k, const float *v, const float *lse, const float *D, int B, int T, int NH,
-                          int HD, double scale, gm_attn_mask m);
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
+                          const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
+                          int T, int NH, int HD, double scale, gm_attn_mask m);
 
 #endif

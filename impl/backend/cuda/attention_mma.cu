@@ -399,7 +399,7 @@ static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const flo
                                                const float *__restrict__ q, const float *__restrict__ k,
                                                const float *__restrict__ v, const float *__restrict__ lse,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
-                                               float scale, gm_attn_mask m, const int HD) {
+                                               float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
@@ -459,8 +459,11 @@ static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const flo
         float *row = dq + head + (size_t)i * rs + 2 * t;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++) {
-            float2 x = *(float2 *)(row + n * 8);
-            x.x += scale * acc[n][2 * r], x.y += scale * acc[n][2 * r + 1];
+            float2 x = make_float2(scale * acc[n][2 * r], scale * acc[n][2 * r + 1]);
+            if (w == GM_GRAD_ADD) {  // a SET never reads dq
+                const float2 old = *(float2 *)(row + n * 8);
+                x.x += old.x, x.y += old.y;
+            }
             *(float2 *)(row + n * 8) = x;
         }
     }
@@ -473,7 +476,7 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
                                                  const float *__restrict__ k, const float *__restrict__ v,
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
-                                                 const int HD) {
+                                                 gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD);
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
@@ -534,9 +537,12 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
         float *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++) {
-            float2 x = *(float2 *)(krow + n * 8), y = *(float2 *)(vrow + n * 8);
-            x.x += scale * dka[n][2 * r], x.y += scale * dka[n][2 * r + 1];
-            y.x += dva[n][2 * r], y.y += dva[n][2 * r + 1];
+            float2 x = make_float2(scale * dka[n][2 * r], scale * dka[n][2 * r + 1]);
+            float2 y = make_float2(dva[n][2 * r], dva[n][2 * r + 1]);
+            if (w == GM_GRAD_ADD) {  // a SET never reads dk, dv
+                const float2 ok = *(float2 *)(krow + n * 8), ov = *(float2 *)(vrow + n * 8);
+                x.x = ok.x + x.x, x.y = ok.y + x.y, y.x = ov.x + y.x, y.y = ov.y + y.y;
+            }
             *(float2 *)(krow + n * 8) = x, *(float2 *)(vrow + n * 8) = y;
         }
     }
@@ -551,7 +557,7 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
 #define BWD_INPUTS                                                                                                   \
     const float *__restrict__ dout, const float *__restrict__ q, const float *__restrict__ k,                        \
         const float *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH,      \
-        float scale_log2, float scale, gm_attn_mask m
+        float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
 // registers without spilling (160 to 248); the head_dim 64 forward also fits in 128 without
@@ -563,18 +569,18 @@ __global__ static void __launch_bounds__(NTHREADS, 1) attn_fwd_128(FWD_ARGS) {
     fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(float *__restrict__ dq, BWD_INPUTS) {
-    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 64);
+    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(float *__restrict__ dq, BWD_INPUTS) {
-    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 128);
+    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_64(float *__restrict__ dk, float *__restrict__ dv,
                                                                    BWD_INPUTS) {
-    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 64);
+    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_128(float *__restrict__ dk, float *__restrict__ dv,
                                                                     BWD_INPUTS) {
-    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, 128);
+    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
@@ -613,17 +619,17 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q
     else LAUNCH(c, attn_fwd_128, grid, fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
 }
 
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
-                          const float *k, const float *v, const float *lse, const float *D, int B, int T, int NH,
-                          int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
+                          const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
+                          int T, int NH, int HD, double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     if (HD == 64) {
-        LAUNCH(c, attn_dq_64, grid, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
-        LAUNCH(c, attn_dkdv_64, grid, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+        LAUNCH(c, attn_dq_64, grid, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dkdv_64, grid, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
     } else {
-        LAUNCH(c, attn_dq_128, grid, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
-        LAUNCH(c, attn_dkdv_128, grid, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m);
+        LAUNCH(c, attn_dq_128, grid, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dkdv_128, grid, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
     }
 }
 #else
@@ -636,8 +642,9 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *, float *, const float *, const
                           int, int, double, gm_attn_mask) {
     absent(c);
 }
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *, float *, float *, const float *, const float *, const float *,
-                          const float *, const float *, const float *, int, int, int, int, double, gm_attn_mask) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *, float *, float *, gm_grad_write, const float *, const float *,
+                          const float *, const float *, const float *, const float *, int, int, int, int, double,
+                          gm_attn_mask) {
     absent(c);
 }
 #endif

@@ -141,8 +141,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
 
 // ---- backward 1: dq; grid (ceil(T / BWD_ROWS), NH, B); warps own query rows, lanes take keys ----
 __global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dq_kernel(float *dq, const float *dout, const float *q, const float *k, const float *v, const float *lse,
-                       const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
+    attn_bwd_dq_kernel(float *dq, gm_grad_write w, const float *dout, const float *q, const float *k, const float *v,
+                       const float *lse, const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
     __shared__ float sQ[BWD_ROWS][MAX_HD];
     __shared__ float sO[BWD_ROWS][MAX_HD];  // dout rows
     __shared__ float sK[TILE][MAX_HD + 1];
@@ -206,15 +206,16 @@ __global__ static void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int c = 0; c < DC; c++) {
             const int d = lane + 32 * c;
-            if (d < HD) dqb[(size_t)i * rs + d] += acc[rr][c];
+            if (d < HD) gm_grad_put(&dqb[(size_t)i * rs + d], w, acc[rr][c]);
         }
     }
 }
 
 // ---- backward 2: dk, dv; grid (ceil(T / BWD_ROWS), NH, B); warps own key rows, lanes take queries ----
 __global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dkdv_kernel(float *dk, float *dv, const float *dout, const float *q, const float *k, const float *v,
-                         const float *lse, const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
+    attn_bwd_dkdv_kernel(float *dk, float *dv, gm_grad_write w, const float *dout, const float *q, const float *k,
+                         const float *v, const float *lse, const float *D, int T, int NH, int HD, float scale,
+                         gm_attn_mask m) {
     __shared__ float sQ[TILE][MAX_HD + 1];
     __shared__ float sO[TILE][MAX_HD + 1];  // dout rows
     __shared__ float sK[BWD_ROWS][MAX_HD];
@@ -284,8 +285,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
         for (int c = 0; c < DC; c++) {
             const int d = lane + 32 * c;
             if (d < HD) {
-                dkb[(size_t)j * rs + d] += dka[rr][c];
-                dvb[(size_t)j * rs + d] += dva[rr][c];
+                gm_grad_put(&dkb[(size_t)j * rs + d], w, dka[rr][c]);
+                gm_grad_put(&dvb[(size_t)j * rs + d], w, dva[rr][c]);
             }
         }
     }
@@ -298,13 +299,13 @@ void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, float *out, float *lse, const float 
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
-                            const float *k, const float *v, const float *lse, const float *D, int B, int T, int NH,
-                            int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
+                            const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
+                            int T, int NH, int HD, double scale, gm_attn_mask m) {
     dim3 grid((T + BWD_ROWS - 1) / BWD_ROWS, NH, B);
-    attn_bwd_dq_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dq, dout, q, k, v, lse, D, T, NH, HD, (float)scale, m);
+    attn_bwd_dq_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dq, w, dout, q, k, v, lse, D, T, NH, HD, (float)scale, m);
     GM_CU_LAUNCHED(c);
-    attn_bwd_dkdv_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dk, dv, dout, q, k, v, lse, D, T, NH, HD, (float)scale,
+    attn_bwd_dkdv_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dk, dv, w, dout, q, k, v, lse, D, T, NH, HD, (float)scale,
                                                              m);
     GM_CU_LAUNCHED(c);
 }

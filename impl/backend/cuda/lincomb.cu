@@ -13,13 +13,15 @@ __global__ static void lincomb_fwd_kernel(float *out, double ca, const float *pa
         out[i] = a * x[i] + (y ? b * y[i] : 0.0f);
 }
 
-// The same two statements as the CPU reference, in the same order (dx may alias dout).
-__global__ static void lincomb_bwd_kernel(float *dx, float *dy, const float *dout, double ca, const float *pa,
-                                          double cb, const float *pb, const float *y, size_t n) {
+// The same two statements as the CPU reference, in the same order (dx may alias dout, dy dx).
+__global__ static void lincomb_bwd_kernel(float *dx, gm_grad_write dx_write, float *dy, gm_grad_write dy_write,
+                                          const float *dout, double ca, const float *pa, double cb, const float *pb,
+                                          const float *y, size_t n) {
     float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        if (dx) dx[i] += a * dout[i];
-        if (dy && y) dy[i] += b * dout[i];
+        const float g = dout[i];
+        if (dx) gm_grad_put(&dx[i], dx_write, a * g);
+        if (dy && y) gm_grad_put(&dy[i], dy_write, b * g);
     }
 }
 
@@ -48,8 +50,8 @@ void gm_cuda_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real *dpa, gm_real *dpb,
-                         const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
+void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy,
+                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
                          const gm_real *pb, const gm_real *y, size_t n) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
@@ -57,7 +59,8 @@ void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_real *dy, gm_real
     if (dpa) dot_add(c, dpa, ca, dout, x, n);
     if (dpb && y) dot_add(c, dpb, cb, dout, y, n);
     if (dx || (dy && y)) {
-        lincomb_bwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(dx, dy, dout, ca, pa, cb, pb, y, n);
+        lincomb_bwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(dx, dx_write, dy, dy_write, dout, ca, pa, cb, pb,
+                                                                          y, n);
         GM_CU_LAUNCHED(c);
     }
 }

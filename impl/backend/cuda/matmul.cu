@@ -1,11 +1,12 @@
 // Linear layer without bias on the backend's GEMM (cuBLAS, or its reference: gemm.h): the fp32
 // operands are rounded to bf16 copies in scratch
 // (round to nearest even), multiplied with fp32 accumulation (CUBLAS_COMPUTE_32F) into fp32
-// outputs; the backward adds into dinp and dW through beta = 1.
+// outputs; the backward adds into dW through beta = 1, and into dinp only when asked (beta 0 never
+// reads it).
 //
 // Row-major (R, C) is column-major (C, R) with leading dimension C, so with W (OC, C):
 //   out^T (OC, N) = W * inp^T          -> gemm(T, N, m=OC, n=N,  k=C,  A=W,   B=inp)
-//   dinp^T (C, N) += W^T * dout^T      -> gemm(N, N, m=C,  n=N,  k=OC, A=W,   B=dout)
+//   dinp^T (C, N) (+)= W^T * dout^T    -> gemm(N, N, m=C,  n=N,  k=OC, A=W,   B=dout)
 //   dW^T (C, OC) += inp^T * dout       -> gemm(N, T, m=C,  n=OC, k=N,  A=inp, B=dout)
 // (in column-major terms, each named matrix being its row-major buffer).
 #include <cuda_bf16.h>
@@ -48,8 +49,8 @@ void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, 
     gemm_bf16(c, 1, 0, OC, N, C, w16, C, x16, C, 0.0f, out, OC);
 }
 
-void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const gm_real *dout, const gm_real *inp,
-                        const gm_real *W, int N, int C, int OC) {
+void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW,
+                        const gm_real *dout, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0 || OC <= 0 || (!dinp && !dW)) return;
     const __nv_bfloat16 *d16 = bf16_copy(c, GM_SCR_MM_A, dout, (size_t)N * OC);
@@ -57,7 +58,7 @@ void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_real *dW, const 
     if (dinp) {
         const __nv_bfloat16 *w16 = bf16_copy(c, GM_SCR_MM_B, W, (size_t)OC * C);
         if (!w16) return;
-        gemm_bf16(c, 0, 0, C, N, OC, w16, C, d16, OC, 1.0f, dinp, C);
+        gemm_bf16(c, 0, 0, C, N, OC, w16, C, d16, OC, dinp_write == GM_GRAD_ADD ? 1.0f : 0.0f, dinp, C);
     }
     if (dW) {
         const __nv_bfloat16 *x16 = bf16_copy(c, GM_SCR_MM_C, inp, (size_t)N * C);

@@ -19,9 +19,9 @@ __global__ static void rmsnorm_fwd_kernel(float *out, float *rstd, const float *
     if (lane == 0) rstd[row] = r;
 }
 
-// dx += r*dy - x * r^3 * mean(dy*x)
-__global__ static void rmsnorm_bwd_kernel(float *dinp, const float *dout, const float *inp, const float *rstd, int N,
-                                          int C) {
+// dx (+)= r*dy - x * r^3 * mean(dy*x)
+__global__ static void rmsnorm_bwd_kernel(float *dinp, gm_grad_write write, const float *dout, const float *inp,
+                                          const float *rstd, int N, int C) {
     int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -29,7 +29,7 @@ __global__ static void rmsnorm_bwd_kernel(float *dinp, const float *dout, const 
     for (int c = lane; c < C; c += 32) dot += dy[c] * x[c];
     dot = gm_warp_sum(dot);
     float r = rstd[row], k = r * r * r * dot / (float)C;
-    for (int c = lane; c < C; c += 32) dinp[(size_t)row * C + c] += r * dy[c] - k * x[c];
+    for (int c = lane; c < C; c += 32) gm_grad_put(&dinp[(size_t)row * C + c], write, r * dy[c] - k * x[c]);
 }
 
 void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
@@ -41,11 +41,11 @@ void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, cons
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, const gm_real *dout, const gm_real *inp,
-                         const gm_real *rstd, int N, int C) {
+void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                         const gm_real *inp, const gm_real *rstd, int N, int C) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
     rmsnorm_bwd_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(
-        dinp, dout, inp, rstd, N, C);
+        dinp, dinp_write, dout, inp, rstd, N, C);
     GM_CU_LAUNCHED(c);
 }
