@@ -662,9 +662,11 @@ int main(int argc, char **argv) {
     say(&c, "- Backend under test: `%s`", c.be[1]->name);
     if (cuda) say(&c, " (device %d)", device);
     say(&c, "; reference: `%s`. Commit: `%s`. Seed: %llu. Shapes: %s.\n", c.be[0]->name, gm_build_commit, seed, shapes);
-    say(&c, "- Inputs: Philox normals from the seed, the same on both sides. Backward kernels add into gradients "
-            "that start as the same random values; written outputs start as NaN, so an element left unwritten shows "
-            "as non-finite. rmsnorm_bwd and attn_bwd read the reference's forward results on both sides.\n");
+    say(&c, "- Inputs: Philox normals from the seed, the same on both sides. Each activation gradient of a backward "
+            "kernel is written both ways: set (`dx=`, over NaN, which a kernel that read it would spread) and added "
+            "into (`dx+=`, over the same random values); parameter gradients add into random values; written "
+            "outputs start as NaN, so an element left unwritten shows as non-finite. rmsnorm_bwd and attn_bwd read "
+            "the reference's forward results on both sides.\n");
     say(&c, "- Errors of the backend under test against the reference: max |got - ref|; that over max |ref|; "
             "||got - ref|| / ||ref||; bitwise: every element's bits equal.\n\n");
     table_header(&c, "kernel");
