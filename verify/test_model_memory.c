@@ -63,17 +63,18 @@ static gm_backend counting(void) {
 
 // ---- the model ----
 
-static void check_model(const char *preset, const char *scale, int head_rows) {
+static void check_model(const char *preset, const char *scale, int head_rows, int recompute) {
     gm_config cfg;
     cr_assert_eq(gm_preset_model(&cfg, preset, scale), 0, "%s", gm_error());
     const int B = cfg.batch, T = cfg.seq_len, N = B * T;
     gm_model_mem plan;
-    cr_assert_eq(gm_model_plan(&cfg, B, T, head_rows, &plan), 0, "%s", gm_error());
+    cr_assert_eq(gm_model_plan(&cfg, B, T, head_rows, recompute, &plan), 0, "%s", gm_error());
     const size_t step = plan.acts + plan.scratch + plan.head + plan.inputs;
     gm_backend be = counting();
     gm_model m;
     cr_assert_eq(gm_model_create(&m, &cfg, &be), 0, "%s", gm_error());
     gm_model_set_head_rows(&m, head_rows);
+    gm_model_set_recompute(&m, recompute);
     cr_expect_eq(live, plan.params, "%s/%s: %zu bytes after create, plan %zu", preset, scale, live, plan.params);
     cr_assert_eq(gm_model_init(&m, 3, GM_INIT_TEST), 0);
     int32_t *tok = malloc(sizeof(int32_t) * (N + 1));
@@ -93,9 +94,10 @@ static void check_model(const char *preset, const char *scale, int head_rows) {
 
 Test(model_memory, plan_is_what_the_model_allocates) {
     for (const char *const *p = gm_preset_names; *p; p++) {
-        check_model(*p, "test", GM_HEAD_ROWS);
-        check_model(*p, "test", 48);  // 128 rows in chunks of 48, 48, 32
-        check_model(*p, "tiny", GM_HEAD_ROWS);
+        check_model(*p, "test", GM_HEAD_ROWS, 1);
+        check_model(*p, "test", 48, 1);  // 128 rows in chunks of 48, 48, 32
+        check_model(*p, "test", 48, 0);  // the blocks' inputs kept, not recomputed
+        check_model(*p, "tiny", GM_HEAD_ROWS, 1);
     }
 }
 

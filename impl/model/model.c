@@ -16,6 +16,7 @@ int gm_model_create(gm_model *m, const gm_config *cfg, const gm_backend *be) {
     m->cfg = *cfg;
     m->be = be;
     m->head_rows = GM_HEAD_ROWS;
+    m->recompute = 1;
     if (gm_config_check(cfg) || gm_params_build(cfg, &m->params, &m->pix)) return -1;
     m->p = be->alloc(be, sizeof(gm_real) * m->params.total);
     if (!m->p) return -1;
@@ -60,6 +61,12 @@ void gm_model_set_head_rows(gm_model *m, int rows) {
     if (rows == m->head_rows) return;
     free_acts(m);
     m->head_rows = rows;
+}
+
+void gm_model_set_recompute(gm_model *m, int recompute) {
+    if (!recompute == !m->recompute) return;
+    free_acts(m);
+    m->recompute = recompute != 0;
 }
 
 void gm_model_zero_grad(gm_model *m) {
@@ -110,16 +117,18 @@ static int layout(gm_model *m, int B, int T) {
     }
     const int vmix = c->n_value_embeds > 0;
 
-    // scratch: one of each, whichever layer runs
+    // scratch: one of each, whichever layer runs; the recomputed inputs only with recompute on
+    const int rc = m->recompute;
     gm_slot s_ln1 = {0}, s_qn = {0}, s_kn = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_ao = {0}, s_stream[2] = {{0}};
+    gm_slot s_ln2 = {0}, s_act = {0};
     if (any_attn) {
-        s_ln1 = put(sc, GM_AT_SCRATCH, "ln1", 0, NC);
-        if (c->qk_norm) s_qn = put(sc, GM_AT_SCRATCH, "qn", 0, NC), s_kn = put(sc, GM_AT_SCRATCH, "kn", 0, NC);
-        if (vmix) s_vmix = put(sc, GM_AT_SCRATCH, "vmix", 0, NC);
-        s_qr = put(sc, GM_AT_SCRATCH, "qr", 0, NC), s_kr = put(sc, GM_AT_SCRATCH, "kr", 0, NC);
+        if (rc) s_ln1 = put(sc, GM_AT_SCRATCH, "ln1", 0, NC);
+        if (rc && c->qk_norm) s_qn = put(sc, GM_AT_SCRATCH, "qn", 0, NC), s_kn = put(sc, GM_AT_SCRATCH, "kn", 0, NC);
+        if (rc && vmix) s_vmix = put(sc, GM_AT_SCRATCH, "vmix", 0, NC);
+        if (rc) s_qr = put(sc, GM_AT_SCRATCH, "qr", 0, NC), s_kr = put(sc, GM_AT_SCRATCH, "kr", 0, NC);
         s_ao = put(sc, GM_AT_SCRATCH, "ao", 0, NC);
     }
-    gm_slot s_ln2 = put(sc, GM_AT_SCRATCH, "ln2", 0, NC), s_act = put(sc, GM_AT_SCRATCH, "act", 0, N * H);
+    if (rc) s_ln2 = put(sc, GM_AT_SCRATCH, "ln2", 0, NC), s_act = put(sc, GM_AT_SCRATCH, "act", 0, N * H);
     gm_slot s_mo = put(sc, GM_AT_SCRATCH, "mo", 0, NC);
     for (int i = 0; i < 2; i++)
         if (stream_used[i]) s_stream[i] = put(sc, GM_AT_SCRATCH, "stream.%d", i, NC);
@@ -134,21 +143,26 @@ static int layout(gm_model *m, int B, int T) {
         if (has_skip(c, l)) a->skip_out = put(ka, GM_AT_KEPT, "h.%d.skip_out", l, NC);
         if (c->x0_lambdas) a->mix = put(ka, GM_AT_KEPT, "h.%d.mix", l, NC);
         if (gm_config_has_attn(c, l)) {
-            a->ln1 = s_ln1, a->ln1_rstd = put(ka, GM_AT_KEPT, "h.%d.ln1.rstd", l, N);
+            a->ln1 = rc ? s_ln1 : put(ka, GM_AT_KEPT, "h.%d.ln1", l, NC);
+            a->ln1_rstd = put(ka, GM_AT_KEPT, "h.%d.ln1.rstd", l, N);
             a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
             a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
             if (c->qk_norm) {
-                a->qn = s_qn, a->kn = s_kn;
+                a->qn = rc ? s_qn : put(ka, GM_AT_KEPT, "h.%d.qn", l, NC);
+                a->kn = rc ? s_kn : put(ka, GM_AT_KEPT, "h.%d.kn", l, NC);
                 a->qn_rstd = put(ka, GM_AT_KEPT, "h.%d.qn.rstd", l, N * NH);
                 a->kn_rstd = put(ka, GM_AT_KEPT, "h.%d.kn.rstd", l, N * NH);
             }
-            a->vmix = s_vmix;
-            a->qr = s_qr, a->kr = s_kr;
+            if (vmix) a->vmix = rc ? s_vmix : put(ka, GM_AT_KEPT, "h.%d.vmix", l, NC);
+            a->qr = rc ? s_qr : put(ka, GM_AT_KEPT, "h.%d.qr", l, NC);
+            a->kr = rc ? s_kr : put(ka, GM_AT_KEPT, "h.%d.kr", l, NC);
             a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(ka, GM_AT_KEPT, "h.%d.lse", l, N * NH);
             a->ao = s_ao, a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
         }
-        a->ln2 = s_ln2, a->ln2_rstd = put(ka, GM_AT_KEPT, "h.%d.ln2.rstd", l, N);
-        a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->act = s_act, a->mo = s_mo;
+        a->ln2 = rc ? s_ln2 : put(ka, GM_AT_KEPT, "h.%d.ln2", l, NC);
+        a->ln2_rstd = put(ka, GM_AT_KEPT, "h.%d.ln2.rstd", l, N);
+        a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->mo = s_mo;
+        a->act = rc ? s_act : put(ka, GM_AT_KEPT, "h.%d.act", l, N * H);
         a->res_mlp = output_read(c, l) ? put(ka, GM_AT_KEPT, "h.%d.res_mlp", l, NC) : s_stream[l % 2];
     }
     x->lnf_rstd = put(ka, GM_AT_KEPT, "lnf.rstd", 0, N);
@@ -200,11 +214,12 @@ static void mem_of(const gm_model *m, gm_model_mem *out) {
     out->act_grads_across = R * (m->dacts.total - m->gix.layer_numel);
 }
 
-int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, gm_model_mem *out) {
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, gm_model_mem *out) {
     gm_model m;
     memset(&m, 0, sizeof m);
     m.cfg = *cfg;
     m.head_rows = head_rows;
+    m.recompute = recompute != 0;
     int rc = gm_config_check(cfg) || gm_params_build(cfg, &m.params, &m.pix) || layout(&m, B, T) ? -1 : 0;
     if (rc == 0) mem_of(&m, out);
     free_tables(&m);
@@ -337,9 +352,9 @@ static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
 // ---- forward ----
 
 // Layer l's attention inputs: ln1 = norm(xm), then (first pass only) q, k, v = ln1 W^T, then the
-// QK-norm, the value mix and rotary. The backward calls this again with recompute = 1: ln1, qn,
-// kn, vmix, qr and kr cost one elementwise pass each, against 6 (N, C) tensors per layer kept.
-// Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
+// QK-norm, the value mix and rotary. With m->recompute the backward calls this again with
+// recompute = 1: ln1, qn, kn, vmix, qr and kr cost one elementwise pass each, against 6 (N, C)
+// tensors per layer kept (where they are kept without it). Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
 // deterministic), so the backward sees bitwise what the forward computed.
 static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
@@ -366,9 +381,9 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     be->rotary_fwd(be, A(m, a->kr), ks, m->cos_t, m->sin_t, B, T, NH, HD);
 }
 
-// Layer l's MLP input: ln2 = norm(xa), then (first pass only) fc = ln2 W^T, then act(fc). The
-// backward recomputes ln2 and act (one pass over (N, C) and one over (N, H)) instead of keeping
-// 5 (N, C) per layer.
+// Layer l's MLP input: ln2 = norm(xa), then (first pass only) fc = ln2 W^T, then act(fc). With
+// m->recompute the backward recomputes ln2 and act (one pass over (N, C) and one over (N, H))
+// instead of keeping 5 (N, C) per layer.
 static void mlp_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
@@ -480,8 +495,10 @@ static void backward(const gm_model *m) {
         const gm_layer_params *p = &m->pix.layer[l];
         layer_io io = io_of(m, l);
         gm_real *dres = d_stream(m, l);  // the gradient of res_mlp, then of xa, then of xm
-        if (gm_config_has_attn(c, l)) attn_inputs(m, l, &io, 1);
-        mlp_inputs(m, l, &io, 1);
+        if (m->recompute) {
+            if (gm_config_has_attn(c, l)) attn_inputs(m, l, &io, 1);
+            mlp_inputs(m, l, &io, 1);
+        }
         // MLP: res_mlp = xa + mo, so dmo = dres, read before the norm's gradient adds into it
         be->matmul_bwd(be, D(m, g->act), GM_GRAD_SET, G(m, p->mlp_proj), dres, A(m, a->act), P(m, p->mlp_proj), N,
                        H, C);

@@ -2,8 +2,10 @@
 // Parameters: one backend buffer described by a gm_table. The memory of a (B, T) step, as llm.c
 // plans it:
 //   acts     the activations the backward reads, per layer (named h.<l>.<tensor>);
-//   scratch  forward intermediates the backward does not read (or recomputes), one set reused by
-//            every layer;
+//   scratch  forward intermediates the backward does not read (or, with recompute on, recomputes
+//            from the stream: the norms' outputs, q/k after QK-norm and rotary, the value mix, the
+//            MLP activation), one set reused by every layer; with recompute off those are kept
+//            per layer instead, which costs memory and saves the backward ~23 elementwise passes;
 //   head     the logits of one chunk of rows (head_rows x Vp), overwritten by their gradient,
 //            and the per-row losses: logits are never stored whole;
 //   dacts    activation gradients: one set of per-layer buffers reused layer after layer, then
@@ -108,6 +110,7 @@ typedef struct {
 
     int B, T;       // shape the activations are laid out for
     int head_rows;  // rows of the logits chunk
+    int recompute;  // 1: the backward recomputes the blocks' elementwise inputs (the default); 0: keeps them
     gm_table acts, scratch, head, dacts;
     gm_act_index aix;
     gm_grad_index gix;
@@ -127,6 +130,9 @@ int gm_model_init(gm_model *m, uint64_t seed, gm_init_mode mode);
 void gm_model_set_window(gm_model *m, int window_blocks);
 // Rows per logits chunk (>= 1; GM_HEAD_ROWS by default). The next step lays memory out anew.
 void gm_model_set_head_rows(gm_model *m, int rows);
+// Recompute in the backward (1, the default) or keep every block's inputs (0): the same values bit
+// for bit either way (the recomputing kernels are deterministic). The next step lays memory out anew.
+void gm_model_set_recompute(gm_model *m, int recompute);
 // Evaluation: forward of ids/targets (B, T) host arrays; returns the mean cross-entropy (also in
 // m->loss), or NAN with gm_fail on error (bad token id, allocation, a backend error). Allocates
 // no gradient memory.
@@ -137,9 +143,9 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
 // (NAN with gm_fail on error).
 double gm_model_forward_backward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T, double dloss);
 void gm_model_zero_grad(gm_model *m);
-// Bytes of every category a training step of cfg at (B, T) with head_rows-row logits chunks
-// allocates, without allocating. -1 (gm_fail) on a bad configuration.
-int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, gm_model_mem *out);
+// Bytes of every category a training step of cfg at (B, T) with head_rows-row logits chunks and
+// recompute on or off allocates, without allocating. -1 (gm_fail) on a bad configuration.
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, gm_model_mem *out);
 // Pointer to tensor `i` of the parameter (or gradient) buffer.
 static inline gm_real *gm_param(const gm_model *m, int i) { return i < 0 ? NULL : m->p + m->params.v[i].offset; }
 static inline gm_real *gm_grad(const gm_model *m, int i) {

@@ -19,7 +19,9 @@ static const char *const SCALE_NAMES[] = {"none", "sqrt-max", "aspect", NULL};
 static const char *const ORTHO_NAMES[] = {"svd", "newton-schulz", "gram-ns", NULL};
 static const char *const NORM_NAMES[] = {"of-g", "of-x", NULL};
 static const char *const GRAD_SYNC_NAMES[] = {"all-reduce", "reduce-scatter", NULL};
+static const char *const RECOMPUTE_NAMES[] = {"auto", "on", "off", NULL};
 _Static_assert(sizeof(gm_lr_kind) == sizeof(int) && sizeof(gm_matrix_opt) == sizeof(int) && sizeof(gm_grad_sync) == sizeof(int) &&
+                   sizeof(gm_recompute) == sizeof(int) &&
                    sizeof(gm_momentum_form) == sizeof(int) && sizeof(gm_muon_scale) == sizeof(int) &&
                    sizeof(gm_ortho_method) == sizeof(int) && sizeof(gm_ns_norm_src) == sizeof(int),
                "enum fields are stored as int");
@@ -99,6 +101,11 @@ static const gm_field FIELDS[] = {
            "parameters' stay all-reduced; record 2025-05-30_noallreduce); the same values, so the same training"),
     R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests), cpu-bf16mm (CPU with the CUDA matmul's bf16 operands)"),
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
+    R_ENUM("recompute", recompute, RECOMPUTE_NAMES,
+           "recompute the blocks' norms, rotary, value mix and MLP activation in the backward (on) or keep them per "
+           "layer (off: more memory, ~23 fewer elementwise passes a step); the same values bit for bit either way; auto: "
+           "off where the memory plan without it fits the backend's memory (host: what the process may fill; CUDA: the "
+           "device's free memory less 4 GB of workspace), else on"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
     R_INT("log_every", log_every, 0, 3600, "seconds between progress lines"),
     R_INT("plan_memory", plan_memory, 0, 1, "print the backend memory plan (bytes per category) and exit"),

@@ -17,6 +17,9 @@ typedef enum { GM_MATRIX_ADAM = 0, GM_MATRIX_MUON = 1 } gm_matrix_opt;
 // How the ranks average the gradients: every rank all of them, or each Muon matrix's only to the
 // rank that orthogonalizes it (record 2025-05-30_noallreduce); the same values either way.
 typedef enum { GM_GRAD_SYNC_ALL_REDUCE = 0, GM_GRAD_SYNC_REDUCE_SCATTER = 1 } gm_grad_sync;
+// Whether the backward recomputes the blocks' elementwise inputs (model.h): auto is off where the
+// plan without it fits the memory the backend has (train.c decides before the run), else on.
+typedef enum { GM_RECOMPUTE_AUTO = 0, GM_RECOMPUTE_ON = 1, GM_RECOMPUTE_OFF = 2 } gm_recompute;
 
 // Flags given on the command line are remembered by field (model fields first, then the run's),
 // so that a flag the chosen recipe ignores can be refused instead of silently dropped.
@@ -58,6 +61,7 @@ typedef struct {
     gm_grad_sync grad_sync;
     char backend[16];    // cpu | cuda | guarded (backend/select.h)
     int device;          // CUDA device of --backend=cuda
+    gm_recompute recompute;
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
     int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit

@@ -69,6 +69,7 @@ static char *config_core_json(const gm_run_config *rc, int world) {
     core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
     core.grad_sync = GM_GRAD_SYNC_ALL_REDUCE;  // the same values either way, so a checkpoint resumes under both
     core.device = 0;
+    core.recompute = GM_RECOMPUTE_AUTO;  // bit for bit the same training either way
     char *json = gm_run_config_json(&core), tail[48];
     int n = snprintf(tail, sizeof tail, ",\"world_size\":%d}", world);
     size_t len = strlen(json);
@@ -339,7 +340,7 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
     memset(out, 0, sizeof *out);
     const gm_config *c = &rc->model;
     gm_model_mem mm;
-    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, &mm)) return -1;
+    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF, &mm)) return -1;
     gm_table tab;
     gm_param_index pix;
     if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;
@@ -664,7 +665,9 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
         gm_fail("trainer: out of memory");
         goto fail;
     }
-    if (gm_model_create(&t->model, c, be) || gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
+    if (gm_model_create(&t->model, c, be)) goto fail;
+    gm_model_set_recompute(&t->model, rc->recompute != GM_RECOMPUTE_OFF);  // auto unresolved (not by train.c): on
+    if (gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
         gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
         goto fail;
     if (rc->grad_sync == GM_GRAD_SYNC_REDUCE_SCATTER && (t->nspans = gm_optimizers_grad_spans(&t->opt, W, &t->spans)) < 0)

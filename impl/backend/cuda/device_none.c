@@ -17,6 +17,12 @@ int gm_cuda_device_name(int device, char *buf, size_t len) {
     return gm_fail("built without CUDA");
 }
 
+int gm_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    (void)device;
+    *free_bytes = *total_bytes = 0;
+    return gm_fail("built without CUDA");
+}
+
 int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     (void)seed, (void)stream, (void)first, (void)out, (void)n;
     return gm_fail("built without CUDA");

@@ -45,6 +45,13 @@ extern "C" int gm_cuda_device_name(int device, char *buf, size_t len) {
     return 0;
 }
 
+extern "C" int gm_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    cudaError_t err = cudaSetDevice(device);
+    if (err == cudaSuccess) err = cudaMemGetInfo(free_bytes, total_bytes);
+    if (err != cudaSuccess) return *free_bytes = *total_bytes = 0, gm_fail("CUDA device %d: %s", device, cudaGetErrorString(err));
+    return 0;
+}
+
 __global__ static void rng_u32_kernel(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = gm_rng_u32(seed, stream, first + i);
