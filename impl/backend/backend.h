@@ -172,6 +172,18 @@ typedef struct {
       (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *cos_t, const gm_real *sin_t,      \
        int B, int T, int NH, int HD),                                                                                  \
       (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD))                                                            \
+    /* ---- QK-norm then rotary, fused: out = rotary(rmsnorm(inp)) per head row of (B, T, NH, HD), rstd (B*T*NH)       \
+       kept (HD even); the composition of rmsnorm_fwd and rotary_fwd, value for value (the normed tensor is never     \
+       stored).                                                                                                        \
+       The backward is rotary_bwd then rmsnorm_bwd, dinp written as dinp_write says. ---- */                          \
+    X(qknorm_rotary_fwd,                                                                                               \
+      (gm_real * out, gm_real * rstd, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,    \
+       int NH, int HD, double eps),                                                                                    \
+      (out, rstd, inp, cos_t, sin_t, B, T, NH, HD, eps))                                                               \
+    X(qknorm_rotary_bwd,                                                                                               \
+      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, const gm_real *rstd,         \
+       const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),                                      \
+      (dinp, dinp_write, dout, inp, rstd, cos_t, sin_t, B, T, NH, HD))                                                 \
     /* ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the                     \
        scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ---- */              \
     X(attn_fwd,                                                                                                        \

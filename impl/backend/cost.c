@@ -103,6 +103,24 @@ void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_wri
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 
+// QK-norm and rotary fused: the two kernels' flops; reads x and the tables, writes out and rstd
+// (bwd: reads dout, x, rstd and the tables, writes dinp); the normed tensor never stored.
+void gm_cost_qknorm_rotary_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp,
+                               const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, double eps) {
+    (void)out, (void)rstd, (void)inp, (void)cos_t, (void)sin_t, (void)eps;
+    const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
+    *c = (gm_kernel_cost){.flops = 6 * n, .bytes = F * (2 * n + rows + (double)T * HD)};
+    shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
+}
+void gm_cost_qknorm_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+                               const gm_real *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
+                               int B, int T, int NH, int HD) {
+    (void)dinp, (void)dout, (void)inp, (void)rstd, (void)cos_t, (void)sin_t;
+    const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
+    *c = (gm_kernel_cost){.flops = 9 * n, .bytes = F * ((3 + written_read(dinp_write)) * n + rows + (double)T * HD)};
+    shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
+}
+
 // Over the (q, k) pairs the causal window admits (documents not counted: an upper bound when a
 // document mask is on): fwd QK^T and PV, 4 HD flops per pair; bwd recomputes QK^T and forms dV, dP,
 // dQ, dK, 10 HD per pair (exponentials not counted). Bytes as if K/V stayed in cache: fwd reads q,

@@ -119,11 +119,10 @@ static int layout(gm_model *m, int B, int T) {
 
     // scratch: one of each, whichever layer runs; the recomputed inputs only with recompute on
     const int rc = m->recompute;
-    gm_slot s_ln1 = {0}, s_qn = {0}, s_kn = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_ao = {0}, s_stream[2] = {{0}};
+    gm_slot s_ln1 = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_ao = {0}, s_stream[2] = {{0}};
     gm_slot s_ln2 = {0}, s_act = {0};
     if (any_attn) {
         if (rc) s_ln1 = put(sc, GM_AT_SCRATCH, "ln1", 0, NC);
-        if (rc && c->qk_norm) s_qn = put(sc, GM_AT_SCRATCH, "qn", 0, NC), s_kn = put(sc, GM_AT_SCRATCH, "kn", 0, NC);
         if (rc && vmix) s_vmix = put(sc, GM_AT_SCRATCH, "vmix", 0, NC);
         if (rc) s_qr = put(sc, GM_AT_SCRATCH, "qr", 0, NC), s_kr = put(sc, GM_AT_SCRATCH, "kr", 0, NC);
         s_ao = put(sc, GM_AT_SCRATCH, "ao", 0, NC);
@@ -148,8 +147,6 @@ static int layout(gm_model *m, int B, int T) {
             a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
             a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
             if (c->qk_norm) {
-                a->qn = rc ? s_qn : put(ka, GM_AT_KEPT, "h.%d.qn", l, NC);
-                a->kn = rc ? s_kn : put(ka, GM_AT_KEPT, "h.%d.kn", l, NC);
                 a->qn_rstd = put(ka, GM_AT_KEPT, "h.%d.qn.rstd", l, N * NH);
                 a->kn_rstd = put(ka, GM_AT_KEPT, "h.%d.kn.rstd", l, N * NH);
             }
@@ -181,7 +178,6 @@ static int layout(gm_model *m, int B, int T) {
         if (attn_branch_scale(c) != 1) g->ao = dput(dt, "d.ao", 0, NC);
         g->att = dput(dt, "d.att", 0, NC), g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
         if (vmix) g->vs = dput(dt, "d.vmix", 0, NC);
-        if (c->qk_norm) g->qn = dput(dt, "d.qn", 0, NC), g->kn = dput(dt, "d.kn", 0, NC);
         g->q = dput(dt, "d.q", 0, NC), g->k = dput(dt, "d.k", 0, NC), g->v = dput(dt, "d.v", 0, NC);
         g->ln1 = dput(dt, "d.ln1", 0, NC);
     }
@@ -352,9 +348,9 @@ static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
 // ---- forward ----
 
 // Layer l's attention inputs: ln1 = norm(xm), then (first pass only) q, k, v = ln1 W^T, then the
-// QK-norm, the value mix and rotary. With m->recompute the backward calls this again with
-// recompute = 1: ln1, qn, kn, vmix, qr and kr cost one elementwise pass each, against 6 (N, C)
-// tensors per layer kept (where they are kept without it). Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
+// QK-norm and rotary (one fused pass each for q and k), and the value mix. With m->recompute the
+// backward calls this again with recompute = 1: ln1, qr, kr and vmix cost one elementwise pass
+// each, against 4 (N, C) tensors per layer kept (where they are kept without it). Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
 // deterministic), so the backward sees bitwise what the forward computed.
 static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
@@ -367,18 +363,19 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
         be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
         be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
     }
-    gm_real *qs = A(m, a->q), *ks = A(m, a->k);
     if (c->qk_norm) {
-        be->rmsnorm_fwd(be, A(m, a->qn), A(m, a->qn_rstd), qs, N * NH, HD, c->norm_eps);
-        be->rmsnorm_fwd(be, A(m, a->kn), A(m, a->kn_rstd), ks, N * NH, HD, c->norm_eps);
-        qs = A(m, a->qn), ks = A(m, a->kn);
+        be->qknorm_rotary_fwd(be, A(m, a->qr), A(m, a->qn_rstd), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD,
+                              c->norm_eps);
+        be->qknorm_rotary_fwd(be, A(m, a->kr), A(m, a->kn_rstd), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD,
+                              c->norm_eps);
+    } else {
+        be->rotary_fwd(be, A(m, a->qr), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD);
+        be->rotary_fwd(be, A(m, a->kr), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD);
     }
     if (a->vmix.home) {
         gm_real *al = P(m, m->pix.layer[l].attn_lambdas);
         be->lincomb_fwd(be, A(m, a->vmix), 1, al, A(m, a->v), 1, al + 1, ve_of(m, l), (size_t)N * C);
     }
-    be->rotary_fwd(be, A(m, a->qr), qs, m->cos_t, m->sin_t, B, T, NH, HD);
-    be->rotary_fwd(be, A(m, a->kr), ks, m->cos_t, m->sin_t, B, T, NH, HD);
 }
 
 // Layer l's MLP input: ln2 = norm(xa), then (first pass only) fc = ln2 W^T, then act(fc). With
@@ -516,19 +513,21 @@ static void backward(const gm_model *m) {
             be->matmul_bwd(be, D(m, g->att), GM_GRAD_SET, G(m, p->c_proj), dao, A(m, a->att), P(m, p->c_proj), N, C,
                            C);
             gm_real *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
-            gm_real *dqs = c->qk_norm ? D(m, g->qn) : D(m, g->q), *dks = c->qk_norm ? D(m, g->kn) : D(m, g->k);
             be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, GM_GRAD_SET, D(m, g->att), A(m, a->qr), A(m, a->kr), vs,
                          A(m, a->att), A(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
-            be->rotary_bwd(be, dqs, GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
-            be->rotary_bwd(be, dks, GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
+            if (c->qk_norm) {
+                be->qknorm_rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), A(m, a->q), A(m, a->qn_rstd), m->cos_t,
+                                      m->sin_t, B, T, NH, HD);
+                be->qknorm_rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), A(m, a->k), A(m, a->kn_rstd), m->cos_t,
+                                      m->sin_t, B, T, NH, HD);
+            } else {
+                be->rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
+                be->rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
+            }
             if (a->vmix.home) {
                 gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l), *dve = dve_of(m, l);
                 be->lincomb_bwd(be, D(m, g->v), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
                                 ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1, al + 1, ve, NC);
-            }
-            if (c->qk_norm) {
-                be->rmsnorm_bwd(be, D(m, g->q), GM_GRAD_SET, dqs, A(m, a->q), A(m, a->qn_rstd), N * NH, HD);
-                be->rmsnorm_bwd(be, D(m, g->k), GM_GRAD_SET, dks, A(m, a->k), A(m, a->kn_rstd), N * NH, HD);
             }
             for (int w = 0; w < 3; w++) {
                 gm_real *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);

@@ -40,15 +40,15 @@ typedef struct {
 } gm_slot;
 
 // The activations of one block. Kept: what the backward reads (stream tensors normed or mixed,
-// q, k, v, attention output and lse, the MLP pre-activation). Scratch: ln1, ln2, qn, kn, vmix,
-// qr, kr, act (recomputed by the backward from kept tensors), ao, mo (never read by it), and the
-// block output when the backward does not read it either.
+// q, k, v, attention output and lse, the MLP pre-activation). Scratch: ln1, ln2, vmix, qr, kr, act
+// (with recompute on: recomputed by the backward from kept tensors; kept per layer without it),
+// ao, mo (never read by it), and the block output when the backward does not read it either.
 typedef struct {
     gm_slot skip_out;                  // (N, C) x + w * encoder output (U-net decoder layers)
     gm_slot mix;                       // (N, C) l0 * x + l1 * x0
     gm_slot ln1, ln1_rstd;             // (N, C), (N)
     gm_slot q, k, v;                   // (N, C) = (B, T, NH, HD)
-    gm_slot qn, kn, qn_rstd, kn_rstd;  // QK-norm: (N, C), (N * NH)
+    gm_slot qn_rstd, kn_rstd;          // QK-norm: (N * NH) (the normed q, k go straight into rotary)
     gm_slot vmix;                      // (N, C) a0 * v + a1 * ve
     gm_slot qr, kr;                    // rotated (N, C)
     gm_slot att, lse;                  // (N, C), (B, NH, T)
@@ -78,7 +78,7 @@ typedef struct {
 typedef struct {
     // per layer: the gradients of a block's internal tensors (names "d.<tensor>"); ao only with a
     // branch scale other than 1
-    int act, fc, ln2, ao, att, qr, kr, vs, qn, kn, q, k, v, ln1;
+    int act, fc, ln2, ao, att, qr, kr, vs, q, k, v, ln1;
     size_t layer_numel;
     // across layers
     int resid;                    // (N, C) the residual stream's gradient, block after block

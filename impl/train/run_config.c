@@ -150,9 +150,18 @@ static void put(char **buf, size_t *len, size_t *cap, const char *s) {
     *len += n;
 }
 
-static void put_fields(char **buf, size_t *len, size_t *cap, const gm_field *t, size_t n, const void *base) {
+// Whether key is one of the NULL-terminated list (NULL: none).
+static int listed(const char *key, const char *const *list) {
+    for (; list && *list; list++)
+        if (!strcmp(key, *list)) return 1;
+    return 0;
+}
+
+static void put_fields(char **buf, size_t *len, size_t *cap, const gm_field *t, size_t n, const void *base,
+                       const char *const *skip) {
     char item[4096];  // the longest string field (511 chars) escaped as \u00XX: 3069
     for (size_t i = 0; i < n; i++) {
+        if (listed(t[i].key, skip)) continue;
         snprintf(item, sizeof item, ",\"%s\":", t[i].key);
         put(buf, len, cap, item);
         if (gm_field_format(&t[i], base, 1, item, sizeof item) < 0) abort();  // item holds any field
@@ -160,15 +169,17 @@ static void put_fields(char **buf, size_t *len, size_t *cap, const gm_field *t, 
     }
 }
 
-char *gm_run_config_json(const gm_run_config *rc) {
+char *gm_run_config_json(const gm_run_config *rc) { return gm_run_config_json_without(rc, NULL); }
+
+char *gm_run_config_json_without(const gm_run_config *rc, const char *const *skip) {
     size_t cap = 8192, len = 0;
     char *buf = malloc(cap), item[64];
     if (!buf) abort();
     buf[0] = '\0';
     snprintf(item, sizeof item, "{\"preset\":\"%s\",\"scale\":\"%s\"", rc->model.name, rc->model.scale);
     put(&buf, &len, &cap, item);
-    put_fields(&buf, &len, &cap, gm_config_fields, gm_config_nfields, &rc->model);
-    put_fields(&buf, &len, &cap, FIELDS, NFIELDS, rc);
+    put_fields(&buf, &len, &cap, gm_config_fields, gm_config_nfields, &rc->model, skip);
+    put_fields(&buf, &len, &cap, FIELDS, NFIELDS, rc, skip);
     put(&buf, &len, &cap, "}");
     return buf;
 }

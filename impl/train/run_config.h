@@ -87,6 +87,8 @@ int gm_run_config_set(gm_run_config *rc, const char *key, const char *value);
 int gm_run_config_finish(gm_run_config *rc);
 // The whole configuration as one JSON object (malloc'd).
 char *gm_run_config_json(const gm_run_config *rc);
+// The same less the fields named in `skip` (NULL-terminated).
+char *gm_run_config_json_without(const gm_run_config *rc, const char *const *skip);
 // The fields that differ between two configuration JSON objects of gm_run_config_json (or any
 // flat JSON objects), as "key (a_value -> b_value), ..." into buf (numbers in their shortest
 // text), whole items while they fit in len, then "and N more" (base/short_list.h); "" when they

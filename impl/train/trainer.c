@@ -69,8 +69,9 @@ static char *config_core_json(const gm_run_config *rc, int world) {
     core.backend[0] = core.comm[0] = '\0';  // how the ranks talk is not the computation; world_size is
     core.grad_sync = GM_GRAD_SYNC_ALL_REDUCE;  // the same values either way, so a checkpoint resumes under both
     core.device = 0;
-    core.recompute = GM_RECOMPUTE_AUTO;  // bit for bit the same training either way
-    char *json = gm_run_config_json(&core), tail[48];
+    // Left out, so that checkpoints of builds before it resume too: bit for bit the same training either way.
+    static const char *const not_identity[] = {"recompute", NULL};
+    char *json = gm_run_config_json_without(&core, not_identity), tail[48];
     int n = snprintf(tail, sizeof tail, ",\"world_size\":%d}", world);
     size_t len = strlen(json);
     char *grown = realloc(json, len + (size_t)n + 1);
