@@ -142,7 +142,8 @@ void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, gm_grad_write
 
 // out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd: dx, dy written from dout
 // (read too when added into); each learnable coefficient's dot product reads dout and its operand
-// again.
+// again. That is the CPU reference's passes; the CUDA kernel (cuda/lincomb.cu) reads dout and each
+// operand once, so for it this overstates the bytes by one element per learnable coefficient.
 void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
                          const gm_real *pb, const gm_real *y, size_t n) {
     (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
