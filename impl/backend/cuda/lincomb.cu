@@ -8,13 +8,14 @@
 // two dot passes and a write pass moved 28. Without learnable scalars: 8 (dout read, dx written).
 //
 // Grid and order. Block b owns the chunk [b*LC_CHUNK, (b+1)*LC_CHUNK) of the CPU reference's dot
-// (cpu/lincomb.c: chunks of 4096 summed in double); thread t owns 16 elements of it, in four groups
-// of 4 consecutive ones, group k at (k*256 + t)*4 (a warp's group is 512 contiguous bytes; with n % 4
-// == 0 and 16-byte aligned pointers a group is one 128-bit load or store, else four scalar ones on
-// the same elements, so both paths sum the same values in the same order). The thread sums its 16
-// products (dout_i*x_i, exact in fp64: 24 + 24 significant bits) left to right, the block combines
-// its 256 sums with gm_block_sum's fixed tree, and the finishing block sums the nb = ceil(n/4096)
-// partials with gm_partials_total (thread t: partials t, t+256, ... in order; then the same tree).
+// (cpu/lincomb.c, one pass too: chunks of 4096 summed in double); thread t owns 16 elements of it,
+// in four groups of 4 consecutive ones, group k at (k*256 + t)*4 (a warp's group is 512 contiguous
+// bytes; with n % 4 == 0 and 16-byte aligned pointers a group is one 128-bit load or store, else
+// four scalar ones on the same elements, so both paths sum the same values in the same order). The
+// thread sums its 16 products (dout_i*x_i, exact in fp64: 24 + 24 significant bits) left to right,
+// the block combines its 256 sums with gm_block_sum's fixed tree, and the finishing block sums the
+// nb = ceil(n/4096) partials with gm_partials_total (thread t: partials t, t+256, ... in order;
+// then the same tree).
 // Everything depends on n only, not on the SM count or timing; no atomics.
 //
 // Against the CPU. Both sides sum the same exact products per chunk, but in another association:
