@@ -255,7 +255,9 @@ Test(cuda_kernels, activations_fwd_bwd) {
 Test(cuda_kernels, lincomb_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    const size_t sizes[] = {1, 4097, (1u << 20) + 17};
+    // n % 4 != 0: the scalar path; n % 4 == 0 (device allocations are 16-byte aligned): the 128-bit
+    // one, with a last chunk of one group of 4 (3*4096 + 4) and whole chunks (2^20).
+    const size_t sizes[] = {1, 4097, 3 * 4096 + 4, (1u << 20) + 17, 1u << 20};
     int ran = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int combo = 0; combo < 8; combo++) {
@@ -291,6 +293,29 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             cc_expect_close(&e, what, gdy, dy, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "lincomb_bwd dpa, dpb n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
             cc_expect_close(&e, what, gsc + 2, dsc + 2, 2, CC_TOL_FP32);
+            // Everything the contract lets alias at once, with the scalar gradients on: dx is dout, and dy
+            // is dx (dx's write first, then dy's), under both write modes of dx. The scalars are fixed
+            // (a = 2.1 or 0.7, b = 1.3 or -1.3): |a + b| and |1 + a + b| stay >= 0.4, so no cancellation
+            // magnifies the rounding where the GPU fuses a multiply-add and the CPU does not.
+            for (int w = 0; w < 2; w++) {
+                const gm_grad_write dxw = w ? GM_GRAD_ADD : GM_GRAD_SET;
+                gm_real *buf = dup(dout, n), *bsc = dup(sc, 4);
+                bsc[0] = 3, bsc[1] = -1;
+                gm_real *gbuf = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
+                gm_real *gbsc = cc_to_gpu(&e, bsc, sizeof(gm_real) * 4);
+                e.cpu->lincomb_bwd(e.cpu, buf, dxw, has_y ? buf : NULL, GM_GRAD_ADD, has_pa ? &bsc[2] : NULL,
+                                   has_pb ? &bsc[3] : NULL, buf, ca, has_pa ? &bsc[0] : NULL, x, cb,
+                                   has_pb ? &bsc[1] : NULL, yy, n);
+                e.gpu->lincomb_bwd(e.gpu, gbuf, dxw, has_y ? gbuf : NULL, GM_GRAD_ADD, has_pa ? &gbsc[2] : NULL,
+                                   has_pb ? &gbsc[3] : NULL, gbuf, ca, has_pa ? &gbsc[0] : NULL, gx, cb,
+                                   has_pb ? &gbsc[1] : NULL, gyy, n);
+                snprintf(what, sizeof what, "lincomb_bwd dx = dy = dout, dx %s, n=%zu pa=%d pb=%d y=%d",
+                         w ? "add" : "set", n, !!has_pa, !!has_pb, !!has_y);
+                cc_expect_close(&e, what, gbuf, buf, n, CC_TOL_FP32);
+                cc_expect_close(&e, what, gbsc + 2, bsc + 2, 2, CC_TOL_FP32);
+                e.gpu->free(e.gpu, gbuf), e.gpu->free(e.gpu, gbsc);
+                free(buf), free(bsc);
+            }
             // Aliasing: out = x (in place), then dx = dout (the same buffer).
             e.gpu->lincomb_fwd(e.gpu, gx, ca, gpa, gx, cb, gpb, gyy, n);
             snprintf(what, sizeof what, "lincomb_fwd in place n=%zu", n);

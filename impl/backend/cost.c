@@ -158,9 +158,9 @@ void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, gm_grad_write
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 
-// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd: dx, dy written from dout
-// (read too when added into); each learnable coefficient's dot product reads dout and its operand
-// again.
+// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd, one pass on every backend:
+// reads dout, and x (y) where its coefficient is learnable (the dot product); writes dx, dy (read
+// too when added into). Without y there is no dy or dpb.
 void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
                          const gm_real *pb, const gm_real *y, size_t n) {
     (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
@@ -171,11 +171,12 @@ void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_re
 void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
                          gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
                          const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
-    (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)y;
+    (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
+    if (!y) dy = NULL, dpb = NULL;
     const double dn = (double)n;
     const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);
     const int reads = (dx ? written_read(dx_write) : 0) + (dy ? written_read(dy_write) : 0);
-    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + outs + reads + 2 * dots) * dn};
+    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + outs + reads + dots) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, dots ? " learnable" : "");
 }
 

@@ -1,5 +1,6 @@
-// Deterministic fp64 sums over float vectors, shared by lincomb (the scalar gradients), adam (the
-// gradient norm of normalize_grad) and orthogonalize (each matrix's Frobenius norm).
+// Deterministic fp64 sums over float vectors, shared by adam (the gradient norm of normalize_grad)
+// and orthogonalize (each matrix's Frobenius norm); lincomb's backward makes its own per-block
+// partials in its write pass (lincomb.cu) and sums them with the block tree and total here.
 //
 // Two launches, no atomics: a grid whose size depends only on n (gm_red_blocks) writes one fp64
 // partial per block (each thread sums a strided share, then a fixed shared-memory tree), and a
