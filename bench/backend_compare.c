@@ -374,6 +374,19 @@ static void k_rotary(bc *c, const shape_set *sh) {
             CALL(c, be->rotary_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
             row(c, "rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
+        // QK-norm then rotary, fused; the backward reads the reference's rstd on both sides.
+        twin qk = nans(c, n), rstd = nans(c, (size_t)B * T * NH);
+        CALL(c, be->qknorm_rotary_fwd(be, R(qk, s), R(rstd, s), R(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, 1e-6));
+        row(c, "qknorm_rotary_fwd", "out", qk);
+        row(c, "qknorm_rotary_fwd", "rstd", rstd);
+        twin r = from_ref(c, rstd);
+        for (int wi = 0; wi < 2; wi++) {
+            char name[16];
+            twin dinp = grad_out(c, n, WRITES[wi]);
+            CALL(c, be->qknorm_rotary_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), R(r, s), R(cos_t, s),
+                                          R(sin_t, s), B, T, NH, HD));
+            row(c, "qknorm_rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
+        }
     }
 }
 

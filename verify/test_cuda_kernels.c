@@ -218,6 +218,58 @@ Test(cuda_kernels, rotary_fwd_bwd) {
     cc_expect_some_ran(ran);
 }
 
+// QK-norm then rotary fused, against the CPU's composition of rmsnorm and rotary: forward, and the
+// backward set over NaN and added into a prior.
+Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
+    int ran = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], NH = shapes[s][2], HD = shapes[s][3], h2 = HD / 2;
+        size_t n = (size_t)B * T * NH * HD, nt = (size_t)T * h2, rows = (size_t)B * T * NH;
+        char what[96];
+        snprintf(what, sizeof what, "qknorm_rotary %dx%dx%dx%d", B, T, NH, HD);
+        if (!cc_case_fits(what, (double)n)) continue;
+        ran++;
+        gm_real *freq = cc_randn(&e, (size_t)h2, 1.0);
+        gm_real *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < h2; i++)
+                cos_t[(size_t)t * h2 + i] = cosf(t * freq[i]), sin_t[(size_t)t * h2 + i] = sinf(t * freq[i]);
+        gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
+        gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * rows);
+        gm_real *dx_set = malloc(sizeof(gm_real) * n), *dx_add = dup(dx0, n);
+        e.cpu->rmsnorm_fwd(e.cpu, out, rstd, x, (int)rows, HD, 1e-6);
+        e.cpu->rotary_fwd(e.cpu, out, out, cos_t, sin_t, B, T, NH, HD);
+        gm_real *dn = malloc(sizeof(gm_real) * n);
+        e.cpu->rotary_bwd(e.cpu, dn, GM_GRAD_SET, dy, cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rmsnorm_bwd(e.cpu, dx_set, GM_GRAD_SET, dn, x, rstd, (int)rows, HD);
+        e.cpu->rmsnorm_bwd(e.cpu, dx_add, GM_GRAD_ADD, dn, x, rstd, (int)rows, HD);
+        gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
+        gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
+        gm_real *grstd = cc_to_gpu(&e, rstd, sizeof(gm_real) * rows), *gout = cc_poisoned(&e, n);
+        gm_real *grs = cc_poisoned(&e, rows), *gset = cc_poisoned(&e, n);
+        gm_real *gadd = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
+        e.gpu->qknorm_rotary_fwd(e.gpu, gout, grs, gx, gc, gs, B, T, NH, HD, 1e-6);
+        e.gpu->qknorm_rotary_bwd(e.gpu, gset, GM_GRAD_SET, gdy, gx, grstd, gc, gs, B, T, NH, HD);
+        e.gpu->qknorm_rotary_bwd(e.gpu, gadd, GM_GRAD_ADD, gdy, gx, grstd, gc, gs, B, T, NH, HD);
+        snprintf(what, sizeof what, "qknorm_rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+        snprintf(what, sizeof what, "qknorm_rotary_fwd rstd %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, grs, rstd, rows, CC_TOL_FP32);
+        snprintf(what, sizeof what, "qknorm_rotary_bwd set %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gset, dx_set, n, CC_TOL_FP32);
+        snprintf(what, sizeof what, "qknorm_rotary_bwd add %dx%dx%dx%d", B, T, NH, HD);
+        cc_expect_close(&e, what, gadd, dx_add, n, CC_TOL_FP32);
+        gm_real *dev[] = {gc, gs, gx, gdy, grstd, gout, grs, gset, gadd};
+        for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) e.gpu->free(e.gpu, dev[k]);
+        gm_real *host[] = {freq, cos_t, sin_t, x, dy, dx0, out, rstd, dx_set, dx_add, dn};
+        for (size_t k = 0; k < sizeof host / sizeof host[0]; k++) free(host[k]);
+    }
+    cc_expect_some_ran(ran);
+}
+
 Test(cuda_kernels, activations_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();

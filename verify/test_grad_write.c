@@ -84,15 +84,18 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     gm_real *dmo = randn(NO, 5), *ct = randn((size_t)T * HD / 2, 6), *st = randn((size_t)T * HD / 2, 7);
     gm_real *rstd = filled(N, 0), *out = filled(NC, 0), *lse = filled((size_t)B * NH * T, 0), pa = 0.75f, pb = -1.5f;
     be->rmsnorm_fwd(be, out, rstd, x, N, C, 1e-6);
+    gm_real *hrstd = filled((size_t)N * NH, 0);  // per head row, for the fused QK-norm and rotary
+    be->qknorm_rotary_fwd(be, out, hrstd, x, ct, st, B, T, NH, HD, 1e-6);
 
     three mm = three_new(NC, 10), rn = three_new(NC, 11), ro = three_new(NC, 12), ac = three_new(NC, 13);
-    three lx = three_new(NC, 14), ly = three_new(NC, 15);
+    three lx = three_new(NC, 14), ly = three_new(NC, 15), qr = three_new(NC, 16);
     for (int p = 0; p < 3; p++) {
         const gm_grad_write w = pass_mode(p);
         be->matmul_bwd(be, pass_buf(&mm, p), w, NULL, dmo, x, W, N, C, OC);
         be->rmsnorm_bwd(be, pass_buf(&rn, p), w, dout, x, rstd, N, C);
         be->rotary_bwd(be, pass_buf(&ro, p), w, dout, ct, st, B, T, NH, HD);
         be->act_bwd(be, GM_ACT_GELU, pass_buf(&ac, p), w, dout, x, NC);
+        be->qknorm_rotary_bwd(be, pass_buf(&qr, p), w, dout, x, hrstd, ct, st, B, T, NH, HD);
         // dx set while dy adds, then the other way round: the two outputs' modes are independent.
         be->lincomb_bwd(be, pass_buf(&lx, p), w, pass_buf(&ly, 2 - p), pass_mode(2 - p), NULL, NULL,
                         dout, 1, &pa, x, 1, &pb, y, NC);
@@ -102,6 +105,7 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     three_check("rmsnorm_bwd", &rn, 1);
     three_check("rotary_bwd", &ro, 1);
     three_check("act_bwd", &ac, 1);
+    three_check("qknorm_rotary_bwd", &qr, 1);
     three_check("lincomb_bwd dx", &lx, 1);
     three_check("lincomb_bwd dy", &ly, 1);
 
@@ -119,7 +123,7 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     three_check("attn_bwd dq", &dq, 0);
     three_check("attn_bwd dk", &dk, 0);
     three_check("attn_bwd dv", &dv, 0);
-    gm_real *host[] = {x, dout, y, W, dmo, ct, st, rstd, out, lse};
+    gm_real *host[] = {x, dout, y, W, dmo, ct, st, rstd, hrstd, out, lse};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
