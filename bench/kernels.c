@@ -506,7 +506,9 @@ static void fit_rates(gm_rates *rates, const csv_entry *m, int n) {
 
 typedef struct {
     const char *cat;
-    double predicted, measured, matched;  // ms per step; matched: predicted ms of the rows measured
+    // ms per step; measured: the measured rows' time per call times this step's calls (the measured
+    // table may be of code that calls a kernel more or less often); matched: the predicted ms of them
+    double predicted, measured, matched;
 } category_sum;
 
 // Counts the step's calls on the counting backend, predicts each kernel's H100 time, compares with
@@ -547,9 +549,11 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     OUT(&f, "- Fitted on `%s`: memory-bound kernels at %.3f of the copy bandwidth (%.0f GB/s), no call under %.4g ms. "
             "The model's error is its residual against that measured table below: the memory-bound total is fitted "
             "(its residual is zero by construction, the rows' are not), the GEMMs and attention are predicted from "
-            "independent measurements.\n\n",
+            "independent measurements. Where the measured table is of other code (its commit is in its own report), a "
+            "row is compared per call (measured: its time per call times this step's calls; its own calls beside it), "
+            "and a kernel rewritten since was measured as it was.\n\n",
         measured_path, gm_predict_fit_efficiency(rates), gm_rates_copy_gbs(rates), gm_predict_fit_floor(rates));
-    OUT(&f, "| part:kernel | shape | calls | GFLOP | GB | predicted ms | measured ms | predicted / measured |\n"
+    OUT(&f, "| part:kernel | shape | calls | GFLOP | GB | predicted ms | measured ms (its calls) | predicted / measured |\n"
             "|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const gm_timing_record *rec = gm_timing_at(tm, i);
@@ -562,12 +566,15 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
         category_sum *cs = &cats[3];
         for (size_t k = 0; k < 3; k++)
             if (!strcmp(cats[k].cat, gm_predict_category(rec->op))) cs = &cats[k];
+        // the measured row's time at this step's calls
+        const double mt = j >= 0 && measured[j].calls > 0 ? measured[j].total / measured[j].calls * rec->calls : 0;
         cs->predicted += ms;
-        if (j >= 0) cs->measured += measured[j].total, cs->matched += ms;
+        if (j >= 0) cs->measured += mt, cs->matched += ms;
         flops += rec->cost.flops * rec->calls, bytes += rec->cost.bytes * rec->calls, calls += rec->calls;
         predicted += ms;
         char meas[48] = "not measured", ratio[24] = "-";
-        if (j >= 0) snprintf(meas, sizeof meas, "%.4g", measured[j].total), snprintf(ratio, sizeof ratio, "%.2f", ms / measured[j].total);
+        if (j >= 0)
+            snprintf(meas, sizeof meas, "%.4g (%ld)", mt, (long)measured[j].calls), snprintf(ratio, sizeof ratio, "%.2f", ms / mt);
         OUT(&f, "| %s | %s | %ld | %.4g | %.4g | %.4g | %s | %s |\n", key.name, key.shape, rec->calls,
             rec->cost.flops * rec->calls * 1e-9, rec->cost.bytes * rec->calls * 1e-9, ms, meas, ratio);
     }
@@ -582,8 +589,8 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     const int t = find_entry(measured, nm, &total_key);
     OUT(&f, "| **kernels** | %.2f | %.2f | %.3f |\n", predicted, mm, mm > 0 ? pm / mm : NAN);
     if (t >= 0)
-        OUT(&f, "\nThe measured step end to end (`step.total`, with the host's gaps between calls): %.2f ms; the "
-                "prediction, which has no gaps, is %.3f of it.\n",
+        OUT(&f, "\nThe measured table's step end to end (`step.total`, with the host's gaps between calls, of the code it "
+                "measured): %.2f ms; this prediction, which has no gaps, is %.3f of it.\n",
             measured[t].med, predicted / measured[t].med);
     write_or_die(&f, gm_atomic_commit(&f));
     for (size_t k = 0; k < sizeof cats / sizeof cats[0]; k++)
