@@ -88,6 +88,13 @@ int th_run(const char *cmd, char **out, char **err) {
     return code;
 }
 
+int32_t *th_tokens(size_t n, int vocab) {
+    int32_t *ids = malloc(sizeof(int32_t) * (n ? n : 1));
+    cr_assert(ids, "out of memory for %zu tokens", n);
+    for (size_t i = 0; i < n; i++) ids[i] = (int32_t)((i * 7919u + 5u) % (unsigned)vocab);
+    return ids;
+}
+
 int th_count_lines(const char *s) {
     int n = 0;
     for (const char *p = s; *p; p++)

@@ -3,6 +3,7 @@
 #define GM_VERIFY_HELPERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/real.h"
 
@@ -27,6 +28,8 @@ int th_run_script(const char *dir, const char *prefix, const char *script, char 
 void th_py_check(const char *script, const char *check);
 // Number of lines in s (a final line without '\n' counts).
 int th_count_lines(const char *s);
+// n token ids (i * 7919 + 5) mod vocab: a deterministic stand-in for text (malloc'd).
+int32_t *th_tokens(size_t n, int vocab);
 // Run the program `name` (under GM_BIN, e.g. "bench/kernels") with `args`: it must exit 1 with one
 // line on stderr that contains `want`, and when `quiet`, write nothing to stdout (train prints its
 // start line before the checks that need the data).

@@ -178,23 +178,34 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
     cc_expect_some_ran(ran);
 }
 
+// (B, T, NH, HD) of the rotary tests: a single pair, small heads, the model's 64 and 128, an odd count.
+static const int rotary_shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
+
+// Rotary tables (T, h2) at random frequencies (malloc'd).
+static void rotary_tables(cc_env *e, int T, int h2, gm_real **cos_t, gm_real **sin_t) {
+    const size_t nt = (size_t)T * h2;
+    gm_real *freq = cc_randn(e, (size_t)h2, 1.0);
+    *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
+    cr_assert(*cos_t && *sin_t);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < h2; i++)
+            (*cos_t)[(size_t)t * h2 + i] = cosf(t * freq[i]), (*sin_t)[(size_t)t * h2 + i] = sinf(t * freq[i]);
+    free(freq);
+}
+
 Test(cuda_kernels, rotary_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    const int shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
     int ran = 0;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int B = shapes[s][0], T = shapes[s][1], NH = shapes[s][2], HD = shapes[s][3], h2 = HD / 2;
+    for (size_t s = 0; s < sizeof rotary_shapes / sizeof rotary_shapes[0]; s++) {
+        const int *sh = rotary_shapes[s], B = sh[0], T = sh[1], NH = sh[2], HD = sh[3], h2 = HD / 2;
         size_t n = (size_t)B * T * NH * HD, nt = (size_t)T * h2;
         char what[96];
         snprintf(what, sizeof what, "rotary %dx%dx%dx%d", B, T, NH, HD);
         if (!cc_case_fits(what, (double)n)) continue;
         ran++;
-        gm_real *freq = cc_randn(&e, (size_t)h2, 1.0);
-        gm_real *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < h2; i++)
-                cos_t[(size_t)t * h2 + i] = cosf(t * freq[i]), sin_t[(size_t)t * h2 + i] = sinf(t * freq[i]);
+        gm_real *cos_t, *sin_t;
+        rotary_tables(&e, T, h2, &cos_t, &sin_t);
         gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
         e.cpu->rotary_fwd(e.cpu, out, x, cos_t, sin_t, B, T, NH, HD);
@@ -213,7 +224,7 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
         e.gpu->free(e.gpu, gc), e.gpu->free(e.gpu, gs), e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy);
         e.gpu->free(e.gpu, gdx), e.gpu->free(e.gpu, gout);
-        free(freq), free(cos_t), free(sin_t), free(x), free(dy), free(dx0), free(out), free(dx);
+        free(cos_t), free(sin_t), free(x), free(dy), free(dx0), free(out), free(dx);
     }
     cc_expect_some_ran(ran);
 }
@@ -223,20 +234,16 @@ Test(cuda_kernels, rotary_fwd_bwd) {
 Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    const int shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
     int ran = 0;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int B = shapes[s][0], T = shapes[s][1], NH = shapes[s][2], HD = shapes[s][3], h2 = HD / 2;
+    for (size_t s = 0; s < sizeof rotary_shapes / sizeof rotary_shapes[0]; s++) {
+        const int *sh = rotary_shapes[s], B = sh[0], T = sh[1], NH = sh[2], HD = sh[3], h2 = HD / 2;
         size_t n = (size_t)B * T * NH * HD, nt = (size_t)T * h2, rows = (size_t)B * T * NH;
         char what[96];
         snprintf(what, sizeof what, "qknorm_rotary %dx%dx%dx%d", B, T, NH, HD);
         if (!cc_case_fits(what, (double)n)) continue;
         ran++;
-        gm_real *freq = cc_randn(&e, (size_t)h2, 1.0);
-        gm_real *cos_t = malloc(sizeof(gm_real) * nt), *sin_t = malloc(sizeof(gm_real) * nt);
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < h2; i++)
-                cos_t[(size_t)t * h2 + i] = cosf(t * freq[i]), sin_t[(size_t)t * h2 + i] = sinf(t * freq[i]);
+        gm_real *cos_t, *sin_t;
+        rotary_tables(&e, T, h2, &cos_t, &sin_t);
         gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * rows);
         gm_real *dx_set = malloc(sizeof(gm_real) * n), *dx_add = dup(dx0, n);
@@ -264,7 +271,7 @@ Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
         cc_expect_close(&e, what, gadd, dx_add, n, CC_TOL_FP32);
         gm_real *dev[] = {gc, gs, gx, gdy, grstd, gout, grs, gset, gadd};
         for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) e.gpu->free(e.gpu, dev[k]);
-        gm_real *host[] = {freq, cos_t, sin_t, x, dy, dx0, out, rstd, dx_set, dx_add, dn};
+        gm_real *host[] = {cos_t, sin_t, x, dy, dx0, out, rstd, dx_set, dx_add, dn};
         for (size_t k = 0; k < sizeof host / sizeof host[0]; k++) free(host[k]);
     }
     cc_expect_some_ran(ran);

@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "helpers.h"
 #include "model/model.h"
 #include "train/run_config.h"
 
@@ -135,9 +136,7 @@ Test(grad_write, backward_needs_no_zeroed_gradient_memory) {
         gm_config cfg;
         cr_assert_eq(gm_preset_model(&cfg, *preset, "tiny"), 0, "%s", gm_error());
         const int B = cfg.batch, T = cfg.seq_len, N = B * T;
-        int32_t *ids = malloc(sizeof(int32_t) * (N + 1));
-        cr_assert(ids);
-        for (int i = 0; i <= N; i++) ids[i] = (int32_t)((i * 7919u + (i % 61 == 0 ? 0 : 3)) % cfg.vocab);
+        int32_t *ids = th_tokens((size_t)N + 1, cfg.vocab);
         gm_model fresh, poisoned;
         const gm_backend *be = gm_backend_cpu();
         cr_assert_eq(gm_model_create(&fresh, &cfg, be), 0, "%s", gm_error());

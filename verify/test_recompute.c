@@ -21,9 +21,7 @@ Test(recompute, keeping_the_inputs_is_bitwise_recomputing_them) {
         gm_config cfg;
         cr_assert_eq(gm_preset_model(&cfg, *preset, "tiny"), 0, "%s", gm_error());
         const int B = cfg.batch, T = cfg.seq_len, N = B * T;
-        int32_t *ids = malloc(sizeof(int32_t) * (N + 1));
-        cr_assert(ids);
-        for (int i = 0; i <= N; i++) ids[i] = (int32_t)((i * 7919u + 5u) % (unsigned)cfg.vocab);
+        int32_t *ids = th_tokens((size_t)N + 1, cfg.vocab);
         gm_model m[2];
         for (int r = 0; r < 2; r++) {
             cr_assert_eq(gm_model_create(&m[r], &cfg, gm_backend_cpu()), 0, "%s", gm_error());
