@@ -347,6 +347,19 @@ static void k_rmsnorm(bc *c, const shape_set *sh) {
             CALL(c, be->rmsnorm_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), R(r, s), n, C));
             row(c, "rmsnorm_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
+        // A residual mix with learnable coefficients, and a plain add, each fused with the norm.
+        for (int learnable = 1; learnable >= 0; learnable--) {
+            begin(c, "%s: %d rows of %d%s, %s", sh->name, n, C, i ? " (QK-norm)" : "",
+                  learnable ? "learnable mix then norm" : "add then norm");
+            twin pa = learnable ? values(c, 1, 0.8125) : NONE, pb = learnable ? values(c, 1, -1.3) : NONE;
+            twin y = randn(c, (size_t)n * C, 1), sum = nans(c, (size_t)n * C), normed = nans(c, (size_t)n * C);
+            twin rs = nans(c, n);
+            CALL(c, be->lincomb_rmsnorm_fwd(be, R(sum, s), R(normed, s), R(rs, s), 0.75, R(pa, s), R(inp, s), -1.25,
+                                            R(pb, s), R(y, s), n, C, eps));
+            row(c, "lincomb_rmsnorm_fwd", "sum", sum);
+            row(c, "lincomb_rmsnorm_fwd", "out", normed);
+            row(c, "lincomb_rmsnorm_fwd", "rstd", rs);
+        }
     }
 }
 

@@ -178,6 +178,42 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
     cc_expect_some_ran(ran);
 }
 
+// A residual mix (learnable coefficients read from device memory) or add, then RMSNorm, fused,
+// against the CPU's lincomb then rmsnorm.
+Test(cuda_kernels, lincomb_rmsnorm_fwd) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][2] = {{1, 1}, {5, 7}, {33, 64}, {100, 768}, {3, 4097}};
+    int ran = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int learnable = 0; learnable < 2; learnable++) {
+            int N = shapes[s][0], C = shapes[s][1];
+            size_t n = (size_t)N * C;
+            char what[96];
+            snprintf(what, sizeof what, "lincomb_rmsnorm N=%d C=%d%s", N, C, learnable ? " learnable" : "");
+            if (!cc_case_fits(what, (double)n)) continue;
+            ran++;
+            gm_real *x = cc_randn(&e, n, 3.0), *y = cc_randn(&e, n, 1.0), coef[2] = {0.8125f, -1.3f};
+            gm_real *sum = malloc(sizeof(gm_real) * n), *out = malloc(sizeof(gm_real) * n);
+            gm_real *rstd = malloc(sizeof(gm_real) * N);
+            const gm_real *pa = learnable ? &coef[0] : NULL, *pb = learnable ? &coef[1] : NULL;
+            e.cpu->lincomb_fwd(e.cpu, sum, 0.75, pa, x, -1.25, pb, y, n);
+            e.cpu->rmsnorm_fwd(e.cpu, out, rstd, sum, N, C, 1e-6);
+            gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gy = cc_to_gpu(&e, y, sizeof(gm_real) * n);
+            gm_real *gcoef = cc_to_gpu(&e, coef, sizeof coef), *gsum = cc_poisoned(&e, n), *gout = cc_poisoned(&e, n);
+            gm_real *grstd = cc_poisoned(&e, (size_t)N);
+            e.gpu->lincomb_rmsnorm_fwd(e.gpu, gsum, gout, grstd, 0.75, learnable ? gcoef : NULL, gx, -1.25,
+                                       learnable ? gcoef + 1 : NULL, gy, N, C, 1e-6);
+            cc_expect_close(&e, what, gsum, sum, n, CC_TOL_FP32);
+            cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
+            cc_expect_close(&e, what, grstd, rstd, (size_t)N, CC_TOL_FP32);
+            gm_real *dev[] = {gx, gy, gcoef, gsum, gout, grstd};
+            for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) e.gpu->free(e.gpu, dev[k]);
+            free(x), free(y), free(sum), free(out), free(rstd);
+        }
+    cc_expect_some_ran(ran);
+}
+
 // (B, T, NH, HD) of the rotary tests: a single pair, small heads, the model's 64 and 128, an odd count.
 static const int rotary_shapes[][4] = {{1, 1, 1, 2}, {2, 5, 3, 8}, {2, 17, 4, 64}, {1, 9, 2, 128}, {3, 33, 1, 6}};
 

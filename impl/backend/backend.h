@@ -208,6 +208,13 @@ typedef struct {
       (gm_real * out, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,  \
        size_t n),                                                                                                      \
       (out, ca, pa, x, cb, pb, y, n))                                                                                  \
+    /* ---- a residual add or mix, then RMSNorm of it, fused: sum = lincomb_fwd(ca, pa, x, cb, pb, y) over (N, C),      \
+       then out = rmsnorm(sum), rstd (N) = its 1/rms per row: the composition of lincomb_fwd and rmsnorm_fwd, value   \
+       for value (sum is stored: the backward reads it). ---- */                                                      \
+    X(lincomb_rmsnorm_fwd,                                                                                             \
+      (gm_real * sum, gm_real * out, gm_real * rstd, double ca, const gm_real *pa, const gm_real *x, double cb,        \
+       const gm_real *pb, const gm_real *y, int N, int C, double eps),                                                 \
+      (sum, out, rstd, ca, pa, x, cb, pb, y, N, C, eps))                                                               \
     /* dx (+)= ca*a*dout ; dy (+)= cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                       \
        Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic) and read dout               \
        before dx is written: dx may be dout itself (an in-place scaling), and dx and dy may be one buffer              \

@@ -168,6 +168,16 @@ void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_re
     *c = (gm_kernel_cost){.flops = (y ? 3 : 1) * dn, .bytes = F * (y ? 3 : 2) * dn};
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
 }
+// The two kernels' flops; reads x (and y), writes sum, out and rstd: the norm's read of sum saved.
+void gm_cost_lincomb_rmsnorm_fwd(gm_kernel_cost *c, gm_real *sum, gm_real *out, gm_real *rstd, double ca,
+                                 const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+                                 int N, int C, double eps) {
+    (void)sum, (void)out, (void)rstd, (void)ca, (void)pa, (void)x, (void)cb, (void)eps;
+    const double nc = (double)N * C;
+    *c = (gm_kernel_cost){.flops = ((y ? 3 : 1) + 3) * nc, .bytes = F * ((y ? 4 : 3) * nc + N)};
+    snprintf(c->shape, sizeof c->shape, "%dx%d%s", N, C, pa || pb ? " learnable" : "");
+}
+
 void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
                          gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
                          const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {

@@ -347,18 +347,44 @@ static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
 
 // ---- forward ----
 
-// Layer l's attention inputs: ln1 = norm(xm), then (first pass only) q, k, v = ln1 W^T, then the
-// QK-norm and rotary (one fused pass each for q and k), and the value mix. With m->recompute the
-// backward calls this again with recompute = 1: ln1, qr, kr and vmix cost one elementwise pass
-// each, against 4 (N, C) tensors per layer kept (where they are kept without it). Recomputing rewrites the kept rstd vectors with the values they hold (the kernels are
-// deterministic), so the backward sees bitwise what the forward computed.
+// An RMSNorm of the stream: where it writes (out, rstd); out NULL: none.
+typedef struct {
+    gm_real *out, *rstd;
+} stream_norm;
+
+// Block l's first norm (ln1, or ln2 in a block without attention), and after the last block the
+// final norm: each is fused with the stream op just before it (lincomb_rmsnorm_fwd).
+static stream_norm first_norm(const gm_model *m, int l) {
+    if (l == m->cfg.n_layer) return (stream_norm){A(m, m->aix.lnf), A(m, m->aix.lnf_rstd)};
+    const gm_layer_acts *a = &m->aix.layer[l];
+    if (gm_config_has_attn(&m->cfg, l)) return (stream_norm){A(m, a->ln1), A(m, a->ln1_rstd)};
+    return (stream_norm){A(m, a->ln2), A(m, a->ln2_rstd)};
+}
+
+// sum = ca a x + cb b y over the stream, then (when norm.out) its norm in the same pass.
+static void stream_op(const gm_model *m, gm_real *sum, stream_norm norm, double ca, const gm_real *pa,
+                      const gm_real *x, double cb, const gm_real *pb, const gm_real *y) {
+    const gm_backend *be = m->be;
+    const int N = m->B * m->T, C = m->cfg.d_model;
+    if (norm.out) be->lincomb_rmsnorm_fwd(be, sum, norm.out, norm.rstd, ca, pa, x, cb, pb, y, N, C, m->cfg.norm_eps);
+    else be->lincomb_fwd(be, sum, ca, pa, x, cb, pb, y, (size_t)N * C);
+}
+
+// Layer l's attention inputs: ln1 = norm(xm) (in the forward, fused with the op that made xm),
+// then (first pass only) q, k, v = ln1 W^T, then QK-norm and rotary (one fused pass each for q and
+// k), and the value mix. With m->recompute the backward calls this again with recompute = 1: ln1,
+// qr, kr and vmix cost one elementwise pass each, against 4 (N, C) tensors per layer kept (where
+// they are kept without it). Recomputing rewrites the kept rstd vectors with the values they hold
+// (the kernels are deterministic, the fused ones the composition of the separate ones), so the
+// backward sees bitwise what the forward computed.
 static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     const gm_layer_acts *a = &m->aix.layer[l];
     const int B = m->B, T = m->T, N = B * T, C = c->d_model, NH = c->n_head, HD = c->head_dim;
-    be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
-    if (!recompute) {
+    if (recompute) {
+        be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
+    } else {
         be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C);
         be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
         be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
@@ -378,50 +404,62 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     }
 }
 
-// Layer l's MLP input: ln2 = norm(xa), then (first pass only) fc = ln2 W^T, then act(fc). With
-// m->recompute the backward recomputes ln2 and act (one pass over (N, C) and one over (N, H))
-// instead of keeping 5 (N, C) per layer.
+// Layer l's MLP input: ln2 = norm(xa) (in the forward, fused with the op that made xa), then
+// (first pass only) fc = ln2 W^T, then act(fc). With m->recompute the backward recomputes ln2 and
+// act (one pass over (N, C) and one over (N, H)) instead of keeping 5 (N, C) per layer.
 static void mlp_inputs(const gm_model *m, int l, const layer_io *io, int recompute) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     const gm_layer_acts *a = &m->aix.layer[l];
     const int N = m->B * m->T, C = c->d_model, H = c->d_mlp;
-    be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
-    if (!recompute) be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H);
+    if (recompute) be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
+    else be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H);
     be->act_fwd(be, c->mlp_act, A(m, a->act), A(m, a->fc), (size_t)N * H);
 }
 
+// Whether block l's working input xm is made by an op of its own (U-net skip, x0 mix); else it is
+// the previous block's output (or x0), and the op that made that carries block l's first norm.
+static int makes_its_input(const gm_model *m, int l) {
+    return l < m->cfg.n_layer && (has_skip(&m->cfg, l) || m->cfg.x0_lambdas);
+}
+
+// The blocks, each norm of the stream in one pass with the add or mix before it.
 static void forward_layers(const gm_model *m) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     const int B = m->B, T = m->T, N = B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, HD = c->head_dim;
     const gm_act_index *x = &m->aix;
+    const stream_norm none = {NULL, NULL};
     be->embed_fwd(be, A(m, x->emb), m->ids, P(m, m->pix.embed), N, C);
     if (c->embed_norm) be->rmsnorm_fwd(be, A(m, x->x0), A(m, x->x0_rstd), A(m, x->emb), N, C, c->norm_eps);
     for (int j = 0; j < c->n_value_embeds; j++) be->embed_fwd(be, A(m, x->ve[j]), m->ids, P(m, m->pix.ve[j]), N, C);
+    if (!makes_its_input(m, 0)) {  // block 0 reads x0 as it is
+        const stream_norm n0 = first_norm(m, 0);
+        be->rmsnorm_fwd(be, n0.out, n0.rstd, x0_of(m), N, C, c->norm_eps);
+    }
     gm_attn_mask mask = mask_of(m);
     for (int l = 0; l < c->n_layer; l++) {
         const gm_layer_acts *a = &x->layer[l];
         const gm_layer_params *p = &m->pix.layer[l];
         layer_io io = io_of(m, l);
         if (io.skip)
-            be->lincomb_fwd(be, io.xs, 1, NULL, io.in, 1, P(m, m->pix.skip_weights) + skip_index(m, l), io.skip,
-                            (size_t)N * C);
+            stream_op(m, io.xs, a->mix.home ? none : first_norm(m, l), 1, NULL, io.in, 1,
+                      P(m, m->pix.skip_weights) + skip_index(m, l), io.skip);
         if (a->mix.home)
-            be->lincomb_fwd(be, io.xm, 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m), (size_t)N * C);
+            stream_op(m, io.xm, first_norm(m, l), 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m));
         if (gm_config_has_attn(c, l)) {
             attn_inputs(m, l, &io, 0);
             be->attn_fwd(be, A(m, a->att), A(m, a->lse), A(m, a->qr), A(m, a->kr), vs_of(m, a), B, T, NH, HD,
                          1.0 / sqrt(HD), mask);
             be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
-            be->lincomb_fwd(be, io.xa, 1, NULL, io.xm, attn_branch_scale(c), NULL, A(m, a->ao), (size_t)N * C);
+            stream_op(m, io.xa, (stream_norm){A(m, a->ln2), A(m, a->ln2_rstd)}, 1, NULL, io.xm, attn_branch_scale(c),
+                      NULL, A(m, a->ao));
         }
         mlp_inputs(m, l, &io, 0);
         be->matmul_fwd(be, A(m, a->mo), A(m, a->act), P(m, p->mlp_proj), N, H, C);
-        be->lincomb_fwd(be, A(m, a->res_mlp), 1, NULL, io.xa, 1, NULL, A(m, a->mo), (size_t)N * C);
+        stream_op(m, A(m, a->res_mlp), makes_its_input(m, l + 1) ? none : first_norm(m, l + 1), 1, NULL, io.xa, 1,
+                  NULL, A(m, a->mo));
     }
-    const gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp);
-    be->rmsnorm_fwd(be, A(m, x->lnf), A(m, x->lnf_rstd), last, N, C, c->norm_eps);
 }
 
 // Head and loss, head_rows rows at a time: the chunk's logits (rows, Vp), then softcap and
