@@ -718,6 +718,13 @@ int main(int argc, char **argv) {
         gm_die_last();
     }
     write_synthetic_data(dir, &rc.model, doc_len);
+    // The step is the one train would run here: --recompute=auto decided as train decides it (also
+    // when counted: name --recompute=off for the choice of an 80 GB H100 at the record's shape).
+    char recompute_why[320] = "";
+    if (rc.recompute == GM_RECOMPUTE_AUTO &&
+        gm_train_resolve_recompute(&rc, 1, 0, recompute_why, sizeof recompute_why))
+        gm_die_last();
+    if (recompute_why[0] && !count) fprintf(stderr, "kernels: %s\n", recompute_why);
 
     char cmdline[1024] = "";
     for (int i = 0; i < argc; i++) {

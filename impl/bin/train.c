@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/device.h"
 #include "backend/select.h"
 #include "base/args.h"
 #include "base/error.h"
@@ -37,40 +36,6 @@ static void usage(const char *preset, const char *scale) {
 }
 
 // One line on what will run; every field of the configuration goes to the log's first record.
-// CUDA: what the plan leaves out (cuBLAS's workspace, the matmuls' bf16 operand copies, the CUDA
-// context), held back from the device's free memory when --recompute=auto decides.
-#define CUDA_UNPLANNED_BYTES 4e9
-
-// --recompute=auto: off where the plan without recompute fits the memory the backend has (host
-// backends: what the process may fill, the host plan beyond the backend's included; CUDA: the
-// device's free memory less CUDA_UNPLANNED_BYTES), else on. `why` says which and by how much.
-static int resolve_recompute(gm_run_config *rc, const gm_comm *comm, int host_backend, char *why, size_t len) {
-    rc->recompute = GM_RECOMPUTE_OFF;
-    gm_mem_plan plan;
-    gm_host_plan host;
-    if (gm_train_memory_plan(rc, comm->world, comm->rank, &plan)) return -1;
-    double need = (double)plan.total, have;
-    const char *what;
-    if (host_backend) {
-        if (gm_train_host_plan(rc, &host)) return -1;
-        need += (double)host.filled.total;
-        have = gm_host_memory_limit().filled.bytes, what = "the host memory the process may fill";
-    } else {
-        size_t free_bytes, total_bytes;
-        if (gm_cuda_device_memory(rc->device, &free_bytes, &total_bytes)) {
-            rc->recompute = GM_RECOMPUTE_ON;
-            snprintf(why, len, "recompute: on (device %d's memory unknown: %s)", rc->device, gm_error());
-            return 0;
-        }
-        have = (double)free_bytes - CUDA_UNPLANNED_BYTES, what = "the device's free memory less 4 GB of workspace";
-    }
-    if (need > have) rc->recompute = GM_RECOMPUTE_ON;
-    snprintf(why, len, "recompute: %s (the plan without it, %.2f GB, %s %s: %.2f GB)",
-             rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", need / 1e9, need > have ? "exceeds" : "fits in", what,
-             have / 1e9);
-    return 0;
-}
-
 static void print_summary(const gm_run_config *rc, const char *preset, const char *scale, const gm_comm *comm) {
     const gm_config *c = &rc->model;
     printf("train: %s/%s on %d rank(s) (%s, data channel %s), backend %s: %d layers, d_model %d, %d steps of %lld tokens "
@@ -156,7 +121,8 @@ int main(int argc, char **argv) {
     // buffers are device memory, which these limits do not cover.
     const int host_backend = strcmp(rc.backend, "cuda") != 0;
     char recompute_why[320] = "";
-    if (rc.recompute == GM_RECOMPUTE_AUTO && resolve_recompute(&rc, &comm, host_backend, recompute_why, sizeof recompute_why))
+    if (rc.recompute == GM_RECOMPUTE_AUTO &&
+        gm_train_resolve_recompute(&rc, comm.world, comm.rank, recompute_why, sizeof recompute_why))
         gm_die("rank %d: %s", comm.rank, gm_error());
     gm_mem_plan plan;
     gm_host_plan host;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/cuda/device.h"
 #include "backend/select.h"
 #include "base/build_info.h"
 #include "base/error.h"
@@ -364,6 +365,38 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
                     mm.act_grads_across);
     gm_mem_plan_add(out, "head", "head chunk: logits and their gradient in place, losses", mm.head);
     gm_mem_plan_add(out, "inputs", "ids, targets, document ids, rotary tables", mm.inputs);
+    return 0;
+}
+
+// CUDA: what the plan leaves out (cuBLAS's workspace, the matmuls' bf16 operand copies, the CUDA
+// context), held back from the device's free memory when --recompute=auto decides.
+#define CUDA_UNPLANNED_BYTES 4e9
+
+int gm_train_resolve_recompute(gm_run_config *rc, int world, int rank, char *why, size_t len) {
+    const int host_backend = strcmp(rc->backend, "cuda") != 0;
+    rc->recompute = GM_RECOMPUTE_OFF;
+    gm_mem_plan plan;
+    gm_host_plan host;
+    if (gm_train_memory_plan(rc, world, rank, &plan)) return -1;
+    double need = (double)plan.total, have;
+    const char *what;
+    if (host_backend) {
+        if (gm_train_host_plan(rc, &host)) return -1;
+        need += (double)host.filled.total;
+        have = gm_host_memory_limit().filled.bytes, what = "the host memory the process may fill";
+    } else {
+        size_t free_bytes, total_bytes;
+        if (gm_cuda_device_memory(rc->device, &free_bytes, &total_bytes)) {
+            rc->recompute = GM_RECOMPUTE_ON;
+            snprintf(why, len, "recompute: on (device %d's memory unknown: %s)", rc->device, gm_error());
+            return 0;
+        }
+        have = (double)free_bytes - CUDA_UNPLANNED_BYTES, what = "the device's free memory less 4 GB of workspace";
+    }
+    if (need > have) rc->recompute = GM_RECOMPUTE_ON;
+    snprintf(why, len, "recompute: %s (the plan without it, %.2f GB, %s %s: %.2f GB)",
+             rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", need / 1e9, need > have ? "exceeds" : "fits in", what,
+             have / 1e9);
     return 0;
 }
 

@@ -54,6 +54,11 @@ int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void 
 // The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
 // allocating (the model's plan plus the optimizers' states). -1 (gm_fail) on a bad configuration.
 int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out);
+// --recompute=auto decided: off where the plan without recompute fits the memory the backend has
+// (host backends: what the process may fill, the host plan beyond the backend's included; CUDA: the
+// device's free memory less 4 GB the plan leaves out), else on; rc->recompute is set to the choice
+// and `why` says which and from which figures. -1 (gm_fail) when the plan cannot be made.
+int gm_train_resolve_recompute(gm_run_config *rc, int world, int rank, char *why, size_t len);
 // Length of the parameter buffer gm_train will use for rc (for sizing res->params).
 size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be);
 
