@@ -128,13 +128,13 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
-// Every preset at tiny scale: a training step whose activation-gradient memory is all NaN beforehand
+// Every preset at test scale: a training step whose activation-gradient memory is all NaN beforehand
 // gives, bit for bit, the parameter gradients of a fresh model's step (which never held NaN). A
 // buffer read before it was written would carry NaN into them.
 Test(grad_write, backward_needs_no_zeroed_gradient_memory) {
     for (const char *const *preset = gm_preset_names; *preset; preset++) {
         gm_config cfg;
-        cr_assert_eq(gm_preset_model(&cfg, *preset, "tiny"), 0, "%s", gm_error());
+        cr_assert_eq(gm_preset_model(&cfg, *preset, "test"), 0, "%s", gm_error());
         const int B = cfg.batch, T = cfg.seq_len, N = B * T;
         int32_t *ids = th_tokens((size_t)N + 1, cfg.vocab);
         gm_model fresh, poisoned;

@@ -14,12 +14,12 @@
 #include "model/model.h"
 #include "train/run_config.h"
 
-// Every preset at tiny scale: two steps with recompute off give the losses and parameter gradients
+// Every preset at test scale: two steps with recompute off give the losses and parameter gradients
 // of two steps with it on, bit for bit, and keep more activations.
 Test(recompute, keeping_the_inputs_is_bitwise_recomputing_them) {
     for (const char *const *preset = gm_preset_names; *preset; preset++) {
         gm_config cfg;
-        cr_assert_eq(gm_preset_model(&cfg, *preset, "tiny"), 0, "%s", gm_error());
+        cr_assert_eq(gm_preset_model(&cfg, *preset, "test"), 0, "%s", gm_error());
         const int B = cfg.batch, T = cfg.seq_len, N = B * T;
         int32_t *ids = th_tokens((size_t)N + 1, cfg.vocab);
         gm_model m[2];
