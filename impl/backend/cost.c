@@ -57,7 +57,7 @@ void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, con
     *c = (gm_kernel_cost){.flops = 2.0 * N * C * OC, .bytes = F * ((double)N * C + (double)OC * C + (double)N * OC)};
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
     // out^T (OC, N) = W inp^T: row-major (R, C) is column-major (C, R)
-    c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C};
+    c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C, 0};
 }
 void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
                         const gm_real *inp, const gm_real *W, int N, int C, int OC) {
@@ -68,8 +68,8 @@ void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_wri
     if (dW) c->flops += 2 * nc * OC, c->bytes += F * (no + nc + 2 * oc);
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
     // dinp^T (C, N) = W^T dout^T; dW^T (C, OC) = inp^T dout
-    if (dinp) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 0, C, N, OC};
-    if (dW) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 1, C, OC, N};
+    if (dinp) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 0, C, N, OC, written_read(dinp_write)};
+    if (dW) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 1, C, OC, N, 1};
 }
 
 // ~3 flops per element (square-accumulate, scale), reads x, writes out and rstd; bwd ~6, reads

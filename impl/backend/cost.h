@@ -13,6 +13,7 @@
 // A library GEMM in BLAS's column-major terms: C (m, n) = op(A) op(B), op(A) (m, k), op(B) (k, n).
 typedef struct {
     int transa, transb, m, n, k;
+    int reads_c;  // beta = 1: C is added into (read, then written)
 } gm_gemm_shape;
 
 typedef struct {

@@ -123,17 +123,18 @@ static double gemm_ms(const gm_rates *r, gm_gemm_shape s, int f32_out) {
 static double memory_ms(const gm_rates *r, double bytes) { return bytes / (r->copy_gbs * r->efficiency * 1e6); }
 
 // Today's CUDA matmul (cuda/matmul.cu): fp32 operands converted to bf16 copies (4 bytes read, 2
-// written an element), GEMMs into fp32 outputs, the backward's with beta = 1 (its output read).
+// written an element), GEMMs into fp32 outputs, those that add into their output (dW; dinp when
+// added into) reading it too (beta = 1).
 static double matmul_ms(const gm_rates *r, const char *op, const gm_kernel_cost *c) {
     double ms = 0, bytes = 0;
     const int fwd = !strcmp(op, "matmul_fwd");
     // Forward (m, n, k) = (OC, N, C): W and inp converted. Backward, dinp (C, N, OC) and dW (C, OC,
-    // N): the operand other than dout (W, inp) is m x k, the gradient read is m x n, and dout,
+    // N): the operand other than dout (W, inp) is m x k, the gradient added into is m x n, and dout,
     // converted once for both, is n x k.
     for (int g = 0; g < c->n_gemm; g++) {
         const gm_gemm_shape s = c->gemm[g];
         ms += gemm_ms(r, s, 1);
-        bytes += fwd ? 6.0 * ((double)s.m * s.k + (double)s.n * s.k) : 6.0 * s.m * s.k + 4.0 * s.m * s.n;
+        bytes += fwd ? 6.0 * ((double)s.m * s.k + (double)s.n * s.k) : 6.0 * s.m * s.k + 4.0 * s.reads_c * s.m * s.n;
     }
     if (!fwd && c->n_gemm) bytes += 6.0 * c->gemm[0].n * c->gemm[0].k;
     return ms + memory_ms(r, bytes);

@@ -154,7 +154,7 @@ static double gemm_calls(gm_lib_ceilings *lc, gm_gemm_shape s, int calls) {
 }
 
 static gm_gemm_shape square_of(const gm_lib_ceilings *lc) {
-    return (gm_gemm_shape){0, 0, lc->square, lc->square, lc->square};
+    return (gm_gemm_shape){0, 0, lc->square, lc->square, lc->square, 0};
 }
 
 void gm_lib_ceilings_warm_up(gm_lib_ceilings *lc, double seconds) {
