@@ -1,5 +1,5 @@
 // See bf16act.h. A forwarder to cpu-bf16mm is generated for every kernel of GM_BACKEND_KERNELS;
-// after the call it rounds the spans its kernel's ROUNDED_<name> entry names, evaluated over the
+// after the call it rounds the spans its kernel's ROUNDED_<kernel> entry names, evaluated over the
 // kernel's own parameters. A kernel added to backend.h without an entry here does not compile.
 #include "backend/bf16act/bf16act.h"
 
@@ -47,12 +47,12 @@ static void round_span(span s) {
 #define ROUNDED_orthogonalize
 
 // The leading {NULL, 0} keeps the array non-empty for kernels that round nothing.
-#define FORWARD(name, params, args)                                                           \
-    static void bf16_##name(const gm_backend *be, GM_UNPACK params) {                         \
+#define FORWARD(kernel, params, args)                                                         \
+    static void bf16_##kernel(const gm_backend *be, GM_UNPACK params) {                       \
         (void)be;                                                                             \
         const gm_backend *mm = gm_backend_cpu_bf16mm();                                       \
-        mm->name(mm, GM_UNPACK args);                                                         \
-        const span rounded[] = {{NULL, 0}, ROUNDED_##name};                                   \
+        mm->kernel(mm, GM_UNPACK args);                                                       \
+        const span rounded[] = {{NULL, 0}, ROUNDED_##kernel};                                 \
         for (size_t i = 0; i < sizeof rounded / sizeof *rounded; i++) round_span(rounded[i]); \
     }
 GM_BACKEND_KERNELS(FORWARD)
@@ -64,7 +64,7 @@ const gm_backend *gm_backend_cpu_bf16(void) {
     if (!bf16.name) {
         bf16 = *gm_backend_cpu_bf16mm();
         bf16.name = "cpu-bf16";
-#define FIELD(name, params, args) bf16.name = bf16_##name;
+#define FIELD(kernel, params, args) bf16.kernel = bf16_##kernel;
         GM_BACKEND_KERNELS(FIELD)
 #undef FIELD
     }
