@@ -39,13 +39,14 @@
 #include "optim/ns_coeffs.h"
 
 static const char *const USAGE =
-    "usage: backend_compare [--backend=cpu|cuda|guarded|cpu-bf16mm] [--ref=cpu|cpu-bf16mm] [--device=N]\n"
-    "                       [--seed=N] [--shapes=small|odd|all] [--out=FILE]\n"
+    "usage: backend_compare [--backend=cpu|cuda|guarded|cpu-bf16mm|cpu-bf16] [--ref=cpu|cpu-bf16mm|cpu-bf16]\n"
+    "                       [--device=N] [--seed=N] [--shapes=small|odd|all] [--out=FILE]\n"
     "  Runs every kernel of the backend interface on the CPU reference and on the backend named, with\n"
     "  the same random inputs, and prints one Markdown row per (kernel, case, output): max abs error,\n"
     "  max abs error / max |ref|, normwise relative error, bitwise equality, first non-finite value.\n"
     "  --backend=NAME  the backend compared with the CPU reference (default cpu)\n"
-    "  --ref=NAME      the reference: cpu, or cpu-bf16mm, the CPU with the CUDA matmul's bf16 operands (default cpu)\n"
+    "  --ref=NAME      the reference (default cpu): cpu, cpu-bf16mm (the CPU with the CUDA matmul's bf16 operands)\n"
+    "                  or cpu-bf16 (cpu-bf16mm with bf16-rounded activations and activation gradients)\n"
     "  --device=N      its CUDA device (default 0)\n"
     "  --seed=N        Philox seed of every input (default 1)\n"
     "  --shapes=SET    small, odd (sizes that are not multiples of 32, 128 or 256) or all (default all)\n"
@@ -663,7 +664,8 @@ int main(int argc, char **argv) {
         gm_arg_next(argc, argv, &i, &key, &value);
         if (!strcmp(key, "backend")) backend = value;
         else if (!strcmp(key, "ref")) {
-            if (strcmp(value, "cpu") && strcmp(value, "cpu-bf16mm")) gm_die("--ref: '%s' is not cpu or cpu-bf16mm", value);
+            if (strcmp(value, "cpu") && strcmp(value, "cpu-bf16mm") && strcmp(value, "cpu-bf16"))
+                gm_die("--ref: '%s' is not cpu, cpu-bf16mm or cpu-bf16", value);
             ref = value;
         }
         else if (!strcmp(key, "device")) device = (int)gm_arg_int(key, value, 0, 1023);

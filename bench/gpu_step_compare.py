@@ -6,7 +6,9 @@
 
 --ref names the CPU side: cpu (fp32 matmuls), or cpu-bf16mm (matmul operands rounded to bf16 as
 the CUDA backend rounds them, so what is left between the two is the order of fp32 sums and the
-GPU's transcendental functions). For each preset, on made-up test-scale shards (ids below 120, documents of 10 to 70 tokens):
+GPU's transcendental functions), or cpu-bf16 (that with every activation and activation gradient
+rounded to bf16 too: the twin of a CUDA backend that stores bf16 activations). For each preset, on
+made-up test-scale shards (ids below 120, documents of 10 to 70 tokens):
   plain    N steps on the --ref backend and on the backend;
   accum    the same with --grad_accum=2 on both;
   resume   halted at step --halt on the backend and resumed on --ref to step N (and the reverse),

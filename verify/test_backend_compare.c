@@ -68,6 +68,36 @@ Test(backend_compare, guarded_is_bitwise_the_cpu_on_every_kernel, .timeout = 120
     free(out);
 }
 
+// cpu-bf16 against its base cpu-bf16mm (--ref=cpu-bf16mm): the program runs, the parameter gradients
+// and per-row statistics cpu-bf16 leaves in fp32 are bitwise cpu-bf16mm's, and the activations,
+// which it rounds, are not.
+Test(backend_compare, cpu_bf16_against_cpu_bf16mm_rounds_only_activations, .timeout = 120) {
+    static const char *const fp32[] = {" dW ", " dtable ", " dpa ", " dpb ", " rstd ", " lse ", " losses "};
+    char *out = run_ok("--backend=cpu-bf16 --ref=cpu-bf16mm --shapes=small");
+    cr_expect(strstr(out, "# Backend comparison: cpu-bf16 against cpu-bf16mm"), "%s", out);
+    int fp32_rows = 0, rounded_rows = 0;
+    for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, "| ", 2) || !strncmp(p, "| kernel |", 10)) continue;
+        char line[1024], *cell[10];
+        size_t len = strcspn(p, "\n");
+        cr_assert_lt(len, sizeof line, "row too long: %.80s", p);
+        memcpy(line, p, len), line[len] = '\0';
+        int n = 0;
+        for (char *c = strtok(line + 1, "|"); c && n < 10; c = strtok(NULL, "|")) cell[n++] = c;
+        cr_assert_eq(n, 9, "a row of %d cells: %.*s", n, (int)len, p);
+        int kept = 0;
+        for (size_t k = 0; k < sizeof fp32 / sizeof *fp32; k++) kept |= !strcmp(cell[2], fp32[k]);
+        if (kept) {
+            fp32_rows++;
+            cr_expect_str_eq(cell[7], " yes ", "rounded: %.*s", (int)len, p);
+        }
+        rounded_rows += !strcmp(cell[7], " no ");
+    }
+    cr_expect_gt(fp32_rows, 20, "%d rows of fp32 outputs", fp32_rows);
+    cr_expect_gt(rounded_rows, 20, "%d rows differ: cpu-bf16 rounds nothing?", rounded_rows);
+    free(out);
+}
+
 Test(backend_compare, out_file_holds_the_report_and_shapes_select_a_set, .timeout = 120) {
     char *dir = th_tmpdir(), args[4200], path[4100], *text;
     size_t len;
@@ -92,7 +122,7 @@ Test(backend_compare, help_and_bad_flags, .timeout = 60) {
     free(out);
     th_expect_refused("bench/backend_compare", "--backend=tpu", "--backend: unknown backend 'tpu'", 1);
     th_expect_refused("bench/backend_compare", "--shapes=huge", "--shapes: 'huge' is not small, odd or all", 1);
-    th_expect_refused("bench/backend_compare", "--ref=guarded", "--ref: 'guarded' is not cpu or cpu-bf16mm", 1);
+    th_expect_refused("bench/backend_compare", "--ref=guarded", "--ref: 'guarded' is not cpu, cpu-bf16mm or cpu-bf16", 1);
     th_expect_refused("bench/backend_compare", "--seed=-3", "--seed", 1);
     th_expect_refused("bench/backend_compare", "--device=-1", "--device", 1);
     th_expect_refused("bench/backend_compare", "--colour=red", "--colour: unknown flag", 1);

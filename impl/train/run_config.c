@@ -99,7 +99,7 @@ static const gm_field FIELDS[] = {
            "gradient averaging across ranks: all-reduce (every rank gets every gradient) or reduce-scatter (each Muon "
            "matrix's gradient goes only to the rank that orthogonalizes it, which alone keeps its momentum; the Adam "
            "parameters' stay all-reduced; record 2025-05-30_noallreduce); the same values, so the same training"),
-    R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests), cpu-bf16mm (CPU with the CUDA matmul's bf16 operands)"),
+    R_STR("backend", backend, "where the step runs: cpu, cuda, guarded (CPU with memory locked between kernels: tests), cpu-bf16mm (CPU with the CUDA matmul's bf16 operands), cpu-bf16 (cpu-bf16mm with activations and their gradients rounded to bf16 where a bf16-activation CUDA backend stores them)"),
     R_INT("device", device, 0, 1023, "CUDA device of --backend=cuda"),
     R_ENUM("recompute", recompute, RECOMPUTE_NAMES,
            "recompute the blocks' norms, rotary, value mix and MLP activation in the backward (on) or keep them per "
