@@ -87,6 +87,10 @@ static void run_act_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
 static void run_lincomb_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
     (void)w, be->lincomb_fwd(be, a->b[OUT], 0.7, a->b[P], a->b[X], 0.3, a->b[P] + 1, a->b[Y], S);
 }
+static void run_lincomb_rmsnorm_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
+    (void)w, be->lincomb_rmsnorm_fwd(be, a->b[OUT], a->b[OUT2], a->b[STAT], 0.7, a->b[P], a->b[X], 0.3, a->b[P] + 1,
+                                     a->b[Y], N, C, 1e-6);
+}
 static void run_lincomb_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     be->lincomb_bwd(be, a->b[OUT], w, a->b[OUT2], w, a->b[G], a->b[G] + 1, a->b[DOUT], 0.7, a->b[P], a->b[X], 0.3,
                     a->b[P] + 1, a->b[Y], S);
@@ -134,6 +138,7 @@ static const point points[] = {
     {"act_fwd", run_act_fwd, R(OUT)},
     {"act_bwd", run_act_bwd, R(OUT)},
     {"lincomb_fwd", run_lincomb_fwd, R(OUT)},
+    {"lincomb_rmsnorm_fwd", run_lincomb_rmsnorm_fwd, R(OUT) | R(OUT2)},  // the sum and its norm; not rstd
     {"lincomb_bwd", run_lincomb_bwd, R(OUT) | R(OUT2)},  // not dpa, dpb
     {"xent_fwd_bwd", run_xent_fwd_bwd, R(OUT)},  // not losses
     {"adam_update", run_adam_update, 0},

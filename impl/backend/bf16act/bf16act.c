@@ -36,9 +36,10 @@ static void round_span(span s) {
 #define ROUNDED_act_fwd {out, n},
 #define ROUNDED_act_bwd {dinp, n},
 #define ROUNDED_lincomb_fwd {out, n},
+#define ROUNDED_lincomb_rmsnorm_fwd {sum, (size_t)N * C}, {out, (size_t)N * C}, // not rstd
 // dx and dy may be one buffer (the x0 lambdas' gradient in block 0): their sum is rounded once, where a
 // bf16 kernel that stores dx and then adds dy would round twice.
-#define ROUNDED_lincomb_bwd {dx, n}, {dy, n},          // not dpa, dpb
+#define ROUNDED_lincomb_bwd {dx, n}, {y ? dy : NULL, n}, // not dpa, dpb; no dy is written without y
 #define ROUNDED_xent_fwd_bwd {dlogits, (size_t)N * V}, // not losses
 #define ROUNDED_adam_update
 #define ROUNDED_momentum
