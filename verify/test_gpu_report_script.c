@@ -138,36 +138,42 @@ Test(gpu_report_script, bad_arguments_get_one_line_and_write_nothing, .timeout =
 }
 
 // bench/kernels' rows of one step as peers_gpu.py --list-shapes prints them: "matmul_fwd,SHAPE,CALLS"
-// (and matmul_bwd) and "orthogonalize,M matrices E elements", one a line.
+// (and matmul_bwd) and "orthogonalize,M matrices E elements", one a line. The step is counted, not
+// timed (--count=1: the very calls the timed step makes, test_bench_kernels.c), so nothing computes.
 static char *kernels_shapes(const char *dir, const char *flags, int *nlines) {
-    char cmd[8600], path[4300], *out, *err;
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' --scale=test --steps=1 --backend=cpu %s --out='%s' --name=k",
-             th_bin_path("bench/kernels"), flags, dir);
+    char cmd[14000], path[4300], rates[4300], measured[4300], *out, *err;
+    snprintf(rates, sizeof rates, "%s", th_root_path("reports/gpu-h100/h100_rates.csv"));  // one static buffer
+    snprintf(measured, sizeof measured, "%s", th_root_path("reports/gpu-h100/h100-softcap-full-T65536.csv"));
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 '%s' --count=1 --scale=test --backend=cpu %s --out='%s' --name=k --rates='%s' "
+             "--measured='%s'",
+             th_bin_path("bench/kernels"), flags, dir, rates, measured);
     cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
     free(out), free(err);
-    snprintf(path, sizeof path, "%s/k.csv", dir);
-    char *csv = read_file(path), line[512];
-    size_t cap = strlen(csv) + 1, used = 0;
+    snprintf(path, sizeof path, "%s/k.md", dir);
+    char *md = read_file(path), line[512];
+    size_t cap = strlen(md) + 1, used = 0;
     char *shapes = malloc(cap);
     cr_assert(shapes);
     shapes[0] = '\0';
     *nlines = 0;
-    for (const char *p = csv; *p;) {
+    for (const char *p = md; *p;) {  // table rows "| part:kernel | shape | calls | ..."
         p = next_line(p, line, sizeof line);
-        char *third = NULL, *c = strchr(line, ',');
-        if (c && (c = strchr(c + 1, ','))) third = strchr(c + 1, ',');
-        if (!strncmp(line, "model:matmul_", 13) && third) {
-            *third = '\0';  // name, shape, calls
-            used += snprintf(shapes + used, cap - used, "%s\n", line + strlen("model:"));
-        } else if (!strncmp(line, "optimizer:orthogonalize,", 24) && strstr(line, " elements")) {
-            *(strstr(line, " elements") + strlen(" elements")) = '\0';
-            used += snprintf(shapes + used, cap - used, "%s\n", line + strlen("optimizer:"));
+        char name[128], shape[256];
+        long calls;
+        if (sscanf(line, "| %127[^ |] | %255[^|]| %ld |", name, shape, &calls) != 3) continue;
+        for (size_t k = strlen(shape); k > 0 && shape[k - 1] == ' ';) shape[--k] = '\0';
+        if (!strncmp(name, "model:matmul_", 13)) {
+            used += snprintf(shapes + used, cap - used, "%s,%s,%ld\n", name + strlen("model:"), shape, calls);
+        } else if (!strcmp(name, "optimizer:orthogonalize") && strstr(shape, " elements")) {
+            *(strstr(shape, " elements") + strlen(" elements")) = '\0';
+            used += snprintf(shapes + used, cap - used, "orthogonalize,%s\n", shape);
         } else {
             continue;
         }
         (*nlines)++;
     }
-    free(csv);
+    free(md);
     return shapes;
 }
 
