@@ -154,17 +154,18 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (host_backend) {
-        gm_host_memory lim = gm_host_memory_limit();
-        const int over_filled = filled > lim.filled.bytes;
-        if (over_filled || mapped > lim.mapped.bytes) {
-            const gm_host_limit *l = over_filled ? &lim.filled : &lim.mapped;
+        const gm_host_memory lim = gm_host_memory_limit();
+        double need;
+        const gm_host_limit *l = gm_host_over_limit(&lim, (double)plan.total, &host, &need);
+        if (l) {
+            const int over_filled = l == &lim.filled;
             char threads[160] = "";
             if (!over_filled)  // each thread maps 200 MiB, of which it fills a few
                 snprintf(threads, sizeof threads, ", and so does each OpenMP thread fewer (OMP_NUM_THREADS; %.2f GB of address space each)",
                          (GM_OPENBLAS_BUFFER_BYTES + GM_MALLOC_ARENA_BYTES + gm_thread_stack_bytes()) / 1e9);
             gm_die("rank %d: memory plan: this run needs %.2f GB of %s (B = %d, T = %d per rank, %d OpenMP thread(s); --plan_memory=1 "
                    "lists it), above %s: %.2f GB; a smaller --batch or --seq_len needs less%s",
-                   comm.rank, (over_filled ? filled : mapped) / 1e9, over_filled ? "host memory" : "address space", rc.model.batch,
+                   comm.rank, need / 1e9, over_filled ? "host memory" : "address space", rc.model.batch,
                    rc.model.seq_len, omp_get_max_threads(), l->what, l->bytes / 1e9, threads);
         }
     }

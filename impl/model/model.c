@@ -97,6 +97,11 @@ static gm_slot put(gm_table *t, gm_act_home home, const char *fmt, int l, size_t
     return (gm_slot){v < 0 ? GM_AT_NONE : home, v};
 }
 static int dput(gm_table *t, const char *fmt, int l, size_t n) { return put(t, GM_AT_KEPT, fmt, l, n).view; }
+// A block input the backward recomputes, in the one scratch slot `shared` every block uses (laid out
+// only with recompute on), or keeps, in a slot of block l's own.
+static gm_slot input_slot(gm_table *kept, gm_slot shared, const char *fmt, int l, size_t n) {
+    return shared.home ? shared : put(kept, GM_AT_KEPT, fmt, l, n);
+}
 
 // Lay out the four activation tables of a (B, T) step and their indices; allocates nothing (the
 // plan and the allocation both come from here).
@@ -142,7 +147,7 @@ static int layout(gm_model *m, int B, int T) {
         if (has_skip(c, l)) a->skip_out = put(ka, GM_AT_KEPT, "h.%d.skip_out", l, NC);
         if (c->x0_lambdas) a->mix = put(ka, GM_AT_KEPT, "h.%d.mix", l, NC);
         if (gm_config_has_attn(c, l)) {
-            a->ln1 = rc ? s_ln1 : put(ka, GM_AT_KEPT, "h.%d.ln1", l, NC);
+            a->ln1 = input_slot(ka, s_ln1, "h.%d.ln1", l, NC);
             a->ln1_rstd = put(ka, GM_AT_KEPT, "h.%d.ln1.rstd", l, N);
             a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
             a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
@@ -150,16 +155,15 @@ static int layout(gm_model *m, int B, int T) {
                 a->qn_rstd = put(ka, GM_AT_KEPT, "h.%d.qn.rstd", l, N * NH);
                 a->kn_rstd = put(ka, GM_AT_KEPT, "h.%d.kn.rstd", l, N * NH);
             }
-            if (vmix) a->vmix = rc ? s_vmix : put(ka, GM_AT_KEPT, "h.%d.vmix", l, NC);
-            a->qr = rc ? s_qr : put(ka, GM_AT_KEPT, "h.%d.qr", l, NC);
-            a->kr = rc ? s_kr : put(ka, GM_AT_KEPT, "h.%d.kr", l, NC);
+            if (vmix) a->vmix = input_slot(ka, s_vmix, "h.%d.vmix", l, NC);
+            a->qr = input_slot(ka, s_qr, "h.%d.qr", l, NC), a->kr = input_slot(ka, s_kr, "h.%d.kr", l, NC);
             a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(ka, GM_AT_KEPT, "h.%d.lse", l, N * NH);
             a->ao = s_ao, a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
         }
-        a->ln2 = rc ? s_ln2 : put(ka, GM_AT_KEPT, "h.%d.ln2", l, NC);
+        a->ln2 = input_slot(ka, s_ln2, "h.%d.ln2", l, NC);
         a->ln2_rstd = put(ka, GM_AT_KEPT, "h.%d.ln2.rstd", l, N);
         a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->mo = s_mo;
-        a->act = rc ? s_act : put(ka, GM_AT_KEPT, "h.%d.act", l, N * H);
+        a->act = input_slot(ka, s_act, "h.%d.act", l, N * H);
         a->res_mlp = output_read(c, l) ? put(ka, GM_AT_KEPT, "h.%d.res_mlp", l, NC) : s_stream[l % 2];
     }
     x->lnf_rstd = put(ka, GM_AT_KEPT, "lnf.rstd", 0, N);

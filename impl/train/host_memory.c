@@ -155,3 +155,12 @@ int gm_train_host_plan(const gm_run_config *rc, gm_host_plan *out) {
     gm_mem_plan_add(&out->mapped, "shards", "train and val shards, mapped whole", gm_files_bytes(rc->train_data) + gm_files_bytes(rc->val_data));
     return 0;
 }
+
+const gm_host_limit *gm_host_over_limit(const gm_host_memory *lim, double backend_bytes, const gm_host_plan *host,
+                                        double *need) {
+    const double filled = backend_bytes + (double)host->filled.total, mapped = filled + (double)host->mapped.total;
+    *need = filled;
+    if (filled > lim->filled.bytes) return &lim->filled;
+    if (mapped > lim->mapped.bytes) return *need = mapped, &lim->mapped;
+    return NULL;
+}

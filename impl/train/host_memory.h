@@ -26,6 +26,13 @@ typedef struct {
 // A source that cannot be read is left out.
 gm_host_memory gm_host_memory_limit(void);
 
+// The limit a run exceeds with a backend plan of `backend_bytes` and the host plan `host` beyond it:
+// lim->filled when what it fills (backend plan + host.filled) is above it, else lim->mapped when all
+// it maps (that + host.mapped) is above that; NULL when it fits. *need: the bytes held against the
+// limit returned (against lim->filled when it fits).
+const gm_host_limit *gm_host_over_limit(const gm_host_memory *lim, double backend_bytes, const gm_host_plan *host,
+                                        double *need);
+
 // What each OpenMP thread of the CPU backend maps beyond the backend's buffers, measured with
 // OpenBLAS 0.3.21 and glibc 2.36 (VmPeak of runs at 1, 2, 4 and 8 threads: 200 MiB more per
 // thread, the sum of these three). Only a few MiB of it is ever filled.

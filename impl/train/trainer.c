@@ -380,10 +380,12 @@ int gm_train_resolve_recompute(gm_run_config *rc, int world, int rank, char *why
     if (gm_train_memory_plan(rc, world, rank, &plan)) return -1;
     double need = (double)plan.total, have;
     const char *what;
-    if (host_backend) {
+    if (host_backend) {  // both limits train holds a run to: what it fills, and all it maps
         if (gm_train_host_plan(rc, &host)) return -1;
-        need += (double)host.filled.total;
-        have = gm_host_memory_limit().filled.bytes, what = "the host memory the process may fill";
+        const gm_host_memory lim = gm_host_memory_limit();
+        const gm_host_limit *over = gm_host_over_limit(&lim, need, &host, &need);
+        const gm_host_limit *l = over ? over : &lim.filled;
+        have = l->bytes, what = l == &lim.filled ? "the host memory the process may fill" : "the address space it may map";
     } else {
         size_t free_bytes, total_bytes;
         if (gm_cuda_device_memory(rc->device, &free_bytes, &total_bytes)) {
