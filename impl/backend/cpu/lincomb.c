@@ -16,8 +16,8 @@ void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_
 // in chunk order, so *dpa and *dpb are deterministic. Every element of dout is read before dx's
 // element is written (dx may be dout), and dx's write comes before dy's (dx and dy may be one buffer).
 void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
-                        gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
-                        size_t n) {
+                        gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
+                        const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
     (void)be;
     enum { CHUNK = 4096, BATCH = 64 };
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));

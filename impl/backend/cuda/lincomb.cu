@@ -173,8 +173,8 @@ void gm_cuda_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }  // NULL counts as aligned
 
 void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy,
-                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb,
-                         const gm_real *pb, const gm_real *y, size_t n) {
+                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca,
+                         const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!y) dy = NULL, dpb = NULL;  // no second term: nothing to write or sum for it
     if (!n || !(dx || dy || dpa || dpb)) return;
