@@ -8,6 +8,7 @@
 #include <cusolverDn.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/act_elem.cuh"
 #include "backend/cuda/gemm.h"
 
 static_assert(sizeof(gm_real) == sizeof(float), "the CUDA backend keeps fp32 master values (no -DGM_FP64)");
