@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/act_io.h"
 #include "backend/attn_mask.h"
 #include "backend/cost.h"
 #include "backend/cuda/attention.h"
@@ -51,7 +52,8 @@ typedef struct {
     int B, NH, HD, reps;
     double scale;
     gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
-    gm_real *q, *k, *v, *dout, *out, *lse, *dq, *dk, *dv;
+    gm_actval *q, *k, *v, *dout, *out, *dq, *dk, *dv;  // (B, T, NH, HD) in the backend's element
+    gm_real *lse;
 } bench;
 
 typedef struct {
@@ -97,9 +99,9 @@ static double out_rel_diff(const bench *b, int T) {
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     if (!x || !y) gm_die("attention_gpu: out of memory");
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
-    b->be->download(b->be, x, b->out, sizeof(float) * n);
+    if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
-    b->be->download(b->be, y, b->out, sizeof(float) * n);
+    if (gm_act_download(b->be, y, b->out, n)) gm_die_last();
     sync_or_die(b);
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) num += ((double)x[i] - y[i]) * ((double)x[i] - y[i]), den += (double)y[i] * y[i];
@@ -228,16 +230,16 @@ int main(int argc, char **argv) {
     // Inputs N(0, 1) (drawn on the GPU by base/rng.h's Philox stream, through the host).
     float *host = malloc(sizeof(float) * n);
     if (!host) gm_die("attention_gpu: out of memory (%zu floats)", n);
-    gm_real **in[4] = {&b.q, &b.k, &b.v, &b.dout};
+    gm_actval **in[4] = {&b.q, &b.k, &b.v, &b.dout};
     for (int t = 0; t < 4; t++) {
         if (gm_cuda_rng_normal(1, (uint64_t)t, 0, host, n)) gm_die_last();
-        if (!(*in[t] = b.be->alloc(b.be, sizeof(float) * n))) gm_die_last();
-        b.be->upload(b.be, *in[t], host, sizeof(float) * n);
+        if (!(*in[t] = b.be->alloc(b.be, b.be->act_size * n)) || gm_act_upload(b.be, *in[t], host, n)) gm_die_last();
     }
     free(host);
-    gm_real **outs[5] = {&b.out, &b.dq, &b.dk, &b.dv, &b.lse};
-    for (int t = 0; t < 5; t++)
-        if (!(*outs[t] = b.be->alloc(b.be, sizeof(float) * (t < 4 ? n : (size_t)b.B * b.NH * tmax)))) gm_die_last();
+    gm_actval **outs[4] = {&b.out, &b.dq, &b.dk, &b.dv};
+    for (int t = 0; t < 4; t++)
+        if (!(*outs[t] = b.be->alloc(b.be, b.be->act_size * n))) gm_die_last();
+    if (!(b.lse = b.be->alloc(b.be, sizeof(gm_real) * b.B * b.NH * tmax))) gm_die_last();
     int32_t *doc = NULL;
     if (doc_len > 0) {
         int32_t *ids = malloc(sizeof(int32_t) * tmax);
@@ -276,7 +278,7 @@ int main(int argc, char **argv) {
             w->pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         }
         // The cost formulas with the pairs scaled to the exact count (equal without documents).
-        gm_kernel_cost cf, cb;
+        gm_kernel_cost cf = {.act_bytes = (double)b.be->act_size}, cb = cf;
         gm_cost_attn_fwd(&cf, b.out, b.lse, b.q, b.k, b.v, b.B, w->T, b.NH, b.HD, b.scale, b.mask);
         gm_cost_attn_bwd(&cb, b.dq, b.dk, b.dv, GM_GRAD_SET, b.dout, b.q, b.k, b.v, b.out, b.lse, b.B, w->T, b.NH, b.HD,
                          b.scale, b.mask);
@@ -301,7 +303,7 @@ int main(int argc, char **argv) {
     write_md(&b, rows, nrows, md, preset, cmdline, load, doc_len);
     printf("%s\n", md);
 
-    gm_real *all[9] = {b.q, b.k, b.v, b.dout, b.out, b.dq, b.dk, b.dv, b.lse};
+    void *all[9] = {b.q, b.k, b.v, b.dout, b.out, b.dq, b.dk, b.dv, b.lse};
     for (int t = 0; t < 9; t++) b.be->free(b.be, all[t]);
     if (b.mask.doc) b.be->free(b.be, (void *)b.mask.doc);
     free(doc);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/act_io.h"
 #include "backend/attn_mask.h"
 #include "backend/cuda/device.h"
 #include "backend/select.h"
@@ -73,13 +74,23 @@ static const shape_set SETS[] = {
 enum { NSETS = sizeof SETS / sizeof SETS[0] };
 
 // One tensor on both backends: p[0] on the CPU reference, p[1] on the backend under test. The
-// empty twin (NONE) passes NULL to both, for a kernel's optional operands.
+// empty twin (NONE) passes NULL to both, for a kernel's optional operands. An activation (act) is in
+// each side's own element (gm_actval, be->act_size bytes), holding the same values on both: those
+// the coarser of the two elements represents.
 typedef struct {
     void *p[2];
     size_t n;  // elements
+    int act;
 } twin;
-static const twin NONE = {{NULL, NULL}, 0};
-static gm_real *R(twin t, int s) { return t.p[s]; }
+static const twin NONE = {{NULL, NULL}, 0, 0};
+static gm_real *R(twin t, int s) {
+    if (t.act) gm_die("backend_compare: an activation passed as gm_real memory (this program's bug)");
+    return t.p[s];
+}
+static gm_actval *A(twin t, int s) {
+    if (t.p[s] && !t.act) gm_die("backend_compare: gm_real memory passed as an activation (this program's bug)");
+    return t.p[s];
+}
 static int32_t *I(twin t, int s) { return t.p[s]; }
 
 typedef struct {
@@ -138,7 +149,7 @@ static void *host_new(bc *c, size_t bytes) {
 
 // A twin of n elements of `size` bytes holding a copy of `host` on both sides.
 static twin twin_new(bc *c, const void *host, size_t n, size_t size) {
-    twin t = {{NULL, NULL}, n};
+    twin t = {{NULL, NULL}, n, 0};
     for (int s = 0; s < 2; s++) {
         const gm_backend *be = c->be[s];
         if (!(t.p[s] = be->alloc(be, n * size))) gm_die("%s: %s", be->name, gm_error());
@@ -160,6 +171,30 @@ static twin randn_abs(bc *c, size_t n, double scale, int positive) {
 }
 static twin randn(bc *c, size_t n, double scale) { return randn_abs(c, n, scale, 0); }
 
+// An activation twin of the n values at host: the backend under test's element first, and what it
+// holds (read back) to the reference, so both sides start from the same values.
+static twin act_new(bc *c, gm_real *host, size_t n) {
+    twin t = {{NULL, NULL}, n, 1};
+    for (int s = 0; s < 2; s++) {  // allocated in release()'s order: reference, tested
+        const gm_backend *be = c->be[s];
+        if (!(t.p[s] = be->alloc(be, n * be->act_size))) gm_die("%s: %s", be->name, gm_error());
+        track(&c->dev, &c->ndev, &c->capdev, t.p[s]);
+    }
+    for (int k = 0; k < 2; k++) {  // filled tested first
+        const int s = 1 - k;
+        const gm_backend *be = c->be[s];
+        if (gm_act_upload(be, t.p[s], host, n) || (s == 1 && gm_act_download(be, host, t.p[s], n)))
+            gm_die("%s: %s", be->name, gm_error());
+    }
+    return t;
+}
+static twin randn_act(bc *c, size_t n, double scale) {
+    gm_real *h = host_new(c, n * sizeof *h);
+    const uint64_t st = c->stream++;
+    for (size_t i = 0; i < n; i++) h[i] = (gm_real)(scale * gm_rng_normal(c->seed, st, i));
+    return act_new(c, h, n);
+}
+
 static twin randint(bc *c, size_t n, int V) {
     int32_t *h = host_new(c, n * sizeof *h);
     const uint64_t st = c->stream++;
@@ -174,11 +209,18 @@ static twin values(bc *c, size_t n, double v) {
 }
 // An output the kernel writes: NaN until it does.
 static twin nans(bc *c, size_t n) { return values(c, n, NAN); }
+static twin nans_act(bc *c, size_t n) {
+    gm_real *h = host_new(c, n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] = (gm_real)NAN;
+    return act_new(c, h, n);
+}
 
 // An activation gradient's buffer for a backward kernel writing it as `w` says: NaN where it is set
 // (a kernel that read it would spread NaN), a random prior where it is added into.
 static const gm_grad_write WRITES[2] = {GM_GRAD_SET, GM_GRAD_ADD};
-static twin grad_out(bc *c, size_t n, gm_grad_write w) { return w == GM_GRAD_SET ? nans(c, n) : randn(c, n, 1); }
+static twin grad_out(bc *c, size_t n, gm_grad_write w) {
+    return w == GM_GRAD_SET ? nans_act(c, n) : randn_act(c, n, 1);
+}
 // The row name of such an output: "dx=" set, "dx+=" added into.
 static const char *grad_name(char *buf, size_t len, const char *name, gm_grad_write w) {
     snprintf(buf, len, "%s%s", name, w == GM_GRAD_SET ? "=" : "+=");
@@ -189,8 +231,9 @@ static const char *grad_name(char *buf, size_t len, const char *name, gm_grad_wr
 // kernel, fed identically to the kernel compared.
 static twin from_ref(bc *c, twin t) {
     gm_real *h = host_new(c, t.n * sizeof *h);
-    c->be[0]->download(c->be[0], h, t.p[0], t.n * sizeof *h);
-    return twin_new(c, h, t.n, sizeof *h);
+    if (!t.act) return c->be[0]->download(c->be[0], h, t.p[0], t.n * sizeof *h), twin_new(c, h, t.n, sizeof *h);
+    if (gm_act_download(c->be[0], h, t.p[0], t.n)) gm_die("%s: %s", c->be[0]->name, gm_error());
+    return act_new(c, h, t.n);
 }
 
 static void release(bc *c) {
@@ -256,9 +299,14 @@ static void table_header(bc *c, const char *what) {
 // The row of one output twin.
 static void row(bc *c, const char *kernel, const char *out, twin t) {
     gm_real *a = host_new(c, t.n * sizeof *a), *b = host_new(c, t.n * sizeof *b);
-    c->be[0]->download(c->be[0], a, t.p[0], t.n * sizeof *a);
     for (size_t i = 0; i < t.n; i++) b[i] = (gm_real)NAN;  // what a failed download leaves
-    c->be[1]->download(c->be[1], b, t.p[1], t.n * sizeof *b);
+    if (t.act) {
+        if (gm_act_download(c->be[0], a, t.p[0], t.n)) gm_die("%s: %s", c->be[0]->name, gm_error());
+        if (gm_act_download(c->be[1], b, t.p[1], t.n)) gm_die("%s: %s", c->be[1]->name, gm_error());
+    } else {
+        c->be[0]->download(c->be[0], a, t.p[0], t.n * sizeof *a);
+        c->be[1]->download(c->be[1], b, t.p[1], t.n * sizeof *b);
+    }
     check_tested(c);  // a download records its failure for the next sync: this one
     double *x = host_new(c, t.n * sizeof *x), *y = host_new(c, t.n * sizeof *y);
     for (size_t i = 0; i < t.n; i++) x[i] = a[i], y[i] = b[i];
@@ -295,11 +343,11 @@ static void k_memory(bc *c, const shape_set *sh) {
 static void k_embed(bc *c, const shape_set *sh) {
     const int N = N_of(sh), C = sh->C, V = sh->V;
     begin(c, "%s: N=%d V=%d C=%d", sh->name, N, V, C);
-    twin table = randn(c, (size_t)V * C, 1), ids = randint(c, N, V), out = nans(c, (size_t)N * C);
-    CALL(c, be->embed_fwd(be, R(out, s), I(ids, s), R(table, s), N, C));
+    twin table = randn(c, (size_t)V * C, 1), ids = randint(c, N, V), out = nans_act(c, (size_t)N * C);
+    CALL(c, be->embed_fwd(be, A(out, s), I(ids, s), R(table, s), N, C));
     row(c, "embed_fwd", "out", out);
-    twin dout = randn(c, (size_t)N * C, 1), dtable = randn(c, (size_t)V * C, 1);
-    CALL(c, be->embed_bwd(be, R(dtable, s), I(ids, s), R(dout, s), N, V, C));
+    twin dout = randn_act(c, (size_t)N * C, 1), dtable = randn(c, (size_t)V * C, 1);
+    CALL(c, be->embed_bwd(be, R(dtable, s), I(ids, s), A(dout, s), N, V, C));
     row(c, "embed_bwd", "dtable", dtable);
 }
 
@@ -309,10 +357,10 @@ static void k_matmul(bc *c, const shape_set *sh) {
     for (int o = 0; o < 2; o++) {
         const int OC = ocs[o];
         begin(c, "%s: N=%d C=%d OC=%d", sh->name, N, C, OC);
-        twin inp = randn(c, (size_t)N * C, 1), W = randn(c, (size_t)OC * C, 1 / sqrt(C)), out = nans(c, (size_t)N * OC);
-        CALL(c, be->matmul_fwd(be, R(out, s), R(inp, s), R(W, s), N, C, OC));
+        twin inp = randn_act(c, (size_t)N * C, 1), W = randn(c, (size_t)OC * C, 1 / sqrt(C)), out = nans_act(c, (size_t)N * OC);
+        CALL(c, be->matmul_fwd(be, A(out, s), A(inp, s), R(W, s), N, C, OC));
         row(c, "matmul_fwd", "out", out);
-        twin dout = randn(c, (size_t)N * OC, 1);
+        twin dout = randn_act(c, (size_t)N * OC, 1);
         // Both gradients, then each alone (a backend may take another path when one is not wanted),
         // dinp set and added into.
         for (int want = 3; want >= 1; want--)
@@ -323,7 +371,7 @@ static void k_matmul(bc *c, const shape_set *sh) {
                       want == 3 ? "dinp and dW" : want == 2 ? "dinp only" : "dW only");
                 twin dinp = want & 2 ? grad_out(c, (size_t)N * C, w) : NONE;
                 twin dW = want & 1 ? randn(c, (size_t)OC * C, 1) : NONE;
-                CALL(c, be->matmul_bwd(be, R(dinp, s), w, R(dW, s), R(dout, s), R(inp, s), R(W, s), N, C, OC));
+                CALL(c, be->matmul_bwd(be, A(dinp, s), w, R(dW, s), A(dout, s), A(inp, s), R(W, s), N, C, OC));
                 if (want & 2) row(c, "matmul_bwd", grad_name(name, sizeof name, "dinp", w), dinp);
                 if (want & 1) row(c, "matmul_bwd", "dW", dW);
             }
@@ -337,15 +385,15 @@ static void k_rmsnorm(bc *c, const shape_set *sh) {
         const int n = rows[i], C = cols[i];
         const double eps = 1e-6;
         begin(c, "%s: %d rows of %d%s", sh->name, n, C, i ? " (QK-norm)" : "");
-        twin inp = randn(c, (size_t)n * C, 2), out = nans(c, (size_t)n * C), rstd = nans(c, n);
-        CALL(c, be->rmsnorm_fwd(be, R(out, s), R(rstd, s), R(inp, s), n, C, eps));
+        twin inp = randn_act(c, (size_t)n * C, 2), out = nans_act(c, (size_t)n * C), rstd = nans(c, n);
+        CALL(c, be->rmsnorm_fwd(be, A(out, s), R(rstd, s), A(inp, s), n, C, eps));
         row(c, "rmsnorm_fwd", "out", out);
         row(c, "rmsnorm_fwd", "rstd", rstd);
-        twin r = from_ref(c, rstd), dout = randn(c, (size_t)n * C, 1);
+        twin r = from_ref(c, rstd), dout = randn_act(c, (size_t)n * C, 1);
         for (int wi = 0; wi < 2; wi++) {
             char name[16];
             twin dinp = grad_out(c, (size_t)n * C, WRITES[wi]);
-            CALL(c, be->rmsnorm_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), R(r, s), n, C));
+            CALL(c, be->rmsnorm_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), A(inp, s), R(r, s), n, C));
             row(c, "rmsnorm_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
         // A residual mix with learnable coefficients, and a plain add, each fused with the norm.
@@ -353,10 +401,10 @@ static void k_rmsnorm(bc *c, const shape_set *sh) {
             begin(c, "%s: %d rows of %d%s, %s", sh->name, n, C, i ? " (QK-norm)" : "",
                   learnable ? "learnable mix then norm" : "add then norm");
             twin pa = learnable ? values(c, 1, 0.8125) : NONE, pb = learnable ? values(c, 1, -1.3) : NONE;
-            twin y = randn(c, (size_t)n * C, 1), sum = nans(c, (size_t)n * C), normed = nans(c, (size_t)n * C);
+            twin y = randn_act(c, (size_t)n * C, 1), sum = nans_act(c, (size_t)n * C), normed = nans_act(c, (size_t)n * C);
             twin rs = nans(c, n);
-            CALL(c, be->lincomb_rmsnorm_fwd(be, R(sum, s), R(normed, s), R(rs, s), 0.75, R(pa, s), R(inp, s), -1.25,
-                                            R(pb, s), R(y, s), n, C, eps));
+            CALL(c, be->lincomb_rmsnorm_fwd(be, A(sum, s), A(normed, s), R(rs, s), 0.75, R(pa, s), A(inp, s), -1.25,
+                                            R(pb, s), A(y, s), n, C, eps));
             row(c, "lincomb_rmsnorm_fwd", "sum", sum);
             row(c, "lincomb_rmsnorm_fwd", "out", normed);
             row(c, "lincomb_rmsnorm_fwd", "rstd", rs);
@@ -378,26 +426,26 @@ static void k_rotary(bc *c, const shape_set *sh) {
         twin cos_t = twin_new(c, cs, (size_t)T * half, sizeof *cs);
         twin sin_t = twin_new(c, sn, (size_t)T * half, sizeof *sn);
         begin(c, "%s: B=%d T=%d NH=%d HD=%d", sh->name, B, T, NH, HD);
-        twin inp = randn(c, n, 1), out = nans(c, n);
-        CALL(c, be->rotary_fwd(be, R(out, s), R(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
+        twin inp = randn_act(c, n, 1), out = nans_act(c, n);
+        CALL(c, be->rotary_fwd(be, A(out, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
         row(c, "rotary_fwd", "out", out);
-        twin dout = randn(c, n, 1);
+        twin dout = randn_act(c, n, 1);
         for (int wi = 0; wi < 2; wi++) {
             char name[16];
             twin dinp = grad_out(c, n, WRITES[wi]);
-            CALL(c, be->rotary_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
+            CALL(c, be->rotary_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
             row(c, "rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
         // QK-norm then rotary, fused; the backward reads the reference's rstd on both sides.
-        twin qk = nans(c, n), rstd = nans(c, (size_t)B * T * NH);
-        CALL(c, be->qknorm_rotary_fwd(be, R(qk, s), R(rstd, s), R(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, 1e-6));
+        twin qk = nans_act(c, n), rstd = nans(c, (size_t)B * T * NH);
+        CALL(c, be->qknorm_rotary_fwd(be, A(qk, s), R(rstd, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, 1e-6));
         row(c, "qknorm_rotary_fwd", "out", qk);
         row(c, "qknorm_rotary_fwd", "rstd", rstd);
         twin r = from_ref(c, rstd);
         for (int wi = 0; wi < 2; wi++) {
             char name[16];
             twin dinp = grad_out(c, n, WRITES[wi]);
-            CALL(c, be->qknorm_rotary_bwd(be, R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), R(r, s), R(cos_t, s),
+            CALL(c, be->qknorm_rotary_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), A(inp, s), R(r, s), R(cos_t, s),
                                           R(sin_t, s), B, T, NH, HD));
             row(c, "qknorm_rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
@@ -430,20 +478,20 @@ static void k_attention(bc *c, const shape_set *sh) {
             const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
             const double scale = 1 / sqrt(HD);
             begin(c, "%s: %s, B=%d T=%d NH=%d HD=%d block=%d", sh->name, masks[m].name, B, T, NH, HD, sh->block);
-            twin q = randn(c, n, 1), k = randn(c, n, 1), v = randn(c, n, 1), out = nans(c, n), lse = nans(c, nl);
+            twin q = randn_act(c, n, 1), k = randn_act(c, n, 1), v = randn_act(c, n, 1), out = nans_act(c, n), lse = nans(c, nl);
             gm_attn_mask mk[2];
             for (int s = 0; s < 2; s++)
                 mk[s] = (gm_attn_mask){masks[m].docs ? I(doc, s) : NULL, sh->block, masks[m].window};
-            CALL(c, be->attn_fwd(be, R(out, s), R(lse, s), R(q, s), R(k, s), R(v, s), B, T, NH, HD, scale, mk[s]));
+            CALL(c, be->attn_fwd(be, A(out, s), R(lse, s), A(q, s), A(k, s), A(v, s), B, T, NH, HD, scale, mk[s]));
             row(c, "attn_fwd", "out", out);
             row(c, "attn_fwd", "lse", lse);
-            twin o = from_ref(c, out), l = from_ref(c, lse), dout = randn(c, n, 1);
+            twin o = from_ref(c, out), l = from_ref(c, lse), dout = randn_act(c, n, 1);
             for (int wi = 0; wi < 2; wi++) {
                 const gm_grad_write w = WRITES[wi];
                 char name[16];
                 twin dq = grad_out(c, n, w), dk = grad_out(c, n, w), dv = grad_out(c, n, w);
-                CALL(c, be->attn_bwd(be, R(dq, s), R(dk, s), R(dv, s), w, R(dout, s), R(q, s), R(k, s), R(v, s),
-                                     R(o, s), R(l, s), B, T, NH, HD, scale, mk[s]));
+                CALL(c, be->attn_bwd(be, A(dq, s), A(dk, s), A(dv, s), w, A(dout, s), A(q, s), A(k, s), A(v, s),
+                                     A(o, s), R(l, s), B, T, NH, HD, scale, mk[s]));
                 row(c, "attn_bwd", grad_name(name, sizeof name, "dq", w), dq);
                 row(c, "attn_bwd", grad_name(name, sizeof name, "dk", w), dk);
                 row(c, "attn_bwd", grad_name(name, sizeof name, "dv", w), dv);
@@ -456,14 +504,14 @@ static void k_act(bc *c, const shape_set *sh) {
     const gm_act acts[2] = {GM_ACT_GELU, GM_ACT_RELU2};
     for (int a = 0; a < 2; a++) {
         begin(c, "%s: %s, n=%zu", sh->name, acts[a] == GM_ACT_GELU ? "gelu" : "relu2", n);
-        twin inp = randn(c, n, 2), out = nans(c, n);
-        CALL(c, be->act_fwd(be, acts[a], R(out, s), R(inp, s), n));
+        twin inp = randn_act(c, n, 2), out = nans_act(c, n);
+        CALL(c, be->act_fwd(be, acts[a], A(out, s), A(inp, s), n));
         row(c, "act_fwd", "out", out);
-        twin dout = randn(c, n, 1);
+        twin dout = randn_act(c, n, 1);
         for (int wi = 0; wi < 2; wi++) {
             char name[16];
             twin dinp = grad_out(c, n, WRITES[wi]);
-            CALL(c, be->act_bwd(be, acts[a], R(dinp, s), WRITES[wi], R(dout, s), R(inp, s), n));
+            CALL(c, be->act_bwd(be, acts[a], A(dinp, s), WRITES[wi], A(dout, s), A(inp, s), n));
             row(c, "act_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
     }
@@ -482,19 +530,19 @@ static void k_lincomb(bc *c, const shape_set *sh) {
             const size_t n = lens[l];
             begin(c, "%s: %s, n=%zu", sh->name, forms[f].name, n);
             twin pa = forms[f].pa ? values(c, 1, 0.8125) : NONE, pb = forms[f].pb ? values(c, 1, -1.3) : NONE;
-            twin x = randn(c, n, 1), y = forms[f].y ? randn(c, n, 1) : NONE, out = nans(c, n);
-            CALL(c, be->lincomb_fwd(be, R(out, s), ca, R(pa, s), R(x, s), cb, R(pb, s), R(y, s), n));
+            twin x = randn_act(c, n, 1), y = forms[f].y ? randn_act(c, n, 1) : NONE, out = nans_act(c, n);
+            CALL(c, be->lincomb_fwd(be, A(out, s), ca, R(pa, s), A(x, s), cb, R(pb, s), A(y, s), n));
             row(c, "lincomb_fwd", "out", out);
             // Every gradient that exists: the scalars' where they are learnable; dx set, dy added
             // into, then the other way round.
-            twin dout = randn(c, n, 1);
+            twin dout = randn_act(c, n, 1);
             for (int wi = 0; wi < 2; wi++) {
                 const gm_grad_write wx = WRITES[wi], wy = WRITES[1 - wi];
                 char name[16];
                 twin dx = grad_out(c, n, wx), dy = forms[f].y ? grad_out(c, n, wy) : NONE;
                 twin dpa = forms[f].pa ? randn(c, 1, 1) : NONE, dpb = forms[f].pb ? randn(c, 1, 1) : NONE;
-                CALL(c, be->lincomb_bwd(be, R(dx, s), wx, R(dy, s), wy, R(dpa, s), R(dpb, s), R(dout, s), ca, R(pa, s),
-                                        R(x, s), cb, R(pb, s), R(y, s), n));
+                CALL(c, be->lincomb_bwd(be, A(dx, s), wx, A(dy, s), wy, R(dpa, s), R(dpb, s), A(dout, s), ca, R(pa, s),
+                                        A(x, s), cb, R(pb, s), A(y, s), n));
                 row(c, "lincomb_bwd", grad_name(name, sizeof name, "dx", wx), dx);
                 if (forms[f].y) row(c, "lincomb_bwd", grad_name(name, sizeof name, "dy", wy), dy);
                 if (forms[f].pa) row(c, "lincomb_bwd", "dpa", dpa);
@@ -514,9 +562,9 @@ static void k_xent(bc *c, const shape_set *sh) {
     const char *grads[] = {"dlogits", "dlogits = logits (in place)", "no dlogits"};
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         begin(c, "%s: N=%d V=%d, cap %g, %s", sh->name, N, V, forms[f].cap, grads[forms[f].grad]);
-        twin logits = randn(c, nv, 8), targets = randint(c, N, V), losses = nans(c, N);
-        twin dlogits = forms[f].grad == SEPARATE ? nans(c, nv) : forms[f].grad == IN_PLACE ? logits : NONE;
-        CALL(c, be->xent_fwd_bwd(be, R(losses, s), R(dlogits, s), R(logits, s), I(targets, s), N, V, forms[f].cap,
+        twin logits = randn_act(c, nv, 8), targets = randint(c, N, V), losses = nans(c, N);
+        twin dlogits = forms[f].grad == SEPARATE ? nans_act(c, nv) : forms[f].grad == IN_PLACE ? logits : NONE;
+        CALL(c, be->xent_fwd_bwd(be, R(losses, s), A(dlogits, s), A(logits, s), I(targets, s), N, V, forms[f].cap,
                                  1.0 / N));
         row(c, "xent_fwd_bwd", "losses", losses);
         if (forms[f].grad != LOSS_ONLY) row(c, "xent_fwd_bwd", "dlogits", dlogits);

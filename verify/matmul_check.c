@@ -70,13 +70,13 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     gm_real *out = malloc(sizeof(gm_real) * no), *out_r = malloc(sizeof(gm_real) * no);
     gm_real *s_out = malloc(sizeof(gm_real) * no), *s_out_r = malloc(sizeof(gm_real) * no);
     cr_assert(out && out_r && s_out && s_out_r);
-    e->cpu->matmul_fwd(e->cpu, out, inp, W, N, C, OC);
+    e->cpu->matmul_fwd(e->cpu, gm_as_act(out), gm_as_act(inp), W, N, C, OC);
     gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
     gm_cpu_matmul_fwd_naive(s_out, inp_a, W_a, N, C, OC);
     gm_cpu_matmul_fwd_naive(s_out_r, inp_ra, W_ra, N, C, OC);
     gm_real *ginp = cc_to_gpu(e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(e, W, sizeof(gm_real) * nw);
     gm_real *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(e, no);
-    e->gpu->matmul_fwd(e->gpu, gout, ginp, gW, N, C, OC);
+    e->gpu->matmul_fwd(e->gpu, CC_ACT(gout), CC_ACT(ginp), gW, N, C, OC);
     snprintf(what, sizeof what, "matmul_fwd %dx%dx%d", N, C, OC);
     expect_both(e, what, gout, out, out_r, NULL, s_out, s_out_r, no, C, 1);
 
@@ -97,10 +97,10 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
         const gm_real *di0 = w == GM_GRAD_SET ? nan0 : dinp0;
         gm_real *di = copy_of(di0, nx, AS_IS), *dw = copy_of(dW0, nw, AS_IS);
         gm_real *di_r = copy_of(di0, nx, AS_IS), *dw_r = copy_of(dW0, nw, AS_IS);
-        e->cpu->matmul_bwd(e->cpu, want_dinp ? di : NULL, w, want_dW ? dw : NULL, dout, inp, W, N, C, OC);
+        e->cpu->matmul_bwd(e->cpu, gm_as_act(want_dinp ? di : NULL), w, want_dW ? dw : NULL, gm_as_act(dout), gm_as_act(inp), W, N, C, OC);
         gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, w, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
         gm_real *gdi = cc_to_gpu(e, di0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
-        e->gpu->matmul_bwd(e->gpu, want_dinp ? gdi : NULL, w, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
+        e->gpu->matmul_bwd(e->gpu, CC_ACT(want_dinp ? gdi : NULL), w, want_dW ? gdw : NULL, CC_ACT(gdout), CC_ACT(ginp), gW, N, C, OC);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp", N, C, OC, mode);
         expect_both(e, what, gdi, di, di_r, w == GM_GRAD_SET ? NULL : dinp0, s_di, s_di_r, nx, OC, want_dinp);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW", N, C, OC, mode);

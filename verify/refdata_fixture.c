@@ -77,7 +77,7 @@ th_referr th_ref_compare(th_refcase *rc, int window, const float *ref, int grads
     // The evaluation forward leaves the logits of its last chunk in the head buffer: all of them
     // when the batch fits one chunk (the CPU backend's memory is the host's).
     cr_assert_leq(rc->N, m->head_rows, "the reference batch must fit one logits chunk");
-    e.logits = th_rel_err(gm_model_act(m, m->aix.logits), ref + 1, (size_t)rc->N * rc->Vp);
+    e.logits = th_rel_err(gm_as_real(gm_model_act(m, m->aix.logits)), ref + 1, (size_t)rc->N * rc->Vp);
     if (!grads) return e;
     // The training step (which overwrites the logits by their gradient) computes the same loss.
     gm_model_zero_grad(m);

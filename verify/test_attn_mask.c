@@ -39,9 +39,9 @@ static void run_case(const mask_case *c) {
     gm_real *o1 = calloc(n, sizeof(gm_real)), *o2 = calloc(n, sizeof(gm_real));
     gm_real *l1 = calloc(nl, sizeof(gm_real)), *l2 = calloc(nl, sizeof(gm_real));
     gm_real *g1 = calloc(3 * n, sizeof(gm_real)), *g2 = calloc(3 * n, sizeof(gm_real));
-    be->attn_fwd(be, o1, l1, q, k, v, B, T, NH, HD, scale, m);
+    be->attn_fwd(be, gm_as_act(o1), l1, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, scale, m);
     gm_cpu_attn_fwd_dense(o2, l2, q, k, v, B, T, NH, HD, scale, dense);
-    be->attn_bwd(be, g1, g1 + n, g1 + 2 * n, GM_GRAD_ADD, dout, q, k, v, o1, l1, B, T, NH, HD, scale, m);
+    be->attn_bwd(be, gm_as_act(g1), gm_as_act(g1 + n), gm_as_act(g1 + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(o1), l1, B, T, NH, HD, scale, m);
     gm_cpu_attn_bwd_dense(g2, g2 + n, g2 + 2 * n, dout, q, k, v, B, T, NH, HD, scale, dense);
     double tol = 200 * GM_REAL_EPS;
     cr_expect(th_rel_err(o1, o2, n) < tol, "%s: out %.3g", c->what, th_rel_err(o1, o2, n));

@@ -41,62 +41,62 @@ static void run_copy(const gm_backend *be, arena *a, gm_grad_write w) {
 }
 static void run_fill(const gm_backend *be, arena *a, gm_grad_write w) { (void)w, be->fill(be, a->b[OUT], (gm_real)0.3, S); }
 static void run_embed_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->embed_fwd(be, a->b[OUT], a->ids, a->b[P], N, C);
+    (void)w, be->embed_fwd(be, gm_as_act(a->b[OUT]), a->ids, a->b[P], N, C);
 }
 static void run_embed_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->embed_bwd(be, a->b[G], a->ids, a->b[DOUT], N, V, C);
+    (void)w, be->embed_bwd(be, a->b[G], a->ids, gm_as_act(a->b[DOUT]), N, V, C);
 }
 static void run_matmul_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->matmul_fwd(be, a->b[OUT], a->b[X], a->b[W], N, C, OC);
+    (void)w, be->matmul_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[W], N, C, OC);
 }
 static void run_matmul_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->matmul_bwd(be, a->b[OUT], w, a->b[G], a->b[DOUT], a->b[X], a->b[W], N, C, OC);
+    be->matmul_bwd(be, gm_as_act(a->b[OUT]), w, a->b[G], gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[W], N, C, OC);
 }
 static void run_rmsnorm_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->rmsnorm_fwd(be, a->b[OUT], a->b[STAT], a->b[X], N, C, 1e-6);
+    (void)w, be->rmsnorm_fwd(be, gm_as_act(a->b[OUT]), a->b[STAT], gm_as_act(a->b[X]), N, C, 1e-6);
 }
 static void run_rmsnorm_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->rmsnorm_bwd(be, a->b[OUT], w, a->b[DOUT], a->b[X], a->b[STAT], N, C);
+    be->rmsnorm_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[STAT], N, C);
 }
 static void run_rotary_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->rotary_fwd(be, a->b[OUT], a->b[X], a->b[M], a->b[VV], B, T, NH, HD);
+    (void)w, be->rotary_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD);
 }
 static void run_rotary_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->rotary_bwd(be, a->b[OUT], w, a->b[DOUT], a->b[M], a->b[VV], B, T, NH, HD);
+    be->rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), a->b[M], a->b[VV], B, T, NH, HD);
 }
 static void run_qknorm_rotary_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->qknorm_rotary_fwd(be, a->b[OUT], a->b[STAT], a->b[X], a->b[M], a->b[VV], B, T, NH, HD, 1e-6);
+    (void)w, be->qknorm_rotary_fwd(be, gm_as_act(a->b[OUT]), a->b[STAT], gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD, 1e-6);
 }
 static void run_qknorm_rotary_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->qknorm_rotary_bwd(be, a->b[OUT], w, a->b[DOUT], a->b[X], a->b[STAT], a->b[M], a->b[VV], B, T, NH, HD);
+    be->qknorm_rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[STAT], a->b[M], a->b[VV], B, T, NH, HD);
 }
 static gm_attn_mask mask_of(const arena *a) { return (gm_attn_mask){.doc = a->doc, .block = 2, .window_blocks = 3}; }
 static void run_attn_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->attn_fwd(be, a->b[OUT], a->b[STAT], a->b[X], a->b[Y], a->b[W], B, T, NH, HD, 0.5, mask_of(a));
+    (void)w, be->attn_fwd(be, gm_as_act(a->b[OUT]), a->b[STAT], gm_as_act(a->b[X]), gm_as_act(a->b[Y]), gm_as_act(a->b[W]), B, T, NH, HD, 0.5, mask_of(a));
 }
 static void run_attn_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->attn_bwd(be, a->b[OUT], a->b[OUT2], a->b[OUT3], w, a->b[DOUT], a->b[X], a->b[Y], a->b[W], a->b[P], a->b[STAT],
+    be->attn_bwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[OUT2]), gm_as_act(a->b[OUT3]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), gm_as_act(a->b[Y]), gm_as_act(a->b[W]), gm_as_act(a->b[P]), a->b[STAT],
                  B, T, NH, HD, 0.5, mask_of(a));
 }
 static void run_act_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->act_fwd(be, GM_ACT_GELU, a->b[OUT], a->b[X], S);
+    (void)w, be->act_fwd(be, GM_ACT_GELU, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), S);
 }
 static void run_act_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->act_bwd(be, GM_ACT_RELU2, a->b[OUT], w, a->b[DOUT], a->b[X], S);
+    be->act_bwd(be, GM_ACT_RELU2, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), S);
 }
 static void run_lincomb_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->lincomb_fwd(be, a->b[OUT], 0.7, a->b[P], a->b[X], 0.3, a->b[P] + 1, a->b[Y], S);
+    (void)w, be->lincomb_fwd(be, gm_as_act(a->b[OUT]), 0.7, a->b[P], gm_as_act(a->b[X]), 0.3, a->b[P] + 1, gm_as_act(a->b[Y]), S);
 }
 static void run_lincomb_rmsnorm_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->lincomb_rmsnorm_fwd(be, a->b[OUT], a->b[OUT2], a->b[STAT], 0.7, a->b[P], a->b[X], 0.3, a->b[P] + 1,
-                                     a->b[Y], N, C, 1e-6);
+    (void)w, be->lincomb_rmsnorm_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[OUT2]), a->b[STAT], 0.7, a->b[P], gm_as_act(a->b[X]), 0.3, a->b[P] + 1,
+                                     gm_as_act(a->b[Y]), N, C, 1e-6);
 }
 static void run_lincomb_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->lincomb_bwd(be, a->b[OUT], w, a->b[OUT2], w, a->b[G], a->b[G] + 1, a->b[DOUT], 0.7, a->b[P], a->b[X], 0.3,
-                    a->b[P] + 1, a->b[Y], S);
+    be->lincomb_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[OUT2]), w, a->b[G], a->b[G] + 1, gm_as_act(a->b[DOUT]), 0.7, a->b[P], gm_as_act(a->b[X]), 0.3,
+                    a->b[P] + 1, gm_as_act(a->b[Y]), S);
 }
 static void run_xent_fwd_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->xent_fwd_bwd(be, a->b[STAT], a->b[OUT], a->b[X], a->ids, N, V, 3.0, 1.0 / N);
+    (void)w, be->xent_fwd_bwd(be, a->b[STAT], gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->ids, N, V, 3.0, 1.0 / N);
 }
 static void run_adam_update(const gm_backend *be, arena *a, gm_grad_write w) {
     const gm_adam_span span = {0, 0, S};

@@ -34,16 +34,16 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
 
     gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
     gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = dup(g0, 3 * n);
-    cpu->attn_fwd(cpu, out, lse, q, k, v, B, T, NH, HD, scale, cm);
-    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, GM_GRAD_ADD, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
+    cpu->attn_fwd(cpu, gm_as_act(out), lse, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, scale, cm);
+    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(out), lse, B, T, NH, HD, scale, cm);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
     gm_real *gq = cc_to_gpu(e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(e, k, sizeof(gm_real) * n);
     gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
     gm_real *gout = cc_poisoned(e, n), *glse = cc_poisoned(e, nl), *gg = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, gout, glse, gq, gk, gv, B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gg, gg + n, gg + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, gout, glse, B, T, NH, HD,
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gout), glse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gg), CC_ACT(gg + n), CC_ACT(gg + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout), glse, B, T, NH, HD,
                           scale, gm);
 
     char what[200];
@@ -58,7 +58,7 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     // order, so the bits repeat.
     gm_real *first = cc_from_gpu(e, gg, 3 * n);
     gpu->upload(gpu, gg, g0, sizeof(gm_real) * 3 * n);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gg, gg + n, gg + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, gout, glse, B, T, NH, HD,
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gg), CC_ACT(gg + n), CC_ACT(gg + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout), glse, B, T, NH, HD,
                           scale, gm);
     snprintf(what, sizeof what, "%s: backward run twice", c->what);
     cc_expect_equal(e, what, gg, first, 3 * n);

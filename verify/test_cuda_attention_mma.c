@@ -164,8 +164,8 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = malloc(sizeof(gm_real) * 3 * n);
     cr_assert(out && lse && g);
     memcpy(g, g0, sizeof(gm_real) * 3 * n);
-    cpu->attn_fwd(cpu, out, lse, q, k, v, B, T, NH, HD, scale, cm);
-    cpu->attn_bwd(cpu, g, g + n, g + 2 * n, GM_GRAD_ADD, dout, q, k, v, out, lse, B, T, NH, HD, scale, cm);
+    cpu->attn_fwd(cpu, gm_as_act(out), lse, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, scale, cm);
+    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(out), lse, B, T, NH, HD, scale, cm);
     bounds bd = make_bounds(q, k, v, dout, g, &cm, B, T, NH, HD, scale);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
@@ -178,8 +178,8 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     const gm_cuda_attn_impl impl[3] = {GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA};
     for (int r = 0; r < 3; r++) {
         gout[r] = cc_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
-        gm_cuda_attn_fwd_with(impl[r], gpu, gout[r], glse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gg[r] + n, gg[r] + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, gout_c, glse_c, B, T,
+        gm_cuda_attn_fwd_with(impl[r], gpu, CC_ACT(gout[r]), glse[r], CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, CC_ACT(gg[r]), CC_ACT(gg[r] + n), CC_ACT(gg[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout_c), glse_c, B, T,
                               NH, HD, scale, gm);
     }
 
@@ -283,8 +283,8 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
     for (int r = 0; r < 2; r++) {
         gm_real *out = cc_poisoned(e, n), *lse = cc_poisoned(e, nl), *g = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
         cr_assert(g, "%s", gm_error());
-        gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, g, g + n, g + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, zero, zero + n, B,
+        gm_cuda_attn_fwd_with(impl[r], gpu, CC_ACT(out), lse, CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, CC_ACT(g), CC_ACT(g + n), CC_ACT(g + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(zero), zero + n, B,
                               T, NH, HD, scale, gm);
         snprintf(what, sizeof what, "counting, %s (T=%d HD=%d block=%d window=%d docs=%d), %s: out", c->what, T, HD,
                  c->block, c->window, c->use_docs, iname[r]);
@@ -386,11 +386,11 @@ Test(cuda_attn_mma, record_shape_window_14) {
     gm_real *nout = cc_poisoned(&e, n), *nlse = cc_poisoned(&e, nl), *ng = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
     gm_real *mo = cc_poisoned(&e, n), *mlse = cc_poisoned(&e, nl), *mg = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
     cr_assert(ng && mg, "%s", gm_error());
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, nout, nlse, gq, gk, gv, B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, ng, ng + n, ng + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, nout, nlse, B, T, NH, HD,
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(nout), nlse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(ng), CC_ACT(ng + n), CC_ACT(ng + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B, T, NH, HD,
                           scale, gm);
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, mo, mlse, gq, gk, gav, B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, mg, mg + n, mg + 2 * n, GM_GRAD_ADD, gadout, gq, gk, gv, nout, nlse, B, T, NH,
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(mo), mlse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gav), B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(mg), CC_ACT(mg + n), CC_ACT(mg + 2 * n), GM_GRAD_ADD, CC_ACT(gadout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B, T, NH,
                           HD, scale, gm);
     gm_real *ref_out = cc_from_gpu(&e, nout, n), *ref_lse = cc_from_gpu(&e, nlse, nl);
     gm_real *ref_dv = cc_from_gpu(&e, ng + 2 * n, n), *mag_o = cc_from_gpu(&e, mo, n), *mag_dv = cc_from_gpu(&e, mg + 2 * n, n);
@@ -403,8 +403,8 @@ Test(cuda_attn_mma, record_shape_window_14) {
     for (int r = 0; r < 2; r++) {
         tout[r] = cc_poisoned(&e, n), tlse[r] = cc_poisoned(&e, nl), tg[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
         cr_assert(tg[r], "%s", gm_error());
-        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, tout[r], tlse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, tg[r], tg[r] + n, tg[r] + 2 * n, GM_GRAD_ADD, gdout, gq, gk, gv, nout, nlse, B,
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(tout[r]), tlse[r], CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(tg[r]), CC_ACT(tg[r] + n), CC_ACT(tg[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B,
                               T, NH, HD, scale, gm);
     }
     cc_expect_within(&e, "record shape: out, tensor cores vs naive GPU", tout[0], ref_out, b_out, n);
@@ -454,11 +454,11 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
         for (int r = 0; r < 2; r++) {
             out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
             cr_assert(g[r], "%s", gm_error());
-            gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out[r], lse[r], dev[r][0], dev[r][1], dev[r][2], B, T, NH, HD,
+            gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(out[r]), lse[r], CC_ACT(dev[r][0]), CC_ACT(dev[r][1]), CC_ACT(dev[r][2]), B, T, NH, HD,
                                   scale, gm);
             // Both backwards on the first forward's out and lse: only q, k, v differ.
-            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, g[r], g[r] + n, g[r] + 2 * n, GM_GRAD_ADD, gdout, dev[r][0], dev[r][1],
-                                  dev[r][2], out[0], lse[0], B, T, NH, HD, scale, gm);
+            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(g[r]), CC_ACT(g[r] + n), CC_ACT(g[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(dev[r][0]), CC_ACT(dev[r][1]),
+                                  CC_ACT(dev[r][2]), CC_ACT(out[0]), lse[0], B, T, NH, HD, scale, gm);
         }
         char what[128];
         gm_real *want = cc_from_gpu(&e, out[1], n);
@@ -502,11 +502,11 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
             out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
             cr_assert(g[r], "%s", gm_error());
         }
-        gpu->attn_fwd(gpu, out[0], lse[0], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
-        gpu->attn_bwd(gpu, g[0], g[0] + n, g[0] + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0], lse[0], B, T, NH,
+        gpu->attn_fwd(gpu, CC_ACT(out[0]), lse[0], CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, m);
+        gpu->attn_bwd(gpu, CC_ACT(g[0]), CC_ACT(g[0] + n), CC_ACT(g[0] + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(out[0]), lse[0], B, T, NH,
                       HD, scale, m);
-        gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gx, gx + n, gx + 2 * n, B, T, NH, HD, scale, m);
-        gm_cuda_attn_bwd_with(want, gpu, g[1], g[1] + n, g[1] + 2 * n, GM_GRAD_ADD, gx + 3 * n, gx, gx + n, gx + 2 * n, out[0],
+        gm_cuda_attn_fwd_with(want, gpu, CC_ACT(out[1]), lse[1], CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, m);
+        gm_cuda_attn_bwd_with(want, gpu, CC_ACT(g[1]), CC_ACT(g[1] + n), CC_ACT(g[1] + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(out[0]),
                               lse[0], B, T, NH, HD, scale, m);
         char what[128];
         gm_real *ref = cc_from_gpu(&e, out[1], n);
@@ -529,7 +529,7 @@ static void expect_refused(int HD, int offset) {
     cc_env e = cc_begin();
     gm_real *buf = cc_poisoned(&e, 4 * 128 * HD + 4);
     gm_attn_mask m = {NULL, 128, 0};
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, buf, buf, buf + offset, buf, buf, 1, 128, 1, HD, 1.0, m);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, CC_ACT(buf), buf, CC_ACT(buf + offset), CC_ACT(buf), CC_ACT(buf), 1, 128, 1, HD, 1.0, m);
     cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d floats: accepted", HD, offset);
     cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
 }

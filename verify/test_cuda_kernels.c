@@ -59,7 +59,7 @@ Test(cuda_backend, bad_shape_is_reported_once) {
     cc_env e = cc_begin();
     gm_real *buf = cc_poisoned(&e, 4 * 130);
     gm_attn_mask m = {NULL, 128, 0};
-    e.gpu->attn_fwd(e.gpu, buf, buf, buf, buf, buf, 1, 1, 1, 130, 1.0, m);
+    e.gpu->attn_fwd(e.gpu, CC_ACT(buf), buf, CC_ACT(buf), CC_ACT(buf), CC_ACT(buf), 1, 1, 1, 130, 1.0, m);
     cr_expect_eq(gm_cuda_sync(e.gpu), -1);
     cr_expect(strstr(gm_error(), "head_dim") != NULL, "message: %s", gm_error());
     cr_expect_eq(gm_cuda_sync(e.gpu), 0, "the error was reported twice: %s", gm_error());
@@ -100,15 +100,15 @@ Test(cuda_kernels, embedding_bitwise_equal) {
         gm_real *table = cc_randn(&e, (size_t)V * C, 1.0), *dout = cc_randn(&e, (size_t)N * C, 1.0);
         gm_real *dtable = cc_randn(&e, (size_t)V * C, 1.0), *out = malloc(sizeof(gm_real) * N * C);
         gm_real *dtable_cpu = dup(dtable, (size_t)V * C);
-        e.cpu->embed_fwd(e.cpu, out, ids, table, N, C);
-        e.cpu->embed_bwd(e.cpu, dtable_cpu, ids, dout, N, V, C);
+        e.cpu->embed_fwd(e.cpu, gm_as_act(out), ids, table, N, C);
+        e.cpu->embed_bwd(e.cpu, dtable_cpu, ids, gm_as_act(dout), N, V, C);
 
         int32_t *gids = cc_to_gpu(&e, ids, sizeof(int32_t) * N);
         gm_real *gtable = cc_to_gpu(&e, table, sizeof(gm_real) * V * C), *gout = cc_poisoned(&e, (size_t)N * C);
         gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * N * C);
         gm_real *gdtable = cc_to_gpu(&e, dtable, sizeof(gm_real) * V * C);
-        e.gpu->embed_fwd(e.gpu, gout, gids, gtable, N, C);
-        e.gpu->embed_bwd(e.gpu, gdtable, gids, gdout, N, V, C);
+        e.gpu->embed_fwd(e.gpu, CC_ACT(gout), gids, gtable, N, C);
+        e.gpu->embed_bwd(e.gpu, gdtable, gids, CC_ACT(gdout), N, V, C);
         snprintf(what, sizeof what, "embed_fwd N=%d V=%d C=%d", N, V, C);
         cc_expect_equal(&e, what, gout, out, (size_t)N * C);
         // Tokens in position order per row, from the prior value: the CPU's order exactly.
@@ -154,13 +154,13 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
         const double eps = 1e-6;
         gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * N), *dx = dup(dx0, n);
-        e.cpu->rmsnorm_fwd(e.cpu, out, rstd, x, N, C, eps);
-        e.cpu->rmsnorm_bwd(e.cpu, dx, GM_GRAD_ADD, dy, x, rstd, N, C);
+        e.cpu->rmsnorm_fwd(e.cpu, gm_as_act(out), rstd, gm_as_act(x), N, C, eps);
+        e.cpu->rmsnorm_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(dy), gm_as_act(x), rstd, N, C);
         gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
         gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
         gm_real *gout = cc_poisoned(&e, n), *grstd = cc_poisoned(&e, (size_t)N);
-        e.gpu->rmsnorm_fwd(e.gpu, gout, grstd, gx, N, C, eps);
-        e.gpu->rmsnorm_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gx, grstd, N, C);
+        e.gpu->rmsnorm_fwd(e.gpu, CC_ACT(gout), grstd, CC_ACT(gx), N, C, eps);
+        e.gpu->rmsnorm_bwd(e.gpu, CC_ACT(gdx), GM_GRAD_ADD, CC_ACT(gdy), CC_ACT(gx), grstd, N, C);
         snprintf(what, sizeof what, "rmsnorm_fwd out N=%d C=%d", N, C);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rmsnorm_fwd rstd N=%d C=%d", N, C);
@@ -168,7 +168,7 @@ Test(cuda_kernels, rmsnorm_fwd_bwd) {
         snprintf(what, sizeof what, "rmsnorm_bwd N=%d C=%d", N, C);
         cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
         // In place (out aliasing inp), as a caller may do.
-        e.gpu->rmsnorm_fwd(e.gpu, gx, grstd, gx, N, C, eps);
+        e.gpu->rmsnorm_fwd(e.gpu, CC_ACT(gx), grstd, CC_ACT(gx), N, C, eps);
         snprintf(what, sizeof what, "rmsnorm_fwd in place N=%d C=%d", N, C);
         cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
         e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy), e.gpu->free(e.gpu, gdx);
@@ -197,13 +197,13 @@ Test(cuda_kernels, lincomb_rmsnorm_fwd) {
             gm_real *sum = malloc(sizeof(gm_real) * n), *out = malloc(sizeof(gm_real) * n);
             gm_real *rstd = malloc(sizeof(gm_real) * N);
             const gm_real *pa = learnable ? &coef[0] : NULL, *pb = learnable ? &coef[1] : NULL;
-            e.cpu->lincomb_fwd(e.cpu, sum, 0.75, pa, x, -1.25, pb, y, n);
-            e.cpu->rmsnorm_fwd(e.cpu, out, rstd, sum, N, C, 1e-6);
+            e.cpu->lincomb_fwd(e.cpu, gm_as_act(sum), 0.75, pa, gm_as_act(x), -1.25, pb, gm_as_act(y), n);
+            e.cpu->rmsnorm_fwd(e.cpu, gm_as_act(out), rstd, gm_as_act(sum), N, C, 1e-6);
             gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gy = cc_to_gpu(&e, y, sizeof(gm_real) * n);
             gm_real *gcoef = cc_to_gpu(&e, coef, sizeof coef), *gsum = cc_poisoned(&e, n), *gout = cc_poisoned(&e, n);
             gm_real *grstd = cc_poisoned(&e, (size_t)N);
-            e.gpu->lincomb_rmsnorm_fwd(e.gpu, gsum, gout, grstd, 0.75, learnable ? gcoef : NULL, gx, -1.25,
-                                       learnable ? gcoef + 1 : NULL, gy, N, C, 1e-6);
+            e.gpu->lincomb_rmsnorm_fwd(e.gpu, CC_ACT(gsum), CC_ACT(gout), grstd, 0.75, learnable ? gcoef : NULL, CC_ACT(gx), -1.25,
+                                       learnable ? gcoef + 1 : NULL, CC_ACT(gy), N, C, 1e-6);
             cc_expect_close(&e, what, gsum, sum, n, CC_TOL_FP32);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             cc_expect_close(&e, what, grstd, rstd, (size_t)N, CC_TOL_FP32);
@@ -244,18 +244,18 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         rotary_tables(&e, T, h2, &cos_t, &sin_t);
         gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
-        e.cpu->rotary_fwd(e.cpu, out, x, cos_t, sin_t, B, T, NH, HD);
-        e.cpu->rotary_bwd(e.cpu, dx, GM_GRAD_ADD, dy, cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(x), cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD);
         gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
         gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
         gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
-        e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD);
-        e.gpu->rotary_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gc, gs, B, T, NH, HD);
+        e.gpu->rotary_fwd(e.gpu, CC_ACT(gout), CC_ACT(gx), gc, gs, B, T, NH, HD);
+        e.gpu->rotary_bwd(e.gpu, CC_ACT(gdx), GM_GRAD_ADD, CC_ACT(gdy), gc, gs, B, T, NH, HD);
         snprintf(what, sizeof what, "rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "rotary_bwd %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gdx, dx, n, CC_TOL_FP32);
-        e.gpu->rotary_fwd(e.gpu, gx, gx, gc, gs, B, T, NH, HD);  // in place
+        e.gpu->rotary_fwd(e.gpu, CC_ACT(gx), CC_ACT(gx), gc, gs, B, T, NH, HD);  // in place
         snprintf(what, sizeof what, "rotary_fwd in place %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
         e.gpu->free(e.gpu, gc), e.gpu->free(e.gpu, gs), e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy);
@@ -283,20 +283,20 @@ Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
         gm_real *x = cc_randn(&e, n, 1.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * rows);
         gm_real *dx_set = malloc(sizeof(gm_real) * n), *dx_add = dup(dx0, n);
-        e.cpu->rmsnorm_fwd(e.cpu, out, rstd, x, (int)rows, HD, 1e-6);
-        e.cpu->rotary_fwd(e.cpu, out, out, cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rmsnorm_fwd(e.cpu, gm_as_act(out), rstd, gm_as_act(x), (int)rows, HD, 1e-6);
+        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(out), cos_t, sin_t, B, T, NH, HD);
         gm_real *dn = malloc(sizeof(gm_real) * n);
-        e.cpu->rotary_bwd(e.cpu, dn, GM_GRAD_SET, dy, cos_t, sin_t, B, T, NH, HD);
-        e.cpu->rmsnorm_bwd(e.cpu, dx_set, GM_GRAD_SET, dn, x, rstd, (int)rows, HD);
-        e.cpu->rmsnorm_bwd(e.cpu, dx_add, GM_GRAD_ADD, dn, x, rstd, (int)rows, HD);
+        e.cpu->rotary_bwd(e.cpu, gm_as_act(dn), GM_GRAD_SET, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rmsnorm_bwd(e.cpu, gm_as_act(dx_set), GM_GRAD_SET, gm_as_act(dn), gm_as_act(x), rstd, (int)rows, HD);
+        e.cpu->rmsnorm_bwd(e.cpu, gm_as_act(dx_add), GM_GRAD_ADD, gm_as_act(dn), gm_as_act(x), rstd, (int)rows, HD);
         gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
         gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
         gm_real *grstd = cc_to_gpu(&e, rstd, sizeof(gm_real) * rows), *gout = cc_poisoned(&e, n);
         gm_real *grs = cc_poisoned(&e, rows), *gset = cc_poisoned(&e, n);
         gm_real *gadd = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
-        e.gpu->qknorm_rotary_fwd(e.gpu, gout, grs, gx, gc, gs, B, T, NH, HD, 1e-6);
-        e.gpu->qknorm_rotary_bwd(e.gpu, gset, GM_GRAD_SET, gdy, gx, grstd, gc, gs, B, T, NH, HD);
-        e.gpu->qknorm_rotary_bwd(e.gpu, gadd, GM_GRAD_ADD, gdy, gx, grstd, gc, gs, B, T, NH, HD);
+        e.gpu->qknorm_rotary_fwd(e.gpu, CC_ACT(gout), grs, CC_ACT(gx), gc, gs, B, T, NH, HD, 1e-6);
+        e.gpu->qknorm_rotary_bwd(e.gpu, CC_ACT(gset), GM_GRAD_SET, CC_ACT(gdy), CC_ACT(gx), grstd, gc, gs, B, T, NH, HD);
+        e.gpu->qknorm_rotary_bwd(e.gpu, CC_ACT(gadd), GM_GRAD_ADD, CC_ACT(gdy), CC_ACT(gx), grstd, gc, gs, B, T, NH, HD);
         snprintf(what, sizeof what, "qknorm_rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
         snprintf(what, sizeof what, "qknorm_rotary_fwd rstd %dx%dx%dx%d", B, T, NH, HD);
@@ -329,12 +329,12 @@ Test(cuda_kernels, activations_fwd_bwd) {
             gm_real *x = cc_randn(&e, n, 3.0), *dy = cc_randn(&e, n, 1.0), *dx0 = cc_randn(&e, n, 1.0);
             for (size_t i = 0; i < n; i += 17) x[i] = 0;  // the kink of ReLU^2
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
-            e.cpu->act_fwd(e.cpu, act, out, x, n);
-            e.cpu->act_bwd(e.cpu, act, dx, GM_GRAD_ADD, dy, x, n);
+            e.cpu->act_fwd(e.cpu, act, gm_as_act(out), gm_as_act(x), n);
+            e.cpu->act_bwd(e.cpu, act, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(dy), gm_as_act(x), n);
             gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gdy = cc_to_gpu(&e, dy, sizeof(gm_real) * n);
             gm_real *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n), *gout = cc_poisoned(&e, n);
-            e.gpu->act_fwd(e.gpu, act, gout, gx, n);
-            e.gpu->act_bwd(e.gpu, act, gdx, GM_GRAD_ADD, gdy, gx, n);
+            e.gpu->act_fwd(e.gpu, act, CC_ACT(gout), CC_ACT(gx), n);
+            e.gpu->act_bwd(e.gpu, act, CC_ACT(gdx), GM_GRAD_ADD, CC_ACT(gdy), CC_ACT(gx), n);
             snprintf(what, sizeof what, "act_fwd %s n=%zu", a ? "relu2" : "gelu", n);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "act_bwd %s n=%zu", a ? "relu2" : "gelu", n);
@@ -368,18 +368,18 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             // sc: a, b, prior dpa, prior dpb
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n), *dy = dup(dy0, n), *dsc = dup(sc, 4);
             const gm_real *pa = has_pa ? &sc[0] : NULL, *pb = has_pb ? &sc[1] : NULL, *yy = has_y ? y : NULL;
-            e.cpu->lincomb_fwd(e.cpu, out, ca, pa, x, cb, pb, yy, n);
-            e.cpu->lincomb_bwd(e.cpu, dx, GM_GRAD_ADD, has_y ? dy : NULL, GM_GRAD_ADD, has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, dout, ca,
-                               pa, x, cb, pb, yy, n);
+            e.cpu->lincomb_fwd(e.cpu, gm_as_act(out), ca, pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
+            e.cpu->lincomb_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(has_y ? dy : NULL), GM_GRAD_ADD, has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, gm_as_act(dout), ca,
+                               pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
 
             gm_real *gx = cc_to_gpu(&e, x, sizeof(gm_real) * n), *gy = cc_to_gpu(&e, y, sizeof(gm_real) * n);
             gm_real *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n), *gdx = cc_to_gpu(&e, dx0, sizeof(gm_real) * n);
             gm_real *gdy = cc_to_gpu(&e, dy0, sizeof(gm_real) * n), *gsc = cc_to_gpu(&e, sc, sizeof(gm_real) * 4);
             gm_real *gout = cc_poisoned(&e, n);
             const gm_real *gpa = has_pa ? &gsc[0] : NULL, *gpb = has_pb ? &gsc[1] : NULL, *gyy = has_y ? gy : NULL;
-            e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n);
-            e.gpu->lincomb_bwd(e.gpu, gdx, GM_GRAD_ADD, has_y ? gdy : NULL, GM_GRAD_ADD, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, gdout,
-                               ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_fwd(e.gpu, CC_ACT(gout), ca, gpa, CC_ACT(gx), cb, gpb, CC_ACT(gyy), n);
+            e.gpu->lincomb_bwd(e.gpu, CC_ACT(gdx), GM_GRAD_ADD, CC_ACT(has_y ? gdy : NULL), GM_GRAD_ADD, has_pa ? &gsc[2] : NULL, has_pb ? &gsc[3] : NULL, CC_ACT(gdout),
+                               ca, gpa, CC_ACT(gx), cb, gpb, CC_ACT(gyy), n);
             snprintf(what, sizeof what, "lincomb_fwd n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
             cc_expect_close(&e, what, gout, out, n, CC_TOL_FP32);
             snprintf(what, sizeof what, "lincomb_bwd dx n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
@@ -398,12 +398,12 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
                 bsc[0] = 3, bsc[1] = -1;
                 gm_real *gbuf = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
                 gm_real *gbsc = cc_to_gpu(&e, bsc, sizeof(gm_real) * 4);
-                e.cpu->lincomb_bwd(e.cpu, buf, dxw, has_y ? buf : NULL, GM_GRAD_ADD, has_pa ? &bsc[2] : NULL,
-                                   has_pb ? &bsc[3] : NULL, buf, ca, has_pa ? &bsc[0] : NULL, x, cb,
-                                   has_pb ? &bsc[1] : NULL, yy, n);
-                e.gpu->lincomb_bwd(e.gpu, gbuf, dxw, has_y ? gbuf : NULL, GM_GRAD_ADD, has_pa ? &gbsc[2] : NULL,
-                                   has_pb ? &gbsc[3] : NULL, gbuf, ca, has_pa ? &gbsc[0] : NULL, gx, cb,
-                                   has_pb ? &gbsc[1] : NULL, gyy, n);
+                e.cpu->lincomb_bwd(e.cpu, gm_as_act(buf), dxw, gm_as_act(has_y ? buf : NULL), GM_GRAD_ADD, has_pa ? &bsc[2] : NULL,
+                                   has_pb ? &bsc[3] : NULL, gm_as_act(buf), ca, has_pa ? &bsc[0] : NULL, gm_as_act(x), cb,
+                                   has_pb ? &bsc[1] : NULL, gm_as_act(yy), n);
+                e.gpu->lincomb_bwd(e.gpu, CC_ACT(gbuf), dxw, CC_ACT(has_y ? gbuf : NULL), GM_GRAD_ADD, has_pa ? &gbsc[2] : NULL,
+                                   has_pb ? &gbsc[3] : NULL, CC_ACT(gbuf), ca, has_pa ? &gbsc[0] : NULL, CC_ACT(gx), cb,
+                                   has_pb ? &gbsc[1] : NULL, CC_ACT(gyy), n);
                 snprintf(what, sizeof what, "lincomb_bwd dx = dy = dout, dx %s, n=%zu pa=%d pb=%d y=%d",
                          w ? "add" : "set", n, !!has_pa, !!has_pb, !!has_y);
                 cc_expect_close(&e, what, gbuf, buf, n, CC_TOL_FP32);
@@ -412,12 +412,12 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
                 free(buf), free(bsc);
             }
             // Aliasing: out = x (in place), then dx = dout (the same buffer).
-            e.gpu->lincomb_fwd(e.gpu, gx, ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_fwd(e.gpu, CC_ACT(gx), ca, gpa, CC_ACT(gx), cb, gpb, CC_ACT(gyy), n);
             snprintf(what, sizeof what, "lincomb_fwd in place n=%zu", n);
             cc_expect_close(&e, what, gx, out, n, CC_TOL_FP32);
             gm_real *alias = dup(dout, n);
-            e.cpu->lincomb_bwd(e.cpu, alias, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, alias, ca, pa, x, cb, pb, yy, n);
-            e.gpu->lincomb_bwd(e.gpu, gdout, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
+            e.cpu->lincomb_bwd(e.cpu, gm_as_act(alias), GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gm_as_act(alias), ca, pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
+            e.gpu->lincomb_bwd(e.gpu, CC_ACT(gdout), GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, CC_ACT(gdout), ca, gpa, CC_ACT(gx), cb, gpb, CC_ACT(gyy), n);
             snprintf(what, sizeof what, "lincomb_bwd dx aliasing dout n=%zu", n);
             cc_expect_close(&e, what, gdout, alias, n, CC_TOL_FP32);
             e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gy), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdx);
@@ -452,21 +452,21 @@ Test(cuda_kernels, softcap_xent) {
         gm_real *logits = cc_randn(&e, nl, 4.0), *losses = malloc(sizeof(gm_real) * N);
         gm_real *dl = malloc(sizeof(gm_real) * nl);
         int32_t *tg = cc_randint(&e, (size_t)N, V);
-        e.cpu->xent_fwd_bwd(e.cpu, losses, dl, logits, tg, N, V, cap, scale);
+        e.cpu->xent_fwd_bwd(e.cpu, losses, gm_as_act(dl), gm_as_act(logits), tg, N, V, cap, scale);
         gm_real *glog = cc_to_gpu(&e, logits, sizeof(gm_real) * nl);
         int32_t *gtg = cc_to_gpu(&e, tg, sizeof(int32_t) * N);
         gm_real *gloss = cc_poisoned(&e, (size_t)N), *gdl = cc_poisoned(&e, nl);
-        e.gpu->xent_fwd_bwd(e.gpu, gloss, NULL, glog, gtg, N, V, cap, scale);
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, NULL, CC_ACT(glog), gtg, N, V, cap, scale);
         snprintf(what, sizeof what, "xent losses only N=%d V=%d cap=%g", N, V, cap);
         cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
         e.gpu->fill(e.gpu, gloss, (gm_real)NAN, (size_t)N);
-        e.gpu->xent_fwd_bwd(e.gpu, gloss, gdl, glog, gtg, N, V, cap, scale);
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, CC_ACT(gdl), CC_ACT(glog), gtg, N, V, cap, scale);
         snprintf(what, sizeof what, "xent losses N=%d V=%d cap=%g", N, V, cap);
         cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
         snprintf(what, sizeof what, "xent dlogits N=%d V=%d cap=%g", N, V, cap);
         cc_expect_close(&e, what, gdl, dl, nl, CC_TOL_FP32);
         e.gpu->fill(e.gpu, gloss, (gm_real)NAN, (size_t)N);
-        e.gpu->xent_fwd_bwd(e.gpu, gloss, glog, glog, gtg, N, V, cap, scale);  // dlogits over logits
+        e.gpu->xent_fwd_bwd(e.gpu, gloss, CC_ACT(glog), CC_ACT(glog), gtg, N, V, cap, scale);  // dlogits over logits
         snprintf(what, sizeof what, "xent in place: losses N=%d V=%d cap=%g", N, V, cap);
         cc_expect_close(&e, what, gloss, losses, (size_t)N, CC_TOL_FP32);
         snprintf(what, sizeof what, "xent in place: dlogits N=%d V=%d cap=%g", N, V, cap);
@@ -495,8 +495,8 @@ Test(cuda_kernels, reductions_repeat_bitwise) {
     for (int run = 0; run < 2; run++) {
         gm_real *gtab = e.gpu->alloc(e.gpu, sizeof(gm_real) * V * C), *gdp = e.gpu->alloc(e.gpu, sizeof(gm_real));
         cr_assert(gtab && gdp);
-        e.gpu->embed_bwd(e.gpu, gtab, gids, gdout, N, V, C);
-        e.gpu->lincomb_bwd(e.gpu, NULL, GM_GRAD_ADD, NULL, GM_GRAD_ADD, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n);
+        e.gpu->embed_bwd(e.gpu, gtab, gids, CC_ACT(gdout), N, V, C);
+        e.gpu->lincomb_bwd(e.gpu, NULL, GM_GRAD_ADD, NULL, GM_GRAD_ADD, gdp, NULL, CC_ACT(gu), 1.0, NULL, CC_ACT(gw), 0.0, NULL, NULL, n);
         cc_sync(&e, "repeat run");
         gm_real *tab = cc_from_gpu(&e, gtab, (size_t)V * C), dp;
         e.gpu->download(e.gpu, &dp, gdp, sizeof dp);

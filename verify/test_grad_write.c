@@ -84,22 +84,22 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     gm_real *x = randn(NC, 1), *dout = randn(NC, 2), *y = randn(NC, 3), *W = randn((size_t)OC * C, 4);
     gm_real *dmo = randn(NO, 5), *ct = randn((size_t)T * HD / 2, 6), *st = randn((size_t)T * HD / 2, 7);
     gm_real *rstd = filled(N, 0), *out = filled(NC, 0), *lse = filled((size_t)B * NH * T, 0), pa = 0.75f, pb = -1.5f;
-    be->rmsnorm_fwd(be, out, rstd, x, N, C, 1e-6);
+    be->rmsnorm_fwd(be, gm_as_act(out), rstd, gm_as_act(x), N, C, 1e-6);
     gm_real *hrstd = filled((size_t)N * NH, 0);  // per head row, for the fused QK-norm and rotary
-    be->qknorm_rotary_fwd(be, out, hrstd, x, ct, st, B, T, NH, HD, 1e-6);
+    be->qknorm_rotary_fwd(be, gm_as_act(out), hrstd, gm_as_act(x), ct, st, B, T, NH, HD, 1e-6);
 
     three mm = three_new(NC, 10), rn = three_new(NC, 11), ro = three_new(NC, 12), ac = three_new(NC, 13);
     three lx = three_new(NC, 14), ly = three_new(NC, 15), qr = three_new(NC, 16);
     for (int p = 0; p < 3; p++) {
         const gm_grad_write w = pass_mode(p);
-        be->matmul_bwd(be, pass_buf(&mm, p), w, NULL, dmo, x, W, N, C, OC);
-        be->rmsnorm_bwd(be, pass_buf(&rn, p), w, dout, x, rstd, N, C);
-        be->rotary_bwd(be, pass_buf(&ro, p), w, dout, ct, st, B, T, NH, HD);
-        be->act_bwd(be, GM_ACT_GELU, pass_buf(&ac, p), w, dout, x, NC);
-        be->qknorm_rotary_bwd(be, pass_buf(&qr, p), w, dout, x, hrstd, ct, st, B, T, NH, HD);
+        be->matmul_bwd(be, gm_as_act(pass_buf(&mm, p)), w, NULL, gm_as_act(dmo), gm_as_act(x), W, N, C, OC);
+        be->rmsnorm_bwd(be, gm_as_act(pass_buf(&rn, p)), w, gm_as_act(dout), gm_as_act(x), rstd, N, C);
+        be->rotary_bwd(be, gm_as_act(pass_buf(&ro, p)), w, gm_as_act(dout), ct, st, B, T, NH, HD);
+        be->act_bwd(be, GM_ACT_GELU, gm_as_act(pass_buf(&ac, p)), w, gm_as_act(dout), gm_as_act(x), NC);
+        be->qknorm_rotary_bwd(be, gm_as_act(pass_buf(&qr, p)), w, gm_as_act(dout), gm_as_act(x), hrstd, ct, st, B, T, NH, HD);
         // dx set while dy adds, then the other way round: the two outputs' modes are independent.
-        be->lincomb_bwd(be, pass_buf(&lx, p), w, pass_buf(&ly, 2 - p), pass_mode(2 - p), NULL, NULL,
-                        dout, 1, &pa, x, 1, &pb, y, NC);
+        be->lincomb_bwd(be, gm_as_act(pass_buf(&lx, p)), w, gm_as_act(pass_buf(&ly, 2 - p)), pass_mode(2 - p), NULL, NULL,
+                        gm_as_act(dout), 1, &pa, gm_as_act(x), 1, &pb, gm_as_act(y), NC);
     }
     cr_assert_eq(be->sync(be), 0, "%s", gm_error());
     three_check("matmul_bwd dinp", &mm, 0);
@@ -115,10 +115,10 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     int32_t doc[B * T];
     for (int i = 0; i < B * T; i++) doc[i] = i / 13;
     const gm_attn_mask mask = {doc, 8, 2};
-    be->attn_fwd(be, out, lse, q, k, v, B, T, NH, HD, 0.35, mask);
+    be->attn_fwd(be, gm_as_act(out), lse, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, 0.35, mask);
     three dq = three_new(NC, 20), dk = three_new(NC, 21), dv = three_new(NC, 22);
     for (int p = 0; p < 2; p++)
-        be->attn_bwd(be, pass_buf(&dq, p), pass_buf(&dk, p), pass_buf(&dv, p), pass_mode(p), y, q, k, v, out, lse, B, T,
+        be->attn_bwd(be, gm_as_act(pass_buf(&dq, p)), gm_as_act(pass_buf(&dk, p)), gm_as_act(pass_buf(&dv, p)), pass_mode(p), gm_as_act(y), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(out), lse, B, T,
                      NH, HD, 0.35, mask);
     cr_assert_eq(be->sync(be), 0, "%s", gm_error());
     three_check("attn_bwd dq", &dq, 0);
@@ -145,7 +145,7 @@ Test(grad_write, backward_needs_no_zeroed_gradient_memory) {
         cr_assert_eq(gm_model_init(&poisoned, 5, GM_INIT_TEST), 0);
         gm_model_set_window(&fresh, 2), gm_model_set_window(&poisoned, 2);
         cr_assert(isfinite(gm_model_forward_backward(&poisoned, ids, ids + 1, B, T, 1.0)), "%s", gm_error());
-        be->fill(be, poisoned.da, NAN, poisoned.dacts.total);
+        be->fill(be, gm_as_real(poisoned.da), NAN, poisoned.dacts.total);
         gm_model_zero_grad(&poisoned);
         const double l1 = gm_model_forward_backward(&poisoned, ids, ids + 1, B, T, 1.0);
         const double l0 = gm_model_forward_backward(&fresh, ids, ids + 1, B, T, 1.0);

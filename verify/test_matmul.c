@@ -25,9 +25,9 @@ Test(matmul, blas_matches_naive_forward_and_backward) {
         randn(inp, (size_t)N * C, 1), randn(W, (size_t)OC * C, 2), randn(dout, (size_t)N * OC, 3);
         randn(di1, (size_t)N * C, 4), randn(di2, (size_t)N * C, 4);  // same prior content: both must add
         randn(dw1, (size_t)OC * C, 5), randn(dw2, (size_t)OC * C, 5);
-        be->matmul_fwd(be, o1, inp, W, N, C, OC);
+        be->matmul_fwd(be, gm_as_act(o1), gm_as_act(inp), W, N, C, OC);
         gm_cpu_matmul_fwd_naive(o2, inp, W, N, C, OC);
-        be->matmul_bwd(be, di1, GM_GRAD_ADD, dw1, dout, inp, W, N, C, OC);
+        be->matmul_bwd(be, gm_as_act(di1), GM_GRAD_ADD, dw1, gm_as_act(dout), gm_as_act(inp), W, N, C, OC);
         gm_cpu_matmul_bwd_naive(di2, GM_GRAD_ADD, dw2, dout, inp, W, N, C, OC);
         double tol = GM_REAL_EPS * 64;
         cr_expect(th_rel_err(o1, o2, (size_t)N * OC) < tol, "fwd %dx%dx%d", N, C, OC);

@@ -37,7 +37,7 @@ Test(matmul_bf16_bound, h100_failure_is_rounding_and_cancellation) {
     cr_assert(d && gi && gw && gd);
     twin->upload(twin, d, &dinp0, sizeof(float)), twin->upload(twin, gi, &inp, sizeof(float));
     twin->upload(twin, gw, &W, sizeof(float)), twin->upload(twin, gd, &dout, sizeof(float));
-    twin->matmul_bwd(twin, d, GM_GRAD_ADD, NULL, gd, gi, gw, 1, 1, 1);
+    twin->matmul_bwd(twin, gm_as_act(d), GM_GRAD_ADD, NULL, gm_as_act(gd), gm_as_act(gi), gw, 1, 1, 1);
     cr_assert_eq(twin->sync(twin), 0);
     gm_real got, want = dinp0 + dout * W;
     twin->download(twin, &got, d, sizeof(float));

@@ -68,7 +68,7 @@ static void check_model(const char *preset, const char *scale, int head_rows, in
     cr_assert_eq(gm_preset_model(&cfg, preset, scale), 0, "%s", gm_error());
     const int B = cfg.batch, T = cfg.seq_len, N = B * T;
     gm_model_mem plan;
-    cr_assert_eq(gm_model_plan(&cfg, B, T, head_rows, recompute, &plan), 0, "%s", gm_error());
+    cr_assert_eq(gm_model_plan(&cfg, B, T, head_rows, recompute, sizeof(gm_real), &plan), 0, "%s", gm_error());
     const size_t step = plan.acts + plan.scratch + plan.head + plan.inputs;
     gm_backend be = counting();
     gm_model m;

@@ -37,8 +37,8 @@ Test(recompute, keeping_the_inputs_is_bitwise_recomputing_them) {
         cr_expect_eq(memcmp(m[0].g, m[1].g, sizeof(gm_real) * m[0].params.total), 0,
                      "%s: parameter gradients differ between recompute off and on", *preset);
         gm_model_mem kept, recomputed;
-        cr_assert_eq(gm_model_plan(&cfg, B, T, GM_HEAD_ROWS, 0, &kept), 0);
-        cr_assert_eq(gm_model_plan(&cfg, B, T, GM_HEAD_ROWS, 1, &recomputed), 0);
+        cr_assert_eq(gm_model_plan(&cfg, B, T, GM_HEAD_ROWS, 0, sizeof(gm_real), &kept), 0);
+        cr_assert_eq(gm_model_plan(&cfg, B, T, GM_HEAD_ROWS, 1, sizeof(gm_real), &recomputed), 0);
         cr_expect_gt(kept.acts + kept.scratch, recomputed.acts + recomputed.scratch, "%s", *preset);
         gm_model_free(&m[0]), gm_model_free(&m[1]);
         free(ids);

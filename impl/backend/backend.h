@@ -4,9 +4,13 @@
 //
 // Conventions shared by every kernel:
 // - Pointers are the backend's memory (host memory for the CPU backend, device memory for
-//   CUDA), holding gm_real master values; a backend may compute in lower precision inside. Host
-//   code never dereferences them: it moves data with upload/download (`host_visible` says whether
-//   the memory happens to be host memory, so a communicator may skip a staging copy).
+//   CUDA). Parameters, their gradients, optimizer states and per-row statistics (rstd, lse,
+//   losses) are gm_real master values; activations and activation gradients are gm_actval, the
+//   backend's own element (act_size bytes: gm_real on the CPU backends, bf16 on CUDA). A backend
+//   may compute in lower precision inside. Host code never dereferences them: it moves data with
+//   upload/download, or gm_act_upload/gm_act_download for activations (act_io.h), and
+//   `host_visible` says whether the memory happens to be host memory, so a communicator may skip a
+//   staging copy.
 // - Kernels return nothing and may run asynchronously, in the order they were called. A failure
 //   (bad input found by a kernel, a device fault, an allocation inside a kernel) is recorded and
 //   returned by the next `sync`, which also waits for every queued kernel.
@@ -34,6 +38,11 @@ extern "C" {
 #endif
 
 typedef enum { GM_ACT_GELU = 0, GM_ACT_RELU2 = 1 } gm_act;  // exact (erf) GELU; relu(x)^2
+
+// An element of an activation or activation gradient as the backend stores it (be->act_size bytes).
+// Opaque on purpose: host code can neither read it nor do pointer arithmetic on it, so a place that
+// would mix activations with gm_real memory does not compile. A view into a tensor is gm_act_at.
+typedef struct gm_actval gm_actval;
 
 // How a backward kernel writes an activation gradient: overwrite, or add into what is there.
 typedef enum { GM_GRAD_SET = 0, GM_GRAD_ADD = 1 } gm_grad_write;
@@ -145,31 +154,31 @@ typedef struct {
     X(copy, (void *dst, const void *src, size_t bytes), (dst, src, bytes))                                             \
     X(fill, (gm_real * p, gm_real value, size_t n), (p, value, n))                                                     \
     /* ---- embedding: out (N, C) = table[ids] ; dtable (V, C) += scatter of dout, deterministic ---- */               \
-    X(embed_fwd, (gm_real * out, const int32_t *ids, const gm_real *table, int N, int C), (out, ids, table, N, C))     \
-    X(embed_bwd, (gm_real * dtable, const int32_t *ids, const gm_real *dout, int N, int V, int C),                     \
+    X(embed_fwd, (gm_actval *out, const int32_t *ids, const gm_real *table, int N, int C), (out, ids, table, N, C))     \
+    X(embed_bwd, (gm_real * dtable, const int32_t *ids, const gm_actval *dout, int N, int V, int C),                     \
       (dtable, ids, dout, N, V, C))                                                                                    \
     /* ---- matmul: out (N, OC) = inp (N, C) @ W^T, W (OC, C) ---- */                                                  \
-    X(matmul_fwd, (gm_real * out, const gm_real *inp, const gm_real *W, int N, int C, int OC), (out, inp, W, N, C, OC)) \
+    X(matmul_fwd, (gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC), (out, inp, W, N, C, OC)) \
     /* dinp (N, C) (+)= dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted). */                    \
     X(matmul_bwd,                                                                                                      \
-      (gm_real * dinp, gm_grad_write dinp_write, gm_real * dW, const gm_real *dout, const gm_real *inp,                \
+      (gm_actval *dinp, gm_grad_write dinp_write, gm_real * dW, const gm_actval *dout, const gm_actval *inp,                \
        const gm_real *W, int N, int C, int OC),                                                                        \
       (dinp, dinp_write, dW, dout, inp, W, N, C, OC))                                                                  \
     /* ---- RMSNorm without weight over the last dim: out = x * rstd, rstd (N) = 1/sqrt(mean(x^2) + eps)              \
        (also QK-norm: rows are (token, head) pairs of length HD) ---- */                                              \
-    X(rmsnorm_fwd, (gm_real * out, gm_real * rstd, const gm_real *inp, int N, int C, double eps),                      \
+    X(rmsnorm_fwd, (gm_actval *out, gm_real * rstd, const gm_actval *inp, int N, int C, double eps),                      \
       (out, rstd, inp, N, C, eps))                                                                                     \
     X(rmsnorm_bwd,                                                                                                     \
-      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, const gm_real *rstd, int N,  \
+      (gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_actval *inp, const gm_real *rstd, int N,  \
        int C),                                                                                                         \
       (dinp, dinp_write, dout, inp, rstd, N, C))                                                                       \
     /* ---- rotary, half-split layout, on (B, T, NH, HD); cos/sin tables (T, HD/2):                                   \
        y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:]. ---- */                        \
     X(rotary_fwd,                                                                                                      \
-      (gm_real * out, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),   \
+      (gm_actval *out, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),   \
       (out, inp, cos_t, sin_t, B, T, NH, HD))                                                                          \
     X(rotary_bwd,                                                                                                      \
-      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *cos_t, const gm_real *sin_t,      \
+      (gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_real *cos_t, const gm_real *sin_t,      \
        int B, int T, int NH, int HD),                                                                                  \
       (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD))                                                            \
     /* ---- QK-norm then rotary, fused: out = rotary(rmsnorm(inp)) per head row of (B, T, NH, HD), rstd (B*T*NH)       \
@@ -177,59 +186,59 @@ typedef struct {
        stored).                                                                                                        \
        The backward is rotary_bwd then rmsnorm_bwd, dinp written as dinp_write says. ---- */                          \
     X(qknorm_rotary_fwd,                                                                                               \
-      (gm_real * out, gm_real * rstd, const gm_real *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,    \
+      (gm_actval *out, gm_real * rstd, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,    \
        int NH, int HD, double eps),                                                                                    \
       (out, rstd, inp, cos_t, sin_t, B, T, NH, HD, eps))                                                               \
     X(qknorm_rotary_bwd,                                                                                               \
-      (gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, const gm_real *rstd,         \
+      (gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_actval *inp, const gm_real *rstd,         \
        const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),                                      \
       (dinp, dinp_write, dout, inp, rstd, cos_t, sin_t, B, T, NH, HD))                                                 \
     /* ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the                     \
        scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ---- */              \
     X(attn_fwd,                                                                                                        \
-      (gm_real * out, gm_real * lse, const gm_real *q, const gm_real *k, const gm_real *v, int B, int T, int NH,       \
+      (gm_actval *out, gm_real * lse, const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH,       \
        int HD, double scale, gm_attn_mask mask),                                                                       \
       (out, lse, q, k, v, B, T, NH, HD, scale, mask))                                                                  \
     /* (dq, dk, dv written as dqkv_write says, all three alike) */                                                   \
     X(attn_bwd,                                                                                                        \
-      (gm_real * dq, gm_real * dk, gm_real * dv, gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q,      \
-       const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD,        \
+      (gm_actval *dq, gm_actval *dk, gm_actval *dv, gm_grad_write dqkv_write, const gm_actval *dout, const gm_actval *q,      \
+       const gm_actval *k, const gm_actval *v, const gm_actval *out, const gm_real *lse, int B, int T, int NH, int HD,        \
        double scale, gm_attn_mask mask),                                                                               \
       (dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask))                                    \
     /* ---- MLP activation, elementwise over n ---- */                                                                 \
-    X(act_fwd, (gm_act act, gm_real * out, const gm_real *inp, size_t n), (act, out, inp, n))                          \
-    X(act_bwd, (gm_act act, gm_real * dinp, gm_grad_write dinp_write, const gm_real *dout, const gm_real *inp, size_t n), \
+    X(act_fwd, (gm_act act, gm_actval *out, const gm_actval *inp, size_t n), (act, out, inp, n))                          \
+    X(act_bwd, (gm_act act, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_actval *inp, size_t n), \
       (act, dinp, dinp_write, dout, inp, n))                                                                           \
     /* ---- linear combination of two tensors with constant and optional learnable coefficients:                     \
        out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may                   \
        be NULL (term absent). The coefficients are rounded to gm_real once: (gm_real)(ca*a).                          \
        Residual adds, branch scales, x0 lambdas, value mixing, U-net skips, p -= lr*u. ---- */                        \
     X(lincomb_fwd,                                                                                                     \
-      (gm_real * out, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,  \
+      (gm_actval *out, double ca, const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y,  \
        size_t n),                                                                                                      \
       (out, ca, pa, x, cb, pb, y, n))                                                                                  \
     /* ---- a residual add or mix, then RMSNorm of it, fused: sum = lincomb_fwd(ca, pa, x, cb, pb, y) over (N, C),      \
        then out = rmsnorm(sum), rstd (N) = its 1/rms per row: the composition of lincomb_fwd and rmsnorm_fwd, value   \
        for value (sum is stored: the backward reads it). ---- */                                                      \
     X(lincomb_rmsnorm_fwd,                                                                                             \
-      (gm_real * sum, gm_real * out, gm_real * rstd, double ca, const gm_real *pa, const gm_real *x, double cb,        \
-       const gm_real *pb, const gm_real *y, int N, int C, double eps),                                                 \
+      (gm_actval *sum, gm_actval *out, gm_real * rstd, double ca, const gm_real *pa, const gm_actval *x, double cb,        \
+       const gm_real *pb, const gm_actval *y, int N, int C, double eps),                                                 \
       (sum, out, rstd, ca, pa, x, cb, pb, y, N, C, eps))                                                               \
     /* dx (+)= ca*a*dout ; dy (+)= cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                       \
        Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic) and read dout               \
        before dx is written: dx may be dout itself (an in-place scaling), and dx and dy may be one buffer              \
        (dx's write first, then dy's, element by element). */                                                         \
     X(lincomb_bwd,                                                                                                     \
-      (gm_real * dx, gm_grad_write dx_write, gm_real * dy, gm_grad_write dy_write, gm_real * dpa, gm_real * dpb,       \
-       const gm_real *dout, double ca, const gm_real *pa, const gm_real *x, double cb, const gm_real *pb,              \
-       const gm_real *y, size_t n),                                                                                    \
+      (gm_actval *dx, gm_grad_write dx_write, gm_actval *dy, gm_grad_write dy_write, gm_real * dpa, gm_real * dpb,       \
+       const gm_actval *dout, double ca, const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb,              \
+       const gm_actval *y, size_t n),                                                                                    \
       (dx, dx_write, dy, dy_write, dpa, dpb, dout, ca, pa, x, cb, pb, y, n))                                           \
     /* ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.                  \
        losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for                                     \
        loss = dloss_scale * sum(losses) (e.g. 1/N for the mean), computed in the same pass from the                   \
        row's max and sum; dlogits may alias logits (then logits are overwritten). ---- */                             \
     X(xent_fwd_bwd,                                                                                                    \
-      (gm_real * losses, gm_real * dlogits, const gm_real *logits, const int32_t *targets, int N, int V, double cap,   \
+      (gm_real * losses, gm_actval *dlogits, const gm_actval *logits, const int32_t *targets, int N, int V, double cap,   \
        double dloss_scale),                                                                                            \
       (losses, dlogits, logits, targets, N, V, cap, dloss_scale))                                                      \
     /* ---- Adam/AdamW over `count` tensors (gm_adam_span) with the same scalars (optim/adam.h for the                \
@@ -265,6 +274,7 @@ struct gm_backend {
     const char *name;
     void *ctx;         // backend state (streams, handles); NULL for the CPU
     int host_visible;  // 1: backend pointers are host memory (the CPU backend)
+    size_t act_size;   // bytes of a gm_actval
 
     // ---- memory (bytes; pointers are backend memory) ----
     void *(*alloc)(const gm_backend *be, size_t bytes);  // zeroed; NULL + gm_fail on failure
@@ -281,6 +291,19 @@ struct gm_backend {
     GM_BACKEND_KERNELS(GM_BACKEND_FIELD)
 #undef GM_BACKEND_FIELD
 };
+
+// Element i of the activation tensor p of backend be (NULL stays NULL).
+static inline gm_actval *gm_act_at(const gm_backend *be, gm_actval *p, size_t i) {
+    return p ? (gm_actval *)((char *)p + i * be->act_size) : NULL;
+}
+
+#ifndef __cplusplus
+// The CPU backends store activations as gm_real (act_size == sizeof(gm_real)): their kernels, and
+// host code calling a CPU backend directly (tests), view them so. _Generic admits only the one
+// pointer type each way, keeping const.
+#define gm_as_real(p) _Generic((p), gm_actval *: (gm_real *)(p), const gm_actval *: (const gm_real *)(p))
+#define gm_as_act(p) _Generic((p), gm_real *: (gm_actval *)(p), const gm_real *: (const gm_actval *)(p))
+#endif
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,14 @@
 
 #include <stdio.h>
 
-#define F ((double)sizeof(gm_real))  // bytes per element
+#define F ((double)sizeof(gm_real))  // bytes per parameter, statistic or optimizer-state element
+// Bytes per activation element: the priced backend's (gm_kernel_cost.act_bytes), gm_real's when unset.
+#define E (c->act_bytes > 0 ? c->act_bytes : F)
+
+// Start a kernel's cost: everything but the priced backend's element size.
+static void begin(gm_kernel_cost *c, double flops, double bytes) {
+    *c = (gm_kernel_cost){.act_bytes = c->act_bytes, .flops = flops, .bytes = bytes};
+}
 
 // How many times a gradient output is read besides written: once when added into.
 static int written_read(gm_grad_write write) { return write == GM_GRAD_ADD; }
@@ -27,45 +34,45 @@ double gm_cost_attn_pairs(int T, int block, int window_blocks) {
 
 void gm_cost_copy(gm_kernel_cost *c, void *dst, const void *src, size_t bytes) {
     (void)dst, (void)src;
-    *c = (gm_kernel_cost){.flops = 0, .bytes = 2.0 * (double)bytes};
+    begin(c, 0, 2.0 * (double)bytes);
     shape(c, "%lld bytes", (long long)bytes, 0, 0, 0);
 }
 
 void gm_cost_fill(gm_kernel_cost *c, gm_real *p, gm_real value, size_t n) {
     (void)p, (void)value;
-    *c = (gm_kernel_cost){.flops = 0, .bytes = F * (double)n};
+    begin(c, 0, F * (double)n);
     shape(c, "%lld", (long long)n, 0, 0, 0);
 }
 
 // Gather: reads the rows and ids, writes out. Scatter-add: reads dout, read-modify-writes rows.
-void gm_cost_embed_fwd(gm_kernel_cost *c, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
+void gm_cost_embed_fwd(gm_kernel_cost *c, gm_actval *out, const int32_t *ids, const gm_real *table, int N, int C) {
     (void)out, (void)ids, (void)table;
-    *c = (gm_kernel_cost){.flops = 0, .bytes = F * 2.0 * N * C + 4.0 * N};
+    begin(c, 0, (E + F) * N * C + 4.0 * N);
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
-void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
+void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, const gm_actval *dout, int N, int V,
                        int C) {
     (void)dtable, (void)ids, (void)dout;
-    *c = (gm_kernel_cost){.flops = (double)N * C, .bytes = F * 3.0 * N * C + 4.0 * N};
+    begin(c, (double)N * C, E * N * C + 2 * F * N * C + 4.0 * N);
     shape(c, "%lldx%lld into %lldx%lld", N, C, V, C);
 }
 
 // fwd: 2 N C OC flops, reads inp and W, writes out. bwd: each wanted product 2 N C OC, reads dout
 // and the other operand, writes its output (dW and an added dinp: read-modify-writes).
-void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC) {
     (void)out, (void)inp, (void)W;
-    *c = (gm_kernel_cost){.flops = 2.0 * N * C * OC, .bytes = F * ((double)N * C + (double)OC * C + (double)N * OC)};
+    begin(c, 2.0 * N * C * OC, E * ((double)N * C + (double)N * OC) + F * (double)OC * C);
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
     // out^T (OC, N) = W inp^T: row-major (R, C) is column-major (C, R)
     c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C, 0};
 }
-void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
-                        const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_actval *dout,
+                        const gm_actval *inp, const gm_real *W, int N, int C, int OC) {
     (void)dout, (void)inp, (void)W;
     const double nc = (double)N * C, oc = (double)OC * C, no = (double)N * OC;
-    *c = (gm_kernel_cost){.flops = 0, .bytes = 0};
-    if (dinp) c->flops += 2 * nc * OC, c->bytes += F * (no + oc + (1 + written_read(dinp_write)) * nc);
-    if (dW) c->flops += 2 * nc * OC, c->bytes += F * (no + nc + 2 * oc);
+    begin(c, 0, 0);
+    if (dinp) c->flops += 2 * nc * OC, c->bytes += E * (no + (1 + written_read(dinp_write)) * nc) + F * oc;
+    if (dW) c->flops += 2 * nc * OC, c->bytes += E * (no + nc) + F * 2 * oc;
     shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
     // dinp^T (C, N) = W^T dout^T; dW^T (C, OC) = inp^T dout
     if (dinp) c->gemm[c->n_gemm++] = (gm_gemm_shape){0, 0, C, N, OC, written_read(dinp_write)};
@@ -74,50 +81,50 @@ void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_wri
 
 // ~3 flops per element (square-accumulate, scale), reads x, writes out and rstd; bwd ~6, reads
 // dout, x, rstd, writes dinp.
-void gm_cost_rmsnorm_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
+void gm_cost_rmsnorm_fwd(gm_kernel_cost *c, gm_actval *out, gm_real *rstd, const gm_actval *inp, int N, int C,
                          double eps) {
     (void)out, (void)rstd, (void)inp, (void)eps;
-    *c = (gm_kernel_cost){.flops = 3.0 * N * C, .bytes = F * (2.0 * N * C + N)};
+    begin(c, 3.0 * N * C, E * 2.0 * N * C + F * N);
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
-void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                         const gm_real *inp, const gm_real *rstd, int N, int C) {
+void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
+                         const gm_actval *inp, const gm_real *rstd, int N, int C) {
     (void)dinp, (void)dout, (void)inp, (void)rstd;
-    *c = (gm_kernel_cost){.flops = 6.0 * N * C, .bytes = F * ((3.0 + written_read(dinp_write)) * N * C + N)};
+    begin(c, 6.0 * N * C, E * (3.0 + written_read(dinp_write)) * N * C + F * N);
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 
 // 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd: dinp).
-void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_real *out, const gm_real *inp, const gm_real *cos_t,
+void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_actval *out, const gm_actval *inp, const gm_real *cos_t,
                         const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)out, (void)inp, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * (2 * n + (double)T * HD)};
+    begin(c, 3 * n, E * 2 * n + F * (double)T * HD);
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
-void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
                         const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
     (void)dinp, (void)dout, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){.flops = 3 * n, .bytes = F * ((2 + written_read(dinp_write)) * n + (double)T * HD)};
+    begin(c, 3 * n, E * (2 + written_read(dinp_write)) * n + F * (double)T * HD);
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 
 // QK-norm and rotary fused: the two kernels' flops; reads x and the tables, writes out and rstd
 // (bwd: reads dout, x, rstd and the tables, writes dinp); the normed tensor never stored.
-void gm_cost_qknorm_rotary_fwd(gm_kernel_cost *c, gm_real *out, gm_real *rstd, const gm_real *inp,
+void gm_cost_qknorm_rotary_fwd(gm_kernel_cost *c, gm_actval *out, gm_real *rstd, const gm_actval *inp,
                                const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, double eps) {
     (void)out, (void)rstd, (void)inp, (void)cos_t, (void)sin_t, (void)eps;
     const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
-    *c = (gm_kernel_cost){.flops = 6 * n, .bytes = F * (2 * n + rows + (double)T * HD)};
+    begin(c, 6 * n, E * 2 * n + F * (rows + (double)T * HD));
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
-void gm_cost_qknorm_rotary_bwd(gm_kernel_cost *c, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                               const gm_real *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
+void gm_cost_qknorm_rotary_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
+                               const gm_actval *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
                                int B, int T, int NH, int HD) {
     (void)dinp, (void)dout, (void)inp, (void)rstd, (void)cos_t, (void)sin_t;
     const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
-    *c = (gm_kernel_cost){.flops = 9 * n, .bytes = F * ((3 + written_read(dinp_write)) * n + rows + (double)T * HD)};
+    begin(c, 9 * n, E * (3 + written_read(dinp_write)) * n + F * (rows + (double)T * HD));
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 
@@ -129,16 +136,16 @@ static void attn_cost(gm_kernel_cost *c, int B, int T, int NH, int HD, gm_attn_m
                       double passes) {
     const double pairs = (double)B * NH * gm_cost_attn_pairs(T, mask.block, mask.window_blocks);
     const double n = (double)B * T * NH * HD;
-    *c = (gm_kernel_cost){.flops = flops_per_pair * HD * pairs, .bytes = F * (passes * n + (double)B * NH * T)};
+    begin(c, flops_per_pair * HD * pairs, E * passes * n + F * (double)B * NH * T);
     snprintf(c->shape, sizeof c->shape, "%dx%dx%dx%d w%d%s", B, T, NH, HD, mask.window_blocks, mask.doc ? " doc" : "");
 }
-void gm_cost_attn_fwd(gm_kernel_cost *c, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cost_attn_fwd(gm_kernel_cost *c, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,
+                      const gm_actval *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)out, (void)lse, (void)q, (void)k, (void)v, (void)scale;
     attn_cost(c, B, T, NH, HD, mask, 4, 4);
 }
-void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
-                      const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out,
+void gm_cost_attn_bwd(gm_kernel_cost *c, gm_actval *dq, gm_actval *dk, gm_actval *dv, gm_grad_write dqkv_write,
+                      const gm_actval *dout, const gm_actval *q, const gm_actval *k, const gm_actval *v, const gm_actval *out,
                       const gm_real *lse, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     (void)dq, (void)dk, (void)dv, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse, (void)scale;
     attn_cost(c, B, T, NH, HD, mask, 10, 8 + 3 * written_read(dqkv_write));
@@ -146,57 +153,57 @@ void gm_cost_attn_bwd(gm_kernel_cost *c, gm_real *dq, gm_real *dk, gm_real *dv, 
 
 // ReLU^2 ~2 flops per element (GELU counted alike), reads x writes out; bwd ~3, reads dout and x,
 // writes dinp.
-void gm_cost_act_fwd(gm_kernel_cost *c, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
+void gm_cost_act_fwd(gm_kernel_cost *c, gm_act act, gm_actval *out, const gm_actval *inp, size_t n) {
     (void)out, (void)inp;
-    *c = (gm_kernel_cost){.flops = 2.0 * (double)n, .bytes = F * 2.0 * (double)n};
+    begin(c, 2.0 * (double)n, E * 2.0 * (double)n);
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
-void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                     const gm_real *inp, size_t n) {
+void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
+                     const gm_actval *inp, size_t n) {
     (void)dinp, (void)dout, (void)inp;
-    *c = (gm_kernel_cost){.flops = 3.0 * (double)n, .bytes = F * (3.0 + written_read(dinp_write)) * (double)n};
+    begin(c, 3.0 * (double)n, E * (3.0 + written_read(dinp_write)) * (double)n);
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 
 // out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd, one pass on every backend:
 // reads dout, and x (y) where its coefficient is learnable (the dot product); writes dx, dy (read
 // too when added into). Without y there is no dy or dpb.
-void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
-                         const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_actval *out, double ca, const gm_real *pa, const gm_actval *x, double cb,
+                         const gm_real *pb, const gm_actval *y, size_t n) {
     (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){.flops = (y ? 3 : 1) * dn, .bytes = F * (y ? 3 : 2) * dn};
+    begin(c, (y ? 3 : 1) * dn, E * (y ? 3 : 2) * dn);
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
 }
 // The two kernels' flops; reads x (and y), writes sum, out and rstd: the norm's read of sum saved.
-void gm_cost_lincomb_rmsnorm_fwd(gm_kernel_cost *c, gm_real *sum, gm_real *out, gm_real *rstd, double ca,
-                                 const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+void gm_cost_lincomb_rmsnorm_fwd(gm_kernel_cost *c, gm_actval *sum, gm_actval *out, gm_real *rstd, double ca,
+                                 const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y,
                                  int N, int C, double eps) {
     (void)sum, (void)out, (void)rstd, (void)ca, (void)pa, (void)x, (void)cb, (void)eps;
     const double nc = (double)N * C;
-    *c = (gm_kernel_cost){.flops = ((y ? 3 : 1) + 3) * nc, .bytes = F * ((y ? 4 : 3) * nc + N)};
+    begin(c, ((y ? 3 : 1) + 3) * nc, E * (y ? 4 : 3) * nc + F * N);
     snprintf(c->shape, sizeof c->shape, "%dx%d%s", N, C, pa || pb ? " learnable" : "");
 }
 
-void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
-                         gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
-                         const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_actval *dx, gm_grad_write dx_write, gm_actval *dy, gm_grad_write dy_write,
+                         gm_real *dpa, gm_real *dpb, const gm_actval *dout, double ca, const gm_real *pa,
+                         const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n) {
     (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
     if (!y) dy = NULL, dpb = NULL;
     const double dn = (double)n;
     const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);
     const int reads = (dx ? written_read(dx_write) : 0) + (dy ? written_read(dy_write) : 0);
-    *c = (gm_kernel_cost){.flops = (outs + 2 * dots) * dn, .bytes = F * (1 + outs + reads + dots) * dn};
+    begin(c, (outs + 2 * dots) * dn, E * (1 + outs + reads + dots) * dn);
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, dots ? " learnable" : "");
 }
 
 // Softcap + cross-entropy over (N, V) logits: max, tanh cap, exp-sum, ~5 flops per logit; with
 // dlogits ~8 and a second pass that writes them.
-void gm_cost_xent_fwd_bwd(gm_kernel_cost *c, gm_real *losses, gm_real *dlogits, const gm_real *logits,
+void gm_cost_xent_fwd_bwd(gm_kernel_cost *c, gm_real *losses, gm_actval *dlogits, const gm_actval *logits,
                           const int32_t *targets, int N, int V, double cap, double dloss_scale) {
     (void)losses, (void)logits, (void)targets, (void)dloss_scale;
     const double nv = (double)N * V;
-    *c = (gm_kernel_cost){.flops = (dlogits ? 8 : 5) * nv, .bytes = F * (dlogits ? 2 : 1) * nv};
+    begin(c, (dlogits ? 8 : 5) * nv, E * (dlogits ? 2 : 1) * nv + F * N);
     snprintf(c->shape, sizeof c->shape, "%dx%d cap %g%s", N, V, cap, dlogits ? " +grad" : "");
 }
 
@@ -208,7 +215,7 @@ void gm_cost_adam_update(gm_kernel_cost *c, gm_real *p, const gm_real *g, gm_rea
     size_t n = 0;
     for (int i = 0; i < count; i++) n += spans[i].n;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){.flops = (13 + 2 * a->normalize_grad) * dn, .bytes = F * (7 + a->normalize_grad) * dn};
+    begin(c, (13 + 2 * a->normalize_grad) * dn, F * (7 + a->normalize_grad) * dn);
     snprintf(c->shape, sizeof c->shape, "%zu in %d tensors", n, count);
 }
 
@@ -217,7 +224,7 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
                       int nesterov) {
     (void)buf, (void)g, (void)mu, (void)gmul, (void)nesterov;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){.flops = (u ? 6 : 3) * dn, .bytes = F * (u ? 4 : 3) * dn};
+    begin(c, (u ? 6 : 3) * dn, F * (u ? 4 : 3) * dn);
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, u ? " +u" : "");
 }
 
@@ -226,7 +233,7 @@ void gm_cost_momentum(gm_kernel_cost *c, gm_real *buf, gm_real *u, const gm_real
 void gm_cost_normuon(gm_kernel_cost *c, gm_real *V, gm_real *v2, int rows, int cols, int by_row, double beta2) {
     (void)V, (void)v2, (void)beta2;
     const double dn = (double)rows * cols;
-    *c = (gm_kernel_cost){.flops = 6 * dn, .bytes = F * 5 * dn};
+    begin(c, 6 * dn, F * 5 * dn);
     snprintf(c->shape, sizeof c->shape, "%dx%d per %s", rows, cols, by_row ? "row" : "column");
 }
 
@@ -235,7 +242,7 @@ void gm_cost_normuon(gm_kernel_cost *c, gm_real *V, gm_real *v2, int rows, int c
 void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t n, double lr, double wd, int cautious) {
     (void)p, (void)u, (void)lr, (void)wd;
     const double dn = (double)n;
-    *c = (gm_kernel_cost){.flops = (cautious ? 5 : 4) * dn, .bytes = F * 3 * dn};
+    begin(c, (cautious ? 5 : 4) * dn, F * 3 * dn);
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, cautious ? " cautious" : "");
 }
 
@@ -244,7 +251,7 @@ void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t
 // as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is
 // priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
 void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
-    *c = (gm_kernel_cost){.flops = 0, .bytes = 0};
+    begin(c, 0, 0);
     for (int i = 0; i < count; i++) {
         const int r = items[i].rows, k = items[i].cols;
         const double m = r < k ? r : k, n = r < k ? k : r;

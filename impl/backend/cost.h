@@ -1,5 +1,6 @@
 // What each kernel of backend.h costs, from its arguments alone: FLOPs, bytes moved at the
-// interface (gm_real elements read plus written, a read-modify-write counted twice, one pass each)
+// interface (elements read plus written, a read-modify-write counted twice, one pass each:
+// activations at the priced backend's element size, act_bytes; everything else gm_real)
 // and a short shape text. One function per entry of GM_BACKEND_KERNELS (gm_cost_<name>, same
 // parameters), so the timing backend (backend/timing) prices every call the model and the
 // optimizers make, and a new kernel cannot be added without its formula (a missing one is a link
@@ -17,7 +18,8 @@ typedef struct {
 } gm_gemm_shape;
 
 typedef struct {
-    double flops;  // multiply-adds count 2; transcendentals count 1
+    double act_bytes;  // in: bytes of the priced backend's activation element (be->act_size); 0: gm_real's
+    double flops;      // multiply-adds count 2; transcendentals count 1
     double bytes;
     char shape[64];
     // The library GEMMs the call amounts to (a matmul: one forward, one per wanted gradient

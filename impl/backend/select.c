@@ -33,3 +33,5 @@ const char *gm_backend_arithmetic(const char *name) {
     if (!strcmp(name, "cuda")) return "the GPU's bf16 kernels";
     return name;
 }
+
+size_t gm_backend_act_size(const char *name) { return !strcmp(name, "cuda") ? GM_CUDA_ACT_BYTES : sizeof(gm_real); }

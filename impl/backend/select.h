@@ -13,5 +13,8 @@ const gm_backend *gm_backend_open(const char *name, int device);
 // The arithmetic the backend `name` computes with, in words: two backends of the same words give
 // bitwise-equal runs (cpu and guarded run the same kernels), two of different words do not.
 const char *gm_backend_arithmetic(const char *name);
+// Bytes of the activation element (gm_backend.act_size) the backend `name` stores, without opening
+// it (a memory plan made before the backend is): GM_CUDA_ACT_BYTES for "cuda", gm_real's otherwise.
+size_t gm_backend_act_size(const char *name);
 
 #endif

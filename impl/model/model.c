@@ -34,15 +34,17 @@ int gm_model_init(gm_model *m, uint64_t seed, gm_init_mode mode) {
 }
 
 static void free_tables(gm_model *m) {
-    gm_table_free(&m->acts), gm_table_free(&m->scratch), gm_table_free(&m->head), gm_table_free(&m->dacts);
+    gm_table_free(&m->acts), gm_table_free(&m->scratch), gm_table_free(&m->head), gm_table_free(&m->stats);
+    gm_table_free(&m->dacts);
 }
 
 static void free_acts(gm_model *m) {
     const gm_backend *be = m->be;
-    be->free(be, m->a), be->free(be, m->s), be->free(be, m->h), be->free(be, m->da);
+    be->free(be, m->a), be->free(be, m->s), be->free(be, m->h), be->free(be, m->st), be->free(be, m->da);
     be->free(be, m->ids), be->free(be, m->targets), be->free(be, m->doc);
     be->free(be, m->cos_t), be->free(be, m->sin_t);
-    m->a = m->s = m->h = m->da = m->cos_t = m->sin_t = NULL;
+    m->a = m->s = m->h = m->da = NULL;
+    m->st = m->cos_t = m->sin_t = NULL;
     m->ids = m->targets = m->doc = NULL;
     free_tables(m);
     m->B = m->T = 0;
@@ -103,7 +105,7 @@ static gm_slot input_slot(gm_table *kept, gm_slot shared, const char *fmt, int l
     return shared.home ? shared : put(kept, GM_AT_KEPT, fmt, l, n);
 }
 
-// Lay out the four activation tables of a (B, T) step and their indices; allocates nothing (the
+// Lay out the five activation tables of a (B, T) step and their indices; allocates nothing (the
 // plan and the allocation both come from here).
 static int layout(gm_model *m, int B, int T) {
     const gm_config *c = &m->cfg;
@@ -111,8 +113,8 @@ static int layout(gm_model *m, int B, int T) {
         return gm_fail("model: batch %d x %d tokens (head chunk %d rows) is not a valid shape", B, T, m->head_rows);
     const size_t N = (size_t)B * T, C = c->d_model, H = c->d_mlp, NH = c->n_head, NC = N * C;
     const int L = c->n_layer;
-    gm_table *ka = &m->acts, *sc = &m->scratch, *hd = &m->head, *dt = &m->dacts;
-    gm_table_init(ka), gm_table_init(sc), gm_table_init(hd), gm_table_init(dt);
+    gm_table *ka = &m->acts, *sc = &m->scratch, *hd = &m->head, *st = &m->stats, *dt = &m->dacts;
+    gm_table_init(ka), gm_table_init(sc), gm_table_init(hd), gm_table_init(st), gm_table_init(dt);
     gm_act_index *x = &m->aix;
     memset(x, 0, sizeof *x);  // every slot GM_AT_NONE
     int any_attn = 0, stream_used[2] = {0, 0};
@@ -140,7 +142,7 @@ static int layout(gm_model *m, int B, int T) {
 
     // kept for the backward
     x->emb = put(ka, GM_AT_KEPT, "emb", 0, NC);
-    if (c->embed_norm) x->x0 = put(ka, GM_AT_KEPT, "x0", 0, NC), x->x0_rstd = put(ka, GM_AT_KEPT, "x0.rstd", 0, N);
+    if (c->embed_norm) x->x0 = put(ka, GM_AT_KEPT, "x0", 0, NC), x->x0_rstd = put(st, GM_AT_STATS, "x0.rstd", 0, N);
     for (int j = 0; j < c->n_value_embeds; j++) x->ve[j] = put(ka, GM_AT_KEPT, "ve.%d", j, NC);
     for (int l = 0; l < L; l++) {
         gm_layer_acts *a = &x->layer[l];
@@ -148,30 +150,30 @@ static int layout(gm_model *m, int B, int T) {
         if (c->x0_lambdas) a->mix = put(ka, GM_AT_KEPT, "h.%d.mix", l, NC);
         if (gm_config_has_attn(c, l)) {
             a->ln1 = input_slot(ka, s_ln1, "h.%d.ln1", l, NC);
-            a->ln1_rstd = put(ka, GM_AT_KEPT, "h.%d.ln1.rstd", l, N);
+            a->ln1_rstd = put(st, GM_AT_STATS, "h.%d.ln1.rstd", l, N);
             a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
             a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
             if (c->qk_norm) {
-                a->qn_rstd = put(ka, GM_AT_KEPT, "h.%d.qn.rstd", l, N * NH);
-                a->kn_rstd = put(ka, GM_AT_KEPT, "h.%d.kn.rstd", l, N * NH);
+                a->qn_rstd = put(st, GM_AT_STATS, "h.%d.qn.rstd", l, N * NH);
+                a->kn_rstd = put(st, GM_AT_STATS, "h.%d.kn.rstd", l, N * NH);
             }
             if (vmix) a->vmix = input_slot(ka, s_vmix, "h.%d.vmix", l, NC);
             a->qr = input_slot(ka, s_qr, "h.%d.qr", l, NC), a->kr = input_slot(ka, s_kr, "h.%d.kr", l, NC);
-            a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(ka, GM_AT_KEPT, "h.%d.lse", l, N * NH);
+            a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(st, GM_AT_STATS, "h.%d.lse", l, N * NH);
             a->ao = s_ao, a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
         }
         a->ln2 = input_slot(ka, s_ln2, "h.%d.ln2", l, NC);
-        a->ln2_rstd = put(ka, GM_AT_KEPT, "h.%d.ln2.rstd", l, N);
+        a->ln2_rstd = put(st, GM_AT_STATS, "h.%d.ln2.rstd", l, N);
         a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->mo = s_mo;
         a->act = input_slot(ka, s_act, "h.%d.act", l, N * H);
         a->res_mlp = output_read(c, l) ? put(ka, GM_AT_KEPT, "h.%d.res_mlp", l, NC) : s_stream[l % 2];
     }
-    x->lnf_rstd = put(ka, GM_AT_KEPT, "lnf.rstd", 0, N);
+    x->lnf_rstd = put(st, GM_AT_STATS, "lnf.rstd", 0, N);
 
     // head chunk (no larger than the batch)
     const size_t rows = N < (size_t)m->head_rows ? N : (size_t)m->head_rows;
     x->logits = put(hd, GM_AT_HEAD, "logits", 0, rows * c->vocab_padded);
-    x->losses = put(hd, GM_AT_HEAD, "losses", 0, N);
+    x->losses = put(st, GM_AT_STATS, "losses", 0, N);
 
     // activation gradients: the per-layer ones first, then those across layers
     gm_grad_index *g = &m->gix;
@@ -193,7 +195,7 @@ static int layout(gm_model *m, int B, int T) {
     if (c->embed_norm) g->emb = dput(dt, "d.emb", 0, NC);
     for (int j = 0; j < c->n_value_embeds; j++) g->ve[j] = dput(dt, "d.ve.%d", j, NC);
     g->lnf = dput(dt, "d.lnf", 0, NC);
-    if (ka->failed || sc->failed || hd->failed || dt->failed) return free_tables(m), -1;
+    if (ka->failed || sc->failed || hd->failed || st->failed || dt->failed) return free_tables(m), -1;
     m->B = B, m->T = T;
     return 0;
 }
@@ -203,25 +205,28 @@ static size_t input_bytes(const gm_config *c, int B, int T) {
     return sizeof(int32_t) * N * (c->doc_mask ? 3 : 2) + 2 * sizeof(gm_real) * T * (size_t)(c->head_dim / 2);
 }
 
-static void mem_of(const gm_model *m, gm_model_mem *out) {
-    const size_t R = sizeof(gm_real);
+// Bytes of each category with act_size-byte activation elements (the statistics with the category of
+// their tensors: the losses with the head, the rest with the kept activations).
+static void mem_of(const gm_model *m, size_t act_size, gm_model_mem *out) {
+    const size_t R = sizeof(gm_real), E = act_size, losses = (size_t)m->stats.v[m->aix.losses.view].numel;
     out->params = out->grads = R * m->params.total;
-    out->acts = R * m->acts.total;
-    out->scratch = R * m->scratch.total;
-    out->head = R * m->head.total;
+    out->acts = E * m->acts.total + R * (m->stats.total - losses);
+    out->scratch = E * m->scratch.total;
+    out->head = E * m->head.total + R * losses;
     out->inputs = input_bytes(&m->cfg, m->B, m->T);
-    out->act_grads_layer = R * m->gix.layer_numel;
-    out->act_grads_across = R * (m->dacts.total - m->gix.layer_numel);
+    out->act_grads_layer = E * m->gix.layer_numel;
+    out->act_grads_across = E * (m->dacts.total - m->gix.layer_numel);
 }
 
-int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, gm_model_mem *out) {
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, size_t act_size,
+                  gm_model_mem *out) {
     gm_model m;
     memset(&m, 0, sizeof m);
     m.cfg = *cfg;
     m.head_rows = head_rows;
     m.recompute = recompute != 0;
     int rc = gm_config_check(cfg) || gm_params_build(cfg, &m.params, &m.pix) || layout(&m, B, T) ? -1 : 0;
-    if (rc == 0) mem_of(&m, out);
+    if (rc == 0) mem_of(&m, act_size, out);
     free_tables(&m);
     gm_table_free(&m.params);
     return rc;
@@ -234,13 +239,14 @@ static int alloc_acts(gm_model *m, int B, int T) {
     if (layout(m, B, T)) return -1;
     const gm_backend *be = m->be;
     size_t N = (size_t)B * T, half = (size_t)c->head_dim / 2;
-    m->a = be->alloc(be, sizeof(gm_real) * m->acts.total);
-    m->s = be->alloc(be, sizeof(gm_real) * m->scratch.total);
-    m->h = be->alloc(be, sizeof(gm_real) * m->head.total);
+    m->a = be->alloc(be, be->act_size * m->acts.total);
+    m->s = be->alloc(be, be->act_size * m->scratch.total);
+    m->h = be->alloc(be, be->act_size * m->head.total);
+    m->st = be->alloc(be, sizeof(gm_real) * m->stats.total);
     m->ids = be->alloc(be, sizeof(int32_t) * N), m->targets = be->alloc(be, sizeof(int32_t) * N);
     if (c->doc_mask) m->doc = be->alloc(be, sizeof(int32_t) * N);
     m->cos_t = be->alloc(be, sizeof(gm_real) * T * half), m->sin_t = be->alloc(be, sizeof(gm_real) * T * half);
-    if (!m->a || !m->s || !m->h || !m->ids || !m->targets || (c->doc_mask && !m->doc) || !m->cos_t || !m->sin_t)
+    if (!m->a || !m->s || !m->h || !m->st || !m->ids || !m->targets || (c->doc_mask && !m->doc) || !m->cos_t || !m->sin_t)
         return free_acts(m), -1;
     gm_real *ct = malloc(sizeof(gm_real) * T * half), *st = malloc(sizeof(gm_real) * T * half);
     if (!ct || !st) return free(ct), free(st), free_acts(m), gm_fail("model: out of host memory");
@@ -253,16 +259,22 @@ static int alloc_acts(gm_model *m, int B, int T) {
 
 // ---- views ----
 
-gm_real *gm_model_act(const gm_model *m, gm_slot s) {
+gm_actval *gm_model_act(const gm_model *m, gm_slot s) {
     switch (s.home) {
-    case GM_AT_KEPT: return m->a + m->acts.v[s.view].offset;
-    case GM_AT_SCRATCH: return m->s + m->scratch.v[s.view].offset;
-    case GM_AT_HEAD: return m->h + m->head.v[s.view].offset;
+    case GM_AT_KEPT: return gm_act_at(m->be, m->a, m->acts.v[s.view].offset);
+    case GM_AT_SCRATCH: return gm_act_at(m->be, m->s, m->scratch.v[s.view].offset);
+    case GM_AT_HEAD: return gm_act_at(m->be, m->h, m->head.v[s.view].offset);
     default: return NULL;
     }
 }
-static inline gm_real *A(const gm_model *m, gm_slot s) { return gm_model_act(m, s); }
-static inline gm_real *D(const gm_model *m, int i) { return i < 0 ? NULL : m->da + m->dacts.v[i].offset; }
+gm_real *gm_model_stat(const gm_model *m, gm_slot s) {
+    return s.home == GM_AT_STATS ? m->st + m->stats.v[s.view].offset : NULL;
+}
+static inline gm_actval *A(const gm_model *m, gm_slot s) { return gm_model_act(m, s); }
+static inline gm_real *S(const gm_model *m, gm_slot s) { return gm_model_stat(m, s); }
+static inline gm_actval *D(const gm_model *m, int i) {
+    return i < 0 ? NULL : gm_act_at(m->be, m->da, m->dacts.v[i].offset);
+}
 static inline gm_real *P(const gm_model *m, int i) { return gm_param(m, i); }
 static inline gm_real *G(const gm_model *m, int i) { return gm_grad(m, i); }
 
@@ -280,14 +292,14 @@ static gm_real *g_qkv(const gm_model *m, int l, int which) {
 
 // The residual stream entering layer l, and after its U-net skip and x0 mixing.
 typedef struct {
-    gm_real *in;    // previous block's output (x0 for layer 0)
-    gm_real *skip;  // encoder output added by the U-net (NULL if none)
-    gm_real *xs;    // after the skip add (== in without one)
-    gm_real *xm;    // after the x0 mix (== xs without one): the block's working input
-    gm_real *xa;    // entering the MLP: after the attention residual (== xm without attention)
+    gm_actval *in;    // previous block's output (x0 for layer 0)
+    gm_actval *skip;  // encoder output added by the U-net (NULL if none)
+    gm_actval *xs;    // after the skip add (== in without one)
+    gm_actval *xm;    // after the x0 mix (== xs without one): the block's working input
+    gm_actval *xa;    // entering the MLP: after the attention residual (== xm without attention)
 } layer_io;
 
-static gm_real *x0_of(const gm_model *m) { return A(m, m->cfg.embed_norm ? m->aix.x0 : m->aix.emb); }
+static gm_actval *x0_of(const gm_model *m) { return A(m, m->cfg.embed_norm ? m->aix.x0 : m->aix.emb); }
 
 static layer_io io_of(const gm_model *m, int l) {
     const gm_config *c = &m->cfg;
@@ -304,23 +316,23 @@ static layer_io io_of(const gm_model *m, int l) {
 // The gradient of block l's output, which the residual adds pass on unchanged as the gradient of
 // its xa and xm (the MLP's and attention's input-gradients add into it): a skip source's own
 // buffer (the decoder's skip writes into it first), else the one residual-stream buffer.
-static gm_real *d_stream(const gm_model *m, int l) {
+static gm_actval *d_stream(const gm_model *m, int l) {
     return is_skip_source(&m->cfg, l) ? D(m, m->gix.out[l]) : D(m, m->gix.resid);
 }
 // x0's gradient: its own buffer when every block mixes x0 in, else the first block's stream.
-static gm_real *d_x0(const gm_model *m) { return m->gix.x0 >= 0 ? D(m, m->gix.x0) : d_stream(m, 0); }
+static gm_actval *d_x0(const gm_model *m) { return m->gix.x0 >= 0 ? D(m, m->gix.x0) : d_stream(m, 0); }
 // The gradient of block l's input (the previous block's output, or x0).
-static gm_real *d_block_in(const gm_model *m, int l) { return l == 0 ? d_x0(m) : d_stream(m, l - 1); }
+static gm_actval *d_block_in(const gm_model *m, int l) { return l == 0 ? d_x0(m) : d_stream(m, l - 1); }
 
 // The across-layer gradient buffers one backward has written so far: the first writer of each
 // sets it, every later one adds (a U-net skip source's, x0's and the value embeddings' collect
 // several contributions).
 typedef struct {
-    const gm_real *written[GM_MAX_LAYERS + GM_MAX_VALUE_EMBEDS + 2];
+    const gm_actval *written[GM_MAX_LAYERS + GM_MAX_VALUE_EMBEDS + 2];
     int n;
 } grad_marks;
 
-static gm_grad_write first_sets(grad_marks *marks, const gm_real *p) {
+static gm_grad_write first_sets(grad_marks *marks, const gm_actval *p) {
     for (int i = 0; i < marks->n; i++)
         if (marks->written[i] == p) return GM_GRAD_ADD;
     marks->written[marks->n++] = p;
@@ -335,17 +347,17 @@ static gm_attn_mask mask_of(const gm_model *m) {
 }
 
 // Value-embedding input of layer l's value mix (NULL: the layer has none), and its gradient.
-static gm_real *ve_of(const gm_model *m, int l) {
+static gm_actval *ve_of(const gm_model *m, int l) {
     int j = gm_config_ve_of_layer(&m->cfg, l);
     return j < 0 ? NULL : A(m, m->aix.ve[j]);
 }
-static gm_real *dve_of(const gm_model *m, int l) {
+static gm_actval *dve_of(const gm_model *m, int l) {
     int j = gm_config_ve_of_layer(&m->cfg, l);
     return j < 0 ? NULL : D(m, m->gix.ve[j]);
 }
 
 // The values attention reads: the value mix when value embeddings exist, else v.
-static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
+static gm_actval *vs_of(const gm_model *m, const gm_layer_acts *a) {
     return a->vmix.home ? A(m, a->vmix) : A(m, a->v);
 }
 
@@ -353,21 +365,22 @@ static gm_real *vs_of(const gm_model *m, const gm_layer_acts *a) {
 
 // An RMSNorm of the stream: where it writes (out, rstd); out NULL: none.
 typedef struct {
-    gm_real *out, *rstd;
+    gm_actval *out;
+    gm_real *rstd;
 } stream_norm;
 
 // Block l's first norm (ln1, or ln2 in a block without attention), and after the last block the
 // final norm: each is fused with the stream op just before it (lincomb_rmsnorm_fwd).
 static stream_norm first_norm(const gm_model *m, int l) {
-    if (l == m->cfg.n_layer) return (stream_norm){A(m, m->aix.lnf), A(m, m->aix.lnf_rstd)};
+    if (l == m->cfg.n_layer) return (stream_norm){A(m, m->aix.lnf), S(m, m->aix.lnf_rstd)};
     const gm_layer_acts *a = &m->aix.layer[l];
-    if (gm_config_has_attn(&m->cfg, l)) return (stream_norm){A(m, a->ln1), A(m, a->ln1_rstd)};
-    return (stream_norm){A(m, a->ln2), A(m, a->ln2_rstd)};
+    if (gm_config_has_attn(&m->cfg, l)) return (stream_norm){A(m, a->ln1), S(m, a->ln1_rstd)};
+    return (stream_norm){A(m, a->ln2), S(m, a->ln2_rstd)};
 }
 
 // sum = ca a x + cb b y over the stream, then (when norm.out) its norm in the same pass.
-static void stream_op(const gm_model *m, gm_real *sum, stream_norm norm, double ca, const gm_real *pa,
-                      const gm_real *x, double cb, const gm_real *pb, const gm_real *y) {
+static void stream_op(const gm_model *m, gm_actval *sum, stream_norm norm, double ca, const gm_real *pa,
+                      const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y) {
     const gm_backend *be = m->be;
     const int N = m->B * m->T, C = m->cfg.d_model;
     if (norm.out) be->lincomb_rmsnorm_fwd(be, sum, norm.out, norm.rstd, ca, pa, x, cb, pb, y, N, C, m->cfg.norm_eps);
@@ -387,16 +400,16 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     const gm_layer_acts *a = &m->aix.layer[l];
     const int B = m->B, T = m->T, N = B * T, C = c->d_model, NH = c->n_head, HD = c->head_dim;
     if (recompute) {
-        be->rmsnorm_fwd(be, A(m, a->ln1), A(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
+        be->rmsnorm_fwd(be, A(m, a->ln1), S(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
     } else {
         be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C);
         be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
         be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
     }
     if (c->qk_norm) {
-        be->qknorm_rotary_fwd(be, A(m, a->qr), A(m, a->qn_rstd), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD,
+        be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD,
                               c->norm_eps);
-        be->qknorm_rotary_fwd(be, A(m, a->kr), A(m, a->kn_rstd), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD,
+        be->qknorm_rotary_fwd(be, A(m, a->kr), S(m, a->kn_rstd), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD,
                               c->norm_eps);
     } else {
         be->rotary_fwd(be, A(m, a->qr), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD);
@@ -416,7 +429,7 @@ static void mlp_inputs(const gm_model *m, int l, const layer_io *io, int recompu
     const gm_backend *be = m->be;
     const gm_layer_acts *a = &m->aix.layer[l];
     const int N = m->B * m->T, C = c->d_model, H = c->d_mlp;
-    if (recompute) be->rmsnorm_fwd(be, A(m, a->ln2), A(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
+    if (recompute) be->rmsnorm_fwd(be, A(m, a->ln2), S(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
     else be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H);
     be->act_fwd(be, c->mlp_act, A(m, a->act), A(m, a->fc), (size_t)N * H);
 }
@@ -435,7 +448,7 @@ static void forward_layers(const gm_model *m) {
     const gm_act_index *x = &m->aix;
     const stream_norm none = {NULL, NULL};
     be->embed_fwd(be, A(m, x->emb), m->ids, P(m, m->pix.embed), N, C);
-    if (c->embed_norm) be->rmsnorm_fwd(be, A(m, x->x0), A(m, x->x0_rstd), A(m, x->emb), N, C, c->norm_eps);
+    if (c->embed_norm) be->rmsnorm_fwd(be, A(m, x->x0), S(m, x->x0_rstd), A(m, x->emb), N, C, c->norm_eps);
     for (int j = 0; j < c->n_value_embeds; j++) be->embed_fwd(be, A(m, x->ve[j]), m->ids, P(m, m->pix.ve[j]), N, C);
     if (!makes_its_input(m, 0)) {  // block 0 reads x0 as it is
         const stream_norm n0 = first_norm(m, 0);
@@ -453,10 +466,10 @@ static void forward_layers(const gm_model *m) {
             stream_op(m, io.xm, first_norm(m, l), 1, P(m, p->lambdas), io.xs, 1, P(m, p->lambdas) + 1, x0_of(m));
         if (gm_config_has_attn(c, l)) {
             attn_inputs(m, l, &io, 0);
-            be->attn_fwd(be, A(m, a->att), A(m, a->lse), A(m, a->qr), A(m, a->kr), vs_of(m, a), B, T, NH, HD,
+            be->attn_fwd(be, A(m, a->att), S(m, a->lse), A(m, a->qr), A(m, a->kr), vs_of(m, a), B, T, NH, HD,
                          1.0 / sqrt(HD), mask);
             be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
-            stream_op(m, io.xa, (stream_norm){A(m, a->ln2), A(m, a->ln2_rstd)}, 1, NULL, io.xm, attn_branch_scale(c),
+            stream_op(m, io.xa, (stream_norm){A(m, a->ln2), S(m, a->ln2_rstd)}, 1, NULL, io.xm, attn_branch_scale(c),
                       NULL, A(m, a->ao));
         }
         mlp_inputs(m, l, &io, 0);
@@ -474,16 +487,17 @@ static void head_loss(const gm_model *m, int train, double dloss) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     const int N = m->B * m->T, C = c->d_model, Vp = c->vocab_padded, R = m->head_rows;
-    const gm_real *lnf = A(m, m->aix.lnf), *head = P(m, m->pix.head);
-    gm_real *logits = A(m, m->aix.logits), *losses = A(m, m->aix.losses);
+    const gm_real *head = P(m, m->pix.head);
+    gm_actval *lnf = A(m, m->aix.lnf), *logits = A(m, m->aix.logits);
+    gm_real *losses = S(m, m->aix.losses);
     for (int r0 = 0; r0 < N; r0 += R) {
         const int n = N - r0 < R ? N - r0 : R;
-        const gm_real *in = lnf + (size_t)r0 * C;  // (n, C)
+        const gm_actval *in = gm_act_at(be, lnf, (size_t)r0 * C);  // (n, C)
         be->matmul_fwd(be, logits, in, head, n, C, Vp);
         be->xent_fwd_bwd(be, losses + r0, train ? logits : NULL, logits, m->targets + r0, n, Vp, c->softcap,
                          train ? dloss / N : 0);
         if (train)
-            be->matmul_bwd(be, D(m, m->gix.lnf) + (size_t)r0 * C, GM_GRAD_SET, G(m, m->pix.head), logits, in, head, n,
+            be->matmul_bwd(be, gm_act_at(be, D(m, m->gix.lnf), (size_t)r0 * C), GM_GRAD_SET, G(m, m->pix.head), logits, in, head, n,
                            C, Vp);
     }
 }
@@ -492,22 +506,23 @@ static void head_loss(const gm_model *m, int train, double dloss) {
 
 // Block l's input gradient from dres, the gradient of its xm: through the x0 mix
 // (xm = l0 xs + l1 x0) and the U-net skip (xs = in + w skip), each a lincomb backward.
-static void stream_to_input(const gm_model *m, int l, const layer_io *io, gm_real *dres, grad_marks *marks) {
+static void stream_to_input(const gm_model *m, int l, const layer_io *io, gm_actval *dres, grad_marks *marks) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
     const size_t NC = (size_t)m->B * m->T * c->d_model;
-    gm_real *din = d_block_in(m, l);
-    gm_real *dxs = dres;  // xs's gradient: after the mix, in place when the skip's add follows
+    gm_actval *din = d_block_in(m, l);
+    gm_actval *dxs = dres;  // xs's gradient: after the mix, in place when the skip's add follows
     if (c->x0_lambdas) {
         if (!io->skip) dxs = din;
         const gm_grad_write wx = dxs == dres ? GM_GRAD_SET : first_sets(marks, dxs);
-        gm_real *dx0 = d_x0(m), *lam = P(m, m->pix.layer[l].lambdas), *dlam = G(m, m->pix.layer[l].lambdas);
+        gm_actval *dx0 = d_x0(m);
+        gm_real *lam = P(m, m->pix.layer[l].lambdas), *dlam = G(m, m->pix.layer[l].lambdas);
         const gm_grad_write wy = first_sets(marks, dx0);  // after wx: dx0 is dxs in block 0
         be->lincomb_bwd(be, dxs, wx, dx0, wy, dlam, dlam + 1, dres, 1, lam, io->xs, 1, lam + 1, x0_of(m), NC);
     }
     if (io->skip) {  // `in` is not read: its coefficient is no parameter
         gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l), *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
-        gm_real *dskip = d_stream(m, c->n_layer - 1 - l), *dx = din == dxs ? NULL : din;
+        gm_actval *dskip = d_stream(m, c->n_layer - 1 - l), *dx = din == dxs ? NULL : din;
         const gm_grad_write wx = dx ? first_sets(marks, dx) : GM_GRAD_SET;
         const gm_grad_write wy = first_sets(marks, dskip);  // after wx: the first decoder's input is its skip
         be->lincomb_bwd(be, dx, wx, dskip, wy, NULL, dw, dxs, 1, NULL, NULL, 1, w, io->skip, NC);
@@ -527,13 +542,13 @@ static void backward(const gm_model *m) {
     gm_attn_mask mask = mask_of(m);
     grad_marks marks = {.n = 0};
 
-    gm_real *last = A(m, x->layer[c->n_layer - 1].res_mlp), *dlast = d_stream(m, c->n_layer - 1);
-    be->rmsnorm_bwd(be, dlast, first_sets(&marks, dlast), D(m, g->lnf), last, A(m, x->lnf_rstd), N, C);
+    gm_actval *last = A(m, x->layer[c->n_layer - 1].res_mlp), *dlast = d_stream(m, c->n_layer - 1);
+    be->rmsnorm_bwd(be, dlast, first_sets(&marks, dlast), D(m, g->lnf), last, S(m, x->lnf_rstd), N, C);
     for (int l = c->n_layer - 1; l >= 0; l--) {
         const gm_layer_acts *a = &x->layer[l];
         const gm_layer_params *p = &m->pix.layer[l];
         layer_io io = io_of(m, l);
-        gm_real *dres = d_stream(m, l);  // the gradient of res_mlp, then of xa, then of xm
+        gm_actval *dres = d_stream(m, l);  // the gradient of res_mlp, then of xa, then of xm
         if (m->recompute) {
             if (gm_config_has_attn(c, l)) attn_inputs(m, l, &io, 1);
             mlp_inputs(m, l, &io, 1);
@@ -543,10 +558,10 @@ static void backward(const gm_model *m) {
                        H, C);
         be->act_bwd(be, c->mlp_act, D(m, g->fc), GM_GRAD_SET, D(m, g->act), A(m, a->fc), (size_t)N * H);
         be->matmul_bwd(be, D(m, g->ln2), GM_GRAD_SET, G(m, p->fc), D(m, g->fc), A(m, a->ln2), P(m, p->fc), N, C, H);
-        be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln2), io.xa, A(m, a->ln2_rstd), N, C);
+        be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln2), io.xa, S(m, a->ln2_rstd), N, C);
         // attention: xa = xm + s ao
         if (gm_config_has_attn(c, l)) {
-            gm_real *dao = dres;
+            gm_actval *dao = dres;
             if (g->ao >= 0) {
                 dao = D(m, g->ao);
                 be->lincomb_bwd(be, NULL, GM_GRAD_SET, dao, GM_GRAD_SET, NULL, NULL, dres, 1, NULL, io.xm,
@@ -554,40 +569,42 @@ static void backward(const gm_model *m) {
             }
             be->matmul_bwd(be, D(m, g->att), GM_GRAD_SET, G(m, p->c_proj), dao, A(m, a->att), P(m, p->c_proj), N, C,
                            C);
-            gm_real *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
+            gm_actval *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
             be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, GM_GRAD_SET, D(m, g->att), A(m, a->qr), A(m, a->kr), vs,
-                         A(m, a->att), A(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
+                         A(m, a->att), S(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
             if (c->qk_norm) {
-                be->qknorm_rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), A(m, a->q), A(m, a->qn_rstd), m->cos_t,
+                be->qknorm_rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), A(m, a->q), S(m, a->qn_rstd), m->cos_t,
                                       m->sin_t, B, T, NH, HD);
-                be->qknorm_rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), A(m, a->k), A(m, a->kn_rstd), m->cos_t,
+                be->qknorm_rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), A(m, a->k), S(m, a->kn_rstd), m->cos_t,
                                       m->sin_t, B, T, NH, HD);
             } else {
                 be->rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
                 be->rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
             }
             if (a->vmix.home) {
-                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas), *ve = ve_of(m, l), *dve = dve_of(m, l);
+                gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas);
+                gm_actval *ve = ve_of(m, l), *dve = dve_of(m, l);
                 be->lincomb_bwd(be, D(m, g->v), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
                                 ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1, al + 1, ve, NC);
             }
             for (int w = 0; w < 3; w++) {
-                gm_real *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);
+                gm_actval *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);
                 be->matmul_bwd(be, D(m, g->ln1), w == 0 ? GM_GRAD_SET : GM_GRAD_ADD, g_qkv(m, l, w), dout, A(m, a->ln1),
                                w_qkv(m, l, w), N, C, C);
             }
-            be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln1), io.xm, A(m, a->ln1_rstd), N, C);
+            be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln1), io.xm, S(m, a->ln1_rstd), N, C);
         }
         stream_to_input(m, l, &io, dres, &marks);
     }
-    // A value embedding no block wrote to (every block that reads it skips attention) adds nothing.
-    for (int j = 0; j < c->n_value_embeds; j++)
-        if (first_sets(&marks, D(m, g->ve[j])) == GM_GRAD_SET) be->fill(be, D(m, g->ve[j]), 0, NC);
-    gm_real *demb = c->embed_norm ? D(m, g->emb) : d_x0(m);
-    if (c->embed_norm) be->rmsnorm_bwd(be, demb, GM_GRAD_SET, d_x0(m), A(m, x->emb), A(m, x->x0_rstd), N, C);
+    // A value embedding no block wrote to (every block that reads it skips attention) adds nothing to
+    // its table's gradient (which the optimizer zeroed: +0, so adding zeros would change no bit).
+    int ve_written[GM_MAX_VALUE_EMBEDS];
+    for (int j = 0; j < c->n_value_embeds; j++) ve_written[j] = first_sets(&marks, D(m, g->ve[j])) == GM_GRAD_ADD;
+    gm_actval *demb = c->embed_norm ? D(m, g->emb) : d_x0(m);
+    if (c->embed_norm) be->rmsnorm_bwd(be, demb, GM_GRAD_SET, d_x0(m), A(m, x->emb), S(m, x->x0_rstd), N, C);
     be->embed_bwd(be, G(m, m->pix.embed), m->ids, demb, N, c->vocab_padded, C);
     for (int j = 0; j < c->n_value_embeds; j++)
-        be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, g->ve[j]), N, c->vocab_padded, C);
+        if (ve_written[j]) be->embed_bwd(be, G(m, m->pix.ve[j]), m->ids, D(m, g->ve[j]), N, c->vocab_padded, C);
 }
 
 // ---- the step ----
@@ -606,7 +623,7 @@ static double step(gm_model *m, const int32_t *ids, const int32_t *targets, int 
     }
     if (train) {
         if (!m->g && !(m->g = be->alloc(be, sizeof(gm_real) * m->params.total))) return NAN;
-        if (!m->da && !(m->da = be->alloc(be, sizeof(gm_real) * m->dacts.total))) return NAN;
+        if (!m->da && !(m->da = be->alloc(be, be->act_size * m->dacts.total))) return NAN;
     }
     const int N = B * T;
     be->upload(be, m->ids, ids, sizeof(int32_t) * N);
@@ -623,7 +640,7 @@ static double step(gm_model *m, const int32_t *ids, const int32_t *targets, int 
     if (train) backward(m);
     gm_real *losses = malloc(sizeof(gm_real) * N);
     if (!losses) return gm_fail("model: out of host memory"), NAN;
-    be->download(be, losses, A(m, m->aix.losses), sizeof(gm_real) * N);
+    be->download(be, losses, S(m, m->aix.losses), sizeof(gm_real) * N);
     if (be->sync(be))
         return free(losses), gm_fail("model: %s: %s", train ? "forward/backward" : "forward", gm_error()), NAN;
     double sum = 0;

@@ -6,8 +6,10 @@
 //            from the stream: the norms' outputs, q/k after QK-norm and rotary, the value mix, the
 //            MLP activation), one set reused by every layer; with recompute off those are kept
 //            per layer instead, which costs memory and saves the backward ~23 elementwise passes;
-//   head     the logits of one chunk of rows (head_rows x Vp), overwritten by their gradient,
-//            and the per-row losses: logits are never stored whole;
+//   head     the logits of one chunk of rows (head_rows x Vp), overwritten by their gradient:
+//            logits are never stored whole;
+//   stats    per-row statistics: the norms' rstd and attention's lse the backward reads, and the
+//            per-row losses;
 //   dacts    activation gradients: one set of per-layer buffers reused layer after layer, then
 //            those that live across layers (the residual stream's, x0's, the value embeddings',
 //            the U-net skip sources'). Each is set by its first writer and added to by later
@@ -16,7 +18,9 @@
 // logits go to loss and dlogits in one pass and the head's backward at once. Parameter and
 // activation gradients are allocated only when a training step is first asked for, so
 // validation allocates no gradient memory. gm_model_plan gives every category's bytes without
-// allocating: the same layout code sizes both.
+// allocating: the same layout code sizes both. Activations, scratch, head and their gradients are
+// in the backend's activation element (be->act_size bytes: bf16 on CUDA); parameters, their
+// gradients and the statistics are gm_real.
 #ifndef GM_MODEL_MODEL_H
 #define GM_MODEL_MODEL_H
 
@@ -31,9 +35,10 @@
 // 8192 x 50304 fp32 logits are 1.65 GB instead of 13.2 GB for the 65,536 rows of a record step.
 enum { GM_HEAD_ROWS = 8192 };
 
-// Where an activation lives: the kept table (acts), the shared scratch table, the head table,
-// or nowhere (the configuration skips the step).
-typedef enum { GM_AT_NONE = 0, GM_AT_KEPT, GM_AT_SCRATCH, GM_AT_HEAD } gm_act_home;
+// Where an activation lives: the kept table (acts), the shared scratch table, the head table (all
+// three in the backend's activation element, gm_actval), the per-row statistics (rstd, lse, the
+// losses: gm_real), or nowhere (the configuration skips the step).
+typedef enum { GM_AT_NONE = 0, GM_AT_KEPT, GM_AT_SCRATCH, GM_AT_HEAD, GM_AT_STATS } gm_act_home;
 typedef struct {
     gm_act_home home;
     int view;  // index in that table
@@ -92,7 +97,7 @@ typedef struct {
 // Bytes of each category of a (B, T) training step (gm_model_plan), as allocated.
 typedef struct {
     size_t params, grads;        // parameters; their gradients
-    size_t acts;                 // activations kept for the backward
+    size_t acts;                 // activations and per-row statistics kept for the backward
     size_t scratch;              // per-layer forward intermediates (recomputed where the backward needs them)
     size_t head;                 // logits chunk (head_rows x Vp) and per-row losses
     size_t inputs;               // ids, targets, document ids, rotary tables
@@ -111,11 +116,12 @@ typedef struct {
     int B, T;       // shape the activations are laid out for
     int head_rows;  // rows of the logits chunk
     int recompute;  // 1: the backward recomputes the blocks' elementwise inputs (the default); 0: keeps them
-    gm_table acts, scratch, head, dacts;
+    gm_table acts, scratch, head, stats, dacts;
     gm_act_index aix;
     gm_grad_index gix;
-    gm_real *a, *s, *h;            // kept activations, scratch, head chunk (backend memory)
-    gm_real *da;                   // activation gradients (NULL until the first training step)
+    gm_actval *a, *s, *h;          // kept activations, scratch, head chunk (backend memory)
+    gm_real *st;                   // per-row statistics: rstd, lse, losses (backend memory)
+    gm_actval *da;                 // activation gradients (NULL until the first training step)
     int32_t *ids, *targets, *doc;  // (B, T) backend memory; doc only with the document mask
     gm_real *cos_t, *sin_t;        // (T, HD/2) rotary tables
     int window_blocks;             // sliding window now (blocks); 0: none
@@ -143,15 +149,18 @@ double gm_model_forward(gm_model *m, const int32_t *ids, const int32_t *targets,
 // (NAN with gm_fail on error).
 double gm_model_forward_backward(gm_model *m, const int32_t *ids, const int32_t *targets, int B, int T, double dloss);
 void gm_model_zero_grad(gm_model *m);
-// Bytes of every category a training step of cfg at (B, T) with head_rows-row logits chunks and
-// recompute on or off allocates, without allocating. -1 (gm_fail) on a bad configuration.
-int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, gm_model_mem *out);
+// Bytes of every category a training step of cfg at (B, T) with head_rows-row logits chunks,
+// recompute on or off and act_size-byte activation elements (be->act_size) allocates, without
+// allocating. -1 (gm_fail) on a bad configuration.
+int gm_model_plan(const gm_config *cfg, int B, int T, int head_rows, int recompute, size_t act_size,
+                  gm_model_mem *out);
 // Pointer to tensor `i` of the parameter (or gradient) buffer.
 static inline gm_real *gm_param(const gm_model *m, int i) { return i < 0 ? NULL : m->p + m->params.v[i].offset; }
 static inline gm_real *gm_grad(const gm_model *m, int i) {
     return i < 0 || !m->g ? NULL : m->g + m->params.v[i].offset;
 }
-// Pointer to an activation (NULL where the configuration has none).
-gm_real *gm_model_act(const gm_model *m, gm_slot s);
+// Pointer to an activation (NULL where the configuration has none), or to a per-row statistic.
+gm_actval *gm_model_act(const gm_model *m, gm_slot s);
+gm_real *gm_model_stat(const gm_model *m, gm_slot s);
 
 #endif

@@ -342,7 +342,9 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
     memset(out, 0, sizeof *out);
     const gm_config *c = &rc->model;
     gm_model_mem mm;
-    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF, &mm)) return -1;
+    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF,
+                      gm_backend_act_size(rc->backend), &mm))
+        return -1;
     gm_table tab;
     gm_param_index pix;
     if (gm_params_build(c, &tab, &pix)) return gm_table_free(&tab), -1;

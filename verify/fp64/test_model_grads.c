@@ -41,7 +41,7 @@ static uint64_t mg_piece(void *c) {
         snprintf(name, sizeof name, "h.%d.fc", l);
         const gm_view *v = &m->acts.v[gm_table_find(&m->acts, name)];
         for (size_t i = 0; i < v->numel; i++) {
-            unsigned char positive = m->a[v->offset + i] > 0;
+            unsigned char positive = gm_as_real(m->a)[v->offset + i] > 0;
             h = gm_hash_bytes(h, &positive, 1);
         }
     }

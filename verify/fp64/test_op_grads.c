@@ -30,12 +30,12 @@ typedef struct {
 } mm_ctx;
 static void mm_fwd(void *c, gm_real *out) {
     mm_ctx *m = c;
-    gm_backend_cpu()->matmul_fwd(gm_backend_cpu(), out, m->inp, m->W, m->N, m->C, m->OC);
+    gm_backend_cpu()->matmul_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(m->inp), m->W, m->N, m->C, m->OC);
 }
 static gc_input *g_in;  // the gradient buffers of the input list being checked
 static void mm_bwd(void *c, const gm_real *dout) {
     mm_ctx *m = c;
-    gm_backend_cpu()->matmul_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, g_in[1].dx, dout, m->inp, m->W, m->N, m->C, m->OC);
+    gm_backend_cpu()->matmul_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, g_in[1].dx, gm_as_act(dout), gm_as_act(m->inp), m->W, m->N, m->C, m->OC);
 }
 
 Test(op_grads, matmul) {
@@ -62,11 +62,11 @@ typedef struct {
 } emb_ctx;
 static void emb_fwd(void *c, gm_real *out) {
     emb_ctx *e = c;
-    gm_backend_cpu()->embed_fwd(gm_backend_cpu(), out, e->ids, e->table, e->N, e->C);
+    gm_backend_cpu()->embed_fwd(gm_backend_cpu(), gm_as_act(out), e->ids, e->table, e->N, e->C);
 }
 static void emb_bwd(void *c, const gm_real *dout) {
     emb_ctx *e = c;
-    gm_backend_cpu()->embed_bwd(gm_backend_cpu(), g_in[0].dx, e->ids, dout, e->N, e->V, e->C);
+    gm_backend_cpu()->embed_bwd(gm_backend_cpu(), g_in[0].dx, e->ids, gm_as_act(dout), e->N, e->V, e->C);
 }
 
 Test(op_grads, embedding_with_repeated_ids) {
@@ -92,13 +92,13 @@ typedef struct {
 } rn_ctx;
 static void rn_fwd(void *c, gm_real *out) {
     rn_ctx *r = c;
-    gm_backend_cpu()->rmsnorm_fwd(gm_backend_cpu(), out, r->rstd, r->x, r->N, r->C, r->eps);
+    gm_backend_cpu()->rmsnorm_fwd(gm_backend_cpu(), gm_as_act(out), r->rstd, gm_as_act(r->x), r->N, r->C, r->eps);
 }
 static void rn_bwd(void *c, const gm_real *dout) {
     rn_ctx *r = c;
     gm_real *tmp = ALLOC(r->N * r->C);  // the forward recomputes rstd for the current x
-    gm_backend_cpu()->rmsnorm_fwd(gm_backend_cpu(), tmp, r->rstd, r->x, r->N, r->C, r->eps);
-    gm_backend_cpu()->rmsnorm_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, dout, r->x, r->rstd, r->N, r->C);
+    gm_backend_cpu()->rmsnorm_fwd(gm_backend_cpu(), gm_as_act(tmp), r->rstd, gm_as_act(r->x), r->N, r->C, r->eps);
+    gm_backend_cpu()->rmsnorm_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(r->x), r->rstd, r->N, r->C);
     free(tmp);
 }
 
@@ -125,11 +125,11 @@ typedef struct {
 } ro_ctx;
 static void ro_fwd(void *c, gm_real *out) {
     ro_ctx *r = c;
-    gm_backend_cpu()->rotary_fwd(gm_backend_cpu(), out, r->x, r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
+    gm_backend_cpu()->rotary_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(r->x), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
 }
 static void ro_bwd(void *c, const gm_real *dout) {
     ro_ctx *r = c;
-    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, dout, r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
+    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(dout), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
 }
 
 Test(op_grads, rotary) {
@@ -158,13 +158,13 @@ typedef struct {
 } at_ctx;
 static void at_fwd(void *c, gm_real *out) {
     at_ctx *a = c;
-    gm_backend_cpu()->attn_fwd(gm_backend_cpu(), out, a->lse, a->q, a->k, a->v, a->B, a->T, a->NH, a->HD,
+    gm_backend_cpu()->attn_fwd(gm_backend_cpu(), gm_as_act(out), a->lse, gm_as_act(a->q), gm_as_act(a->k), gm_as_act(a->v), a->B, a->T, a->NH, a->HD,
                                1.0 / sqrt(a->HD), a->mask);
 }
 static void at_bwd(void *c, const gm_real *dout) {
     at_ctx *a = c;
     at_fwd(a, a->out);
-    gm_backend_cpu()->attn_bwd(gm_backend_cpu(), g_in[0].dx, g_in[1].dx, g_in[2].dx, GM_GRAD_ADD, dout, a->q, a->k, a->v, a->out,
+    gm_backend_cpu()->attn_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), gm_as_act(g_in[1].dx), gm_as_act(g_in[2].dx), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(a->q), gm_as_act(a->k), gm_as_act(a->v), gm_as_act(a->out),
                                a->lse, a->B, a->T, a->NH, a->HD, 1.0 / sqrt(a->HD), a->mask);
 }
 
@@ -199,11 +199,11 @@ typedef struct {
 } ac_ctx;
 static void ac_fwd(void *c, gm_real *out) {
     ac_ctx *a = c;
-    gm_backend_cpu()->act_fwd(gm_backend_cpu(), a->act, out, a->x, a->n);
+    gm_backend_cpu()->act_fwd(gm_backend_cpu(), a->act, gm_as_act(out), gm_as_act(a->x), a->n);
 }
 static void ac_bwd(void *c, const gm_real *dout) {
     ac_ctx *a = c;
-    gm_backend_cpu()->act_bwd(gm_backend_cpu(), a->act, g_in[0].dx, GM_GRAD_ADD, dout, a->x, a->n);
+    gm_backend_cpu()->act_bwd(gm_backend_cpu(), a->act, gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(a->x), a->n);
 }
 
 Test(op_grads, gelu_and_relu2) {
@@ -229,12 +229,12 @@ typedef struct {
 } lc_ctx;
 static void lc_fwd(void *c, gm_real *out) {
     lc_ctx *l = c;
-    gm_backend_cpu()->lincomb_fwd(gm_backend_cpu(), out, l->ca, l->pa, l->x, l->cb, l->pb, l->y, l->n);
+    gm_backend_cpu()->lincomb_fwd(gm_backend_cpu(), gm_as_act(out), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n);
 }
 static void lc_bwd(void *c, const gm_real *dout) {
     lc_ctx *l = c;
-    gm_backend_cpu()->lincomb_bwd(gm_backend_cpu(), g_in[0].dx, GM_GRAD_ADD, l->y ? g_in[1].dx : NULL, GM_GRAD_ADD, l->pa ? g_in[2].dx : NULL,
-                                  l->pb ? g_in[3].dx : NULL, dout, l->ca, l->pa, l->x, l->cb, l->pb, l->y, l->n);
+    gm_backend_cpu()->lincomb_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(l->y ? g_in[1].dx : NULL), GM_GRAD_ADD, l->pa ? g_in[2].dx : NULL,
+                                  l->pb ? g_in[3].dx : NULL, gm_as_act(dout), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n);
 }
 
 Test(op_grads, lincomb) {
@@ -267,14 +267,14 @@ typedef struct {
 } xe_ctx;
 static void xe_fwd(void *c, gm_real *out) {
     xe_ctx *x = c;
-    gm_backend_cpu()->xent_fwd_bwd(gm_backend_cpu(), x->losses, NULL, x->logits, x->tg, x->N, x->V, x->cap, 0);
+    gm_backend_cpu()->xent_fwd_bwd(gm_backend_cpu(), x->losses, NULL, gm_as_act(x->logits), x->tg, x->N, x->V, x->cap, 0);
     double s = 0;
     for (int i = 0; i < x->N; i++) s += x->losses[i];
     out[0] = (gm_real)(s / x->N);
 }
 static void xe_bwd(void *c, const gm_real *dout) {
     xe_ctx *x = c;
-    gm_backend_cpu()->xent_fwd_bwd(gm_backend_cpu(), x->losses, x->dl, x->logits, x->tg, x->N, x->V, x->cap,
+    gm_backend_cpu()->xent_fwd_bwd(gm_backend_cpu(), x->losses, gm_as_act(x->dl), gm_as_act(x->logits), x->tg, x->N, x->V, x->cap,
                                    dout[0] / x->N);
     for (int i = 0; i < x->N * x->V; i++) g_in[0].dx[i] += x->dl[i];
 }

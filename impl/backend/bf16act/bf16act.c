@@ -8,13 +8,14 @@
 
 // n values at p, rounded to bf16 in place (p NULL: an output the caller did not want).
 typedef struct {
-    gm_real *p;
+    gm_actval *p;
     size_t n;
 } span;
 
 static void round_span(span s) {
     if (!s.p) return;
-    for (size_t i = 0; i < s.n; i++) s.p[i] = (gm_real)gm_round_bf16((float)s.p[i]);
+    gm_real *v = gm_as_real(s.p);
+    for (size_t i = 0; i < s.n; i++) v[i] = (gm_real)gm_round_bf16((float)v[i]);
 }
 
 // Each kernel's rounded outputs, as spans over its parameters (empty: nothing rounded).

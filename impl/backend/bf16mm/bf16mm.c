@@ -23,23 +23,24 @@ static const gm_real *rounded(int slot, const gm_real *src, size_t n) {
     return buf[slot];
 }
 
-static void matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+static void matmul_fwd(const gm_backend *be, gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C,
+                       int OC) {
     (void)be;
     const gm_backend *cpu = gm_backend_cpu();
     if (N <= 0 || C <= 0 || OC <= 0) return cpu->matmul_fwd(cpu, out, inp, W, N, C, OC);
-    const gm_real *w = rounded(OPERAND_A, W, (size_t)OC * C), *x = rounded(OPERAND_B, inp, (size_t)N * C);
-    if (w && x) cpu->matmul_fwd(cpu, out, x, w, N, C, OC);
+    const gm_real *w = rounded(OPERAND_A, W, (size_t)OC * C), *x = rounded(OPERAND_B, gm_as_real(inp), (size_t)N * C);
+    if (w && x) cpu->matmul_fwd(cpu, out, gm_as_act(x), w, N, C, OC);
 }
 
-static void matmul_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
-                       const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+static void matmul_bwd(const gm_backend *be, gm_actval *dinp, gm_grad_write dinp_write, gm_real *dW,
+                       const gm_actval *dout, const gm_actval *inp, const gm_real *W, int N, int C, int OC) {
     (void)be;
     const gm_backend *cpu = gm_backend_cpu();
     if (N <= 0 || C <= 0 || OC <= 0) return cpu->matmul_bwd(cpu, dinp, dinp_write, dW, dout, inp, W, N, C, OC);
-    const gm_real *d = rounded(OPERAND_A, dout, (size_t)N * OC);
+    const gm_real *d = rounded(OPERAND_A, gm_as_real(dout), (size_t)N * OC);
     const gm_real *w = dinp ? rounded(OPERAND_B, W, (size_t)OC * C) : W;
-    const gm_real *x = dW ? rounded(OPERAND_C, inp, (size_t)N * C) : inp;
-    if (d && w && x) cpu->matmul_bwd(cpu, dinp, dinp_write, dW, d, x, w, N, C, OC);
+    const gm_real *x = dW ? rounded(OPERAND_C, gm_as_real(inp), (size_t)N * C) : gm_as_real(inp);
+    if (d && w && x) cpu->matmul_bwd(cpu, dinp, dinp_write, dW, gm_as_act(d), gm_as_act(x), w, N, C, OC);
 }
 
 static gm_backend bf16mm;

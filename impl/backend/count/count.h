@@ -4,6 +4,8 @@
 // are meaningless: downloads read zeros (a loss of 0), and nothing is computed. Memory is address
 // space reserved without access (PROT_NONE, never committed), so a host dereference crashes as on
 // the guarded backend, and a full-scale plan of tens of GB costs nothing. For bench/kernels --count.
+// Its activations are the CUDA backend's element (GM_CUDA_ACT_BYTES), so a count prices the step
+// as the CUDA backend stores it.
 #ifndef GM_BACKEND_COUNT_COUNT_H
 #define GM_BACKEND_COUNT_COUNT_H
 

@@ -8,7 +8,9 @@
 #define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 
-void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
+void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_actval *out_act, const gm_actval *inp_act, size_t n) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
     if (act == GM_ACT_GELU) {
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
@@ -26,8 +28,11 @@ void gm_cpu_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_rea
 }
 
 // GELU' = Phi(x) + x*phi(x); (ReLU^2)' = 2*relu(x).
-void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                    const gm_real *inp, size_t n) {
+void gm_cpu_act_bwd(const gm_backend *be, gm_act act, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
+                    const gm_actval *inp_act, size_t n) {
+    gm_real *dinp = gm_as_real(dinp_act);
+    const gm_real *dout = gm_as_real(dout_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
     if (act == GM_ACT_GELU) {
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)

@@ -49,8 +49,12 @@ static void mask_tile(gm_real *S, int ldS, const gm_attn_mask *m, const int32_t 
     }
 }
 
-void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                     const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cpu_attn_fwd(const gm_backend *be, gm_actval *out_act, gm_real *lse, const gm_actval *q_act, const gm_actval *k_act,
+                     const gm_actval *v_act, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *q = gm_as_real(q_act);
+    const gm_real *k = gm_as_real(k_act);
+    const gm_real *v = gm_as_real(v_act);
     (void)be;
     gm_cpu_blas_single_thread();
     const int ld = NH * HD, nt = (T + TILE - 1) / TILE;
@@ -121,9 +125,17 @@ void gm_cpu_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_
     }
 }
 
-void gm_cpu_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
-                     const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out,
+void gm_cpu_attn_bwd(const gm_backend *be, gm_actval *dq_act, gm_actval *dk_act, gm_actval *dv_act, gm_grad_write dqkv_write,
+                     const gm_actval *dout_act, const gm_actval *q_act, const gm_actval *k_act, const gm_actval *v_act, const gm_actval *out_act,
                      const gm_real *lse, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    gm_real *dq = gm_as_real(dq_act);
+    gm_real *dk = gm_as_real(dk_act);
+    gm_real *dv = gm_as_real(dv_act);
+    const gm_real *dout = gm_as_real(dout_act);
+    const gm_real *q = gm_as_real(q_act);
+    const gm_real *k = gm_as_real(k_act);
+    const gm_real *v = gm_as_real(v_act);
+    const gm_real *out = gm_as_real(out_act);
     (void)be;
     gm_cpu_blas_single_thread();
     const int ld = NH * HD, nt = (T + TILE - 1) / TILE;

@@ -81,6 +81,7 @@ static const gm_backend cpu_backend = {
     .name = "cpu-" GM_REAL_NAME,
     .ctx = NULL,
     .host_visible = 1,
+    .act_size = sizeof(gm_real),
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = gm_cpu_copy,

@@ -3,8 +3,11 @@
 // U-net skip weights.
 #include "backend/cpu/cpu_ops.h"
 
-void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x, double cb,
-                        const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cpu_lincomb_fwd(const gm_backend *be, gm_actval *out_act, double ca, const gm_real *pa, const gm_actval *x_act, double cb,
+                        const gm_real *pb, const gm_actval *y_act, size_t n) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *x = gm_as_real(x_act);
+    const gm_real *y = gm_as_real(y_act);
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
@@ -15,9 +18,14 @@ void gm_cpu_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_
 // its dx, dy and its fp64 sums of dout*x and dout*y in index order; the chunks' sums are then added
 // in chunk order, so *dpa and *dpb are deterministic. Every element of dout is read before dx's
 // element is written (dx may be dout), and dx's write comes before dy's (dx and dy may be one buffer).
-void gm_cpu_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy, gm_grad_write dy_write,
-                        gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca, const gm_real *pa,
-                        const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cpu_lincomb_bwd(const gm_backend *be, gm_actval *dx_act, gm_grad_write dx_write, gm_actval *dy_act, gm_grad_write dy_write,
+                        gm_real *dpa, gm_real *dpb, const gm_actval *dout_act, double ca, const gm_real *pa,
+                        const gm_actval *x_act, double cb, const gm_real *pb, const gm_actval *y_act, size_t n) {
+    gm_real *dx = gm_as_real(dx_act);
+    gm_real *dy = gm_as_real(dy_act);
+    const gm_real *dout = gm_as_real(dout_act);
+    const gm_real *x = gm_as_real(x_act);
+    const gm_real *y = gm_as_real(y_act);
     (void)be;
     enum { CHUNK = 4096, BATCH = 64 };
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));

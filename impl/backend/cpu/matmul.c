@@ -16,7 +16,9 @@ static void slice(int rows, int t, int nt, int *lo, int *hi) {
 
 static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_get_max_threads() : 1; }
 
-void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N, int C, int OC) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
     gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);
@@ -30,8 +32,11 @@ void gm_cpu_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, c
     }
 }
 
-void gm_cpu_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
-                       const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cpu_matmul_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, gm_real *dW, const gm_actval *dout_act,
+                       const gm_actval *inp_act, const gm_real *W, int N, int C, int OC) {
+    gm_real *dinp = gm_as_real(dinp_act);
+    const gm_real *dout = gm_as_real(dout_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
     gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);

@@ -4,8 +4,10 @@
 
 #include "backend/cpu/cpu_ops.h"
 
-void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
+void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_actval *out_act, gm_real *rstd, const gm_actval *inp_act, int N, int C,
                         double eps) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {
@@ -19,8 +21,11 @@ void gm_cpu_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const
 }
 
 // With y = x*r, r = (mean(x^2)+eps)^(-1/2): dx = r*dy - x * r^3 * mean(dy*x).
-void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                        const gm_real *inp, const gm_real *rstd, int N, int C) {
+void gm_cpu_rmsnorm_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
+                        const gm_actval *inp_act, const gm_real *rstd, int N, int C) {
+    gm_real *dinp = gm_as_real(dinp_act);
+    const gm_real *dout = gm_as_real(dout_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
 #pragma omp parallel for schedule(static) if ((size_t)N * C > GM_CPU_PAR_MIN)
     for (int n = 0; n < N; n++) {

@@ -23,14 +23,18 @@ static void rotate(gm_real *out, const gm_real *inp, const gm_real *cos_t, const
             }
 }
 
-void gm_cpu_rotary_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
+void gm_cpu_rotary_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *cos_t,
                        const gm_real *sin_t, int B, int T, int NH, int HD) {
+    gm_real *out = gm_as_real(out_act);
+    const gm_real *inp = gm_as_real(inp_act);
     (void)be;
     rotate(out, inp, cos_t, sin_t, B, T, NH, HD, 1, GM_GRAD_SET);
 }
 
-void gm_cpu_rotary_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+void gm_cpu_rotary_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
                        const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
+    gm_real *dinp = gm_as_real(dinp_act);
+    const gm_real *dout = gm_as_real(dout_act);
     (void)be;
     rotate(dinp, dout, cos_t, sin_t, B, T, NH, HD, -1, dinp_write);
 }

@@ -11,8 +11,10 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/fastmath.h"
 
-void gm_cpu_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_real *dlogits, const gm_real *logits,
+void gm_cpu_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_actval *dlogits_act, const gm_actval *logits_act,
                          const int32_t *targets, int N, int V, double cap, double dloss_scale) {
+    gm_real *dlogits = gm_as_real(dlogits_act);
+    const gm_real *logits = gm_as_real(logits_act);
     (void)be;
 #pragma omp parallel if ((size_t)N * V > GM_CPU_PAR_MIN)
     {

@@ -28,15 +28,20 @@ __global__ static void act_bwd_kernel(int gelu, float *dinp, gm_grad_write write
     }
 }
 
-void gm_cuda_act_fwd(const gm_backend *be, gm_act act, gm_real *out, const gm_real *inp, size_t n) {
+void gm_cuda_act_fwd(const gm_backend *be, gm_act act, gm_actval *out_act, const gm_actval *inp_act, size_t n) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
     act_fwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(act == GM_ACT_GELU, out, inp, n);
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_act_bwd(const gm_backend *be, gm_act act, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                     const gm_real *inp, size_t n) {
+void gm_cuda_act_bwd(const gm_backend *be, gm_act act, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
+                     const gm_actval *inp_act, size_t n) {
+    gm_real *dinp = (gm_real *)dinp_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
     act_bwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(act == GM_ACT_GELU, dinp, dinp_write, dout, inp, n);

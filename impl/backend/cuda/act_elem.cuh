@@ -5,16 +5,23 @@
 // nearest even once (the rounding points `--backend=cpu-bf16` reproduces on the CPU).
 //
 // Kernels name the element only through this header (gm_cuda_act, gm_act_ld/gm_act_st and the
-// 16-byte vectors below), so the element type is one line here.
+// 16-byte vectors below), so the element type is one line: GM_CUDA_ACT_BYTES in cuda.h.
 #ifndef GM_BACKEND_CUDA_ACT_ELEM_CUH
 #define GM_BACKEND_CUDA_ACT_ELEM_CUH
 
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "backend/cuda/cuda.h"
 #include "backend/cuda/gemm.h"
 
+#if GM_CUDA_ACT_BYTES == 2
+typedef __nv_bfloat16 gm_cuda_act;
+#elif GM_CUDA_ACT_BYTES == 4
 typedef float gm_cuda_act;
+#else
+#error "GM_CUDA_ACT_BYTES is 2 (bf16) or 4 (fp32)"
+#endif
 
 // The GEMM operand type of an activation (gemm.h).
 #define GM_GEMM_ACT (sizeof(gm_cuda_act) == 2 ? GM_GEMM_BF16 : GM_GEMM_F32)

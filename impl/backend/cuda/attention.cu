@@ -59,9 +59,13 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *cons
     return impl;
 }
 
-extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse,
-                                      const gm_real *q, const gm_real *k, const gm_real *v, int B, int T, int NH,
-                                      int HD, double scale, gm_attn_mask mask) {
+extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out_act, gm_real *lse,
+                                      const gm_actval *q_act, const gm_actval *k_act, const gm_actval *v_act, int B,
+                                      int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *q = (const gm_real *)q_act;
+    const gm_real *k = (const gm_real *)k_act;
+    const gm_real *v = (const gm_real *)v_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
     const void *ptrs[] = {out, q, k, v};
@@ -70,10 +74,19 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, out, lse, q, k, v, B, T, NH, HD, scale, mask);
 }
 
-extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk,
-                                      gm_real *dv, gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q, const gm_real *k,
-                                      const gm_real *v, const gm_real *out, const gm_real *lse, int B, int T, int NH,
-                                      int HD, double scale, gm_attn_mask mask) {
+extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *dq_act,
+                                      gm_actval *dk_act, gm_actval *dv_act, gm_grad_write dqkv_write,
+                                      const gm_actval *dout_act, const gm_actval *q_act, const gm_actval *k_act,
+                                      const gm_actval *v_act, const gm_actval *out_act, const gm_real *lse, int B,
+                                      int T, int NH, int HD, double scale, gm_attn_mask mask) {
+    gm_real *dq = (gm_real *)dq_act;
+    gm_real *dk = (gm_real *)dk_act;
+    gm_real *dv = (gm_real *)dv_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *q = (const gm_real *)q_act;
+    const gm_real *k = (const gm_real *)k_act;
+    const gm_real *v = (const gm_real *)v_act;
+    const gm_real *out = (const gm_real *)out_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
     const void *ptrs[] = {dq, dk, dv, dout, q, k, v};
@@ -88,14 +101,14 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     else gm_cuda_attn_naive_bwd(c, dq, dk, dv, dqkv_write, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
 }
 
-void gm_cuda_attn_fwd(const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q, const gm_real *k,
-                      const gm_real *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cuda_attn_fwd(const gm_backend *be, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,
+                      const gm_actval *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_AUTO, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);
 }
 
-void gm_cuda_attn_bwd(const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv, gm_grad_write dqkv_write,
-                      const gm_real *dout,
-                      const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *out, const gm_real *lse,
-                      int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
+void gm_cuda_attn_bwd(const gm_backend *be, gm_actval *dq, gm_actval *dk, gm_actval *dv, gm_grad_write dqkv_write,
+                      const gm_actval *dout, const gm_actval *q, const gm_actval *k, const gm_actval *v,
+                      const gm_actval *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
+                      gm_attn_mask mask) {
     gm_cuda_attn_bwd_with(GM_CUDA_ATTN_AUTO, be, dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD, scale, mask);
 }

@@ -22,13 +22,13 @@ typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA =
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);
 
-void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q,
-                           const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
-                           gm_attn_mask mask);
-void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv,
-                           gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v,
-                           const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
-                           gm_attn_mask mask);
+void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
+                           const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH, int HD,
+                           double scale, gm_attn_mask mask);
+void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *dq, gm_actval *dk, gm_actval *dv,
+                           gm_grad_write dqkv_write, const gm_actval *dout, const gm_actval *q, const gm_actval *k,
+                           const gm_actval *v, const gm_actval *out, const gm_real *lse, int B, int T, int NH, int HD,
+                           double scale, gm_attn_mask mask);
 
 #ifdef __cplusplus
 }

@@ -24,17 +24,17 @@ void *gm_cuda_stream(const gm_backend *be) {
 }
 
 // Unreachable without a backend to pass; they fail like the rest.
-void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *out, gm_real *lse, const gm_real *q,
-                           const gm_real *k, const gm_real *v, int B, int T, int NH, int HD, double scale,
-                           gm_attn_mask mask) {
+void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
+                           const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH, int HD,
+                           double scale, gm_attn_mask mask) {
     (void)impl, (void)be, (void)out, (void)lse, (void)q, (void)k, (void)v, (void)B, (void)T, (void)NH, (void)HD;
     (void)scale, (void)mask;
     gm_fail("cuda backend: built without CUDA");
 }
-void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_real *dq, gm_real *dk, gm_real *dv,
-                           gm_grad_write dqkv_write, const gm_real *dout, const gm_real *q, const gm_real *k, const gm_real *v,
-                           const gm_real *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
-                           gm_attn_mask mask) {
+void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *dq, gm_actval *dk, gm_actval *dv,
+                           gm_grad_write dqkv_write, const gm_actval *dout, const gm_actval *q, const gm_actval *k,
+                           const gm_actval *v, const gm_actval *out, const gm_real *lse, int B, int T, int NH, int HD,
+                           double scale, gm_attn_mask mask) {
     (void)impl, (void)be, (void)dq, (void)dk, (void)dv, (void)dqkv_write, (void)dout, (void)q, (void)k, (void)v, (void)out, (void)lse;
     (void)B, (void)T, (void)NH, (void)HD, (void)scale, (void)mask;
     gm_fail("cuda backend: built without CUDA");

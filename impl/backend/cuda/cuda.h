@@ -1,8 +1,10 @@
 // The CUDA backend, callable from C whether or not the build has CUDA (without CUDA,
 // backend_none.c answers "no device").
 //
-// Memory and precision: every tensor the interface passes is device memory holding fp32 master
-// values (gm_real is float in every build that compiles CUDA). Matmuls convert their operands to
+// Memory and precision: every tensor the interface passes is device memory. Parameters, their
+// gradients, optimizer states and per-row statistics are fp32 master values (gm_real is float in
+// every build that compiles CUDA); activations and activation gradients are GM_CUDA_ACT_BYTES-byte
+// elements (act_elem.cuh). Matmuls convert their operands to
 // bf16 copies in backend scratch and run on cuBLAS with fp32 accumulation and fp32 output; every
 // other kernel computes in fp32 (the scalar reductions of lincomb and the norms of adam and
 // orthogonalize in fp64). Newton-Schulz runs bf16 (or fp32) strided-batched GEMMs with fp32
@@ -22,6 +24,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// Bytes of the CUDA backend's activation element (act_elem.cuh's gm_cuda_act): 4 (fp32) or 2 (bf16).
+// Here, for C code without CUDA too: the counting backend prices the CUDA step with it.
+#define GM_CUDA_ACT_BYTES 4
 
 // The backend on CUDA device `device` (0-based), made on the first call and kept for the life of
 // the process (never freed, like the CPU backend). One device per process: a later call with

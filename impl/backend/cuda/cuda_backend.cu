@@ -156,6 +156,7 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     be->name = "cuda";
     be->ctx = c;
     be->host_visible = 0;
+    be->act_size = sizeof(gm_cuda_act);
     be->sync = gm_cuda_sync;
     be->alloc = cuda_alloc;
     be->free = cuda_free;

@@ -15,7 +15,8 @@ __global__ static void embed_fwd_kernel(float *out, const int32_t *ids, const fl
     for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = row[c];
 }
 
-void gm_cuda_embed_fwd(const gm_backend *be, gm_real *out, const int32_t *ids, const gm_real *table, int N, int C) {
+void gm_cuda_embed_fwd(const gm_backend *be, gm_actval *out_act, const int32_t *ids, const gm_real *table, int N, int C) {
+    gm_real *out = (gm_real *)out_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
     embed_fwd_kernel<<<N, 256, 0, c->stream>>>(out, ids, table, C);
@@ -42,8 +43,9 @@ __global__ static void embed_bwd_runs_kernel(float *dtable, const uint32_t *keys
     }
 }
 
-void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_real *dout, int N, int V,
+void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_actval *dout_act, int N, int V,
                        int C) {
+    const gm_real *dout = (const gm_real *)dout_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0 || V <= 0) return;
     int end_bit = 1;  // ids are in [0, V): sort only the bits V-1 needs

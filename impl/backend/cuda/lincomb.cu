@@ -162,8 +162,11 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
     }
 }
 
-void gm_cuda_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm_real *pa, const gm_real *x,
-                         double cb, const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cuda_lincomb_fwd(const gm_backend *be, gm_actval *out_act, double ca, const gm_real *pa, const gm_actval *x_act,
+                         double cb, const gm_real *pb, const gm_actval *y_act, size_t n) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *x = (const gm_real *)x_act;
+    const gm_real *y = (const gm_real *)y_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
     lincomb_fwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(out, ca, pa, x, cb, pb, y, n);
@@ -172,9 +175,14 @@ void gm_cuda_lincomb_fwd(const gm_backend *be, gm_real *out, double ca, const gm
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }  // NULL counts as aligned
 
-void gm_cuda_lincomb_bwd(const gm_backend *be, gm_real *dx, gm_grad_write dx_write, gm_real *dy,
-                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_real *dout, double ca,
-                         const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y, size_t n) {
+void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx_act, gm_grad_write dx_write, gm_actval *dy_act,
+                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_actval *dout_act, double ca,
+                         const gm_real *pa, const gm_actval *x_act, double cb, const gm_real *pb, const gm_actval *y_act, size_t n) {
+    gm_real *dx = (gm_real *)dx_act;
+    gm_real *dy = (gm_real *)dy_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *x = (const gm_real *)x_act;
+    const gm_real *y = (const gm_real *)y_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!y) dy = NULL, dpb = NULL;  // no second term: nothing to write or sum for it
     if (!n || !(dx || dy || dpa || dpb)) return;

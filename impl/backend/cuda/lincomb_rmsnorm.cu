@@ -30,9 +30,13 @@ __global__ static void lincomb_rmsnorm_kernel(float *sum, float *out, float *rst
     if (lane == 0) rstd[row] = r;
 }
 
-void gm_cuda_lincomb_rmsnorm_fwd(const gm_backend *be, gm_real *sum, gm_real *out, gm_real *rstd, double ca,
-                                 const gm_real *pa, const gm_real *x, double cb, const gm_real *pb, const gm_real *y,
+void gm_cuda_lincomb_rmsnorm_fwd(const gm_backend *be, gm_actval *sum_act, gm_actval *out_act, gm_real *rstd, double ca,
+                                 const gm_real *pa, const gm_actval *x_act, double cb, const gm_real *pb, const gm_actval *y_act,
                                  int N, int C, double eps) {
+    gm_real *sum = (gm_real *)sum_act;
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *x = (const gm_real *)x_act;
+    const gm_real *y = (const gm_real *)y_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
     lincomb_rmsnorm_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(

@@ -35,8 +35,10 @@ static void gemm_bf16(gm_cuda_ctx *c, int ta, int tb, int m, int n, int k, const
                  1);
 }
 
-void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *W, int N, int C,
+void gm_cuda_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N, int C,
                         int OC) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || OC <= 0) return;
     if (C <= 0) {  // an empty sum
@@ -49,8 +51,11 @@ void gm_cuda_matmul_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, 
     gemm_bf16(c, 1, 0, OC, N, C, w16, C, x16, C, 0.0f, out, OC);
 }
 
-void gm_cuda_matmul_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, gm_real *dW,
-                        const gm_real *dout, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cuda_matmul_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, gm_real *dW,
+                        const gm_actval *dout_act, const gm_actval *inp_act, const gm_real *W, int N, int C, int OC) {
+    gm_real *dinp = (gm_real *)dinp_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0 || OC <= 0 || (!dinp && !dW)) return;
     const __nv_bfloat16 *d16 = bf16_copy(c, GM_SCR_MM_A, dout, (size_t)N * OC);

@@ -60,8 +60,10 @@ __global__ static void qknorm_rotary_bwd_kernel(float *dinp, gm_grad_write write
     for (int c = lane; c < HD; c += 32) gm_grad_put(&dinp[row * HD + c], write, r * dy[c] - k * x[c]);
 }
 
-void gm_cuda_qknorm_rotary_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp,
+void gm_cuda_qknorm_rotary_fwd(const gm_backend *be, gm_actval *out_act, gm_real *rstd, const gm_actval *inp_act,
                                const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, double eps) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     const int rows = B * T * NH;
     if (rows <= 0 || HD < 2) return;
@@ -70,9 +72,12 @@ void gm_cuda_qknorm_rotary_fwd(const gm_backend *be, gm_real *out, gm_real *rstd
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_qknorm_rotary_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                               const gm_real *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
+void gm_cuda_qknorm_rotary_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
+                               const gm_actval *inp_act, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
                                int B, int T, int NH, int HD) {
+    gm_real *dinp = (gm_real *)dinp_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     const int rows = B * T * NH;
     if (rows <= 0 || HD < 2) return;

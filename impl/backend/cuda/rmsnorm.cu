@@ -32,8 +32,10 @@ __global__ static void rmsnorm_bwd_kernel(float *dinp, gm_grad_write write, cons
     for (int c = lane; c < C; c += 32) gm_grad_put(&dinp[(size_t)row * C + c], write, r * dy[c] - k * x[c]);
 }
 
-void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, const gm_real *inp, int N, int C,
+void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_actval *out_act, gm_real *rstd, const gm_actval *inp_act, int N, int C,
                          double eps) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
     rmsnorm_fwd_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, rstd, inp,
@@ -41,8 +43,11 @@ void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_real *out, gm_real *rstd, cons
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
-                         const gm_real *inp, const gm_real *rstd, int N, int C) {
+void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
+                         const gm_actval *inp_act, const gm_real *rstd, int N, int C) {
+    gm_real *dinp = (gm_real *)dinp_act;
+    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
     rmsnorm_bwd_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(

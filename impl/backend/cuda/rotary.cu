@@ -31,12 +31,16 @@ static void rotary(const gm_backend *be, float *out, const float *inp, const flo
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_rotary_fwd(const gm_backend *be, gm_real *out, const gm_real *inp, const gm_real *cos_t,
+void gm_cuda_rotary_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *cos_t,
                         const gm_real *sin_t, int B, int T, int NH, int HD) {
+    gm_real *out = (gm_real *)out_act;
+    const gm_real *inp = (const gm_real *)inp_act;
     rotary(be, out, inp, cos_t, sin_t, B, T, NH, HD, 1.0f, GM_GRAD_SET);
 }
 
-void gm_cuda_rotary_bwd(const gm_backend *be, gm_real *dinp, gm_grad_write dinp_write, const gm_real *dout,
+void gm_cuda_rotary_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
                         const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
+    gm_real *dinp = (gm_real *)dinp_act;
+    const gm_real *dout = (const gm_real *)dout_act;
     rotary(be, dinp, dout, cos_t, sin_t, B, T, NH, HD, -1.0f, dinp_write);
 }

@@ -174,8 +174,10 @@ __global__ static void __launch_bounds__(XENT_MAX_THREADS)
     });
 }
 
-void gm_cuda_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_real *dlogits, const gm_real *logits,
+void gm_cuda_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_actval *dlogits_act, const gm_actval *logits_act,
                           const int32_t *targets, int N, int V, double cap, double dloss_scale) {
+    gm_real *dlogits = (gm_real *)dlogits_act;
+    const gm_real *logits = (const gm_real *)logits_act;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || V <= 0) return;
     const int vec4 = V % 4 == 0 && (uintptr_t)logits % 16 == 0 && (uintptr_t)dlogits % 16 == 0;

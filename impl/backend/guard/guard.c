@@ -93,6 +93,7 @@ static const gm_backend guarded = {
     .name = "guarded",
     .ctx = NULL,
     .host_visible = 0,
+    .act_size = sizeof(gm_real),  // the CPU backend's memory behind the guard
     .alloc = guard_alloc,
     .free = guard_free,
     .upload = guard_upload,

@@ -64,7 +64,7 @@ static void record(gm_timing *t, const char *op, const gm_kernel_cost *c, double
             t->inner->name(t->inner, GM_UNPACK args);                 \
             return;                                                   \
         }                                                             \
-        gm_kernel_cost c;                                             \
+        gm_kernel_cost c = {.act_bytes = (double)t->inner->act_size}; \
         gm_cost_##name(&c, GM_UNPACK args);                           \
         inner_sync(t);                                                \
         uint64_t t0 = gm_now_ns();                                    \
@@ -117,6 +117,7 @@ gm_timing *gm_timing_open(const gm_backend *inner) {
     t->be.name = "timing";
     t->be.ctx = t;
     t->be.host_visible = inner->host_visible;
+    t->be.act_size = inner->act_size;
     t->be.alloc = timing_alloc;
     t->be.free = timing_free;
     t->be.upload = timing_upload;
