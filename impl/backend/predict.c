@@ -122,21 +122,27 @@ static double gemm_ms(const gm_rates *r, gm_gemm_shape s, int f32_out) {
 
 static double memory_ms(const gm_rates *r, double bytes) { return bytes / (r->copy_gbs * r->efficiency * 1e6); }
 
-// Today's CUDA matmul (cuda/matmul.cu): fp32 operands converted to bf16 copies (4 bytes read, 2
-// written an element), GEMMs into fp32 outputs, those that add into their output (dW; dinp when
-// added into) reading it too (beta = 1).
+// The CUDA matmul (cuda/matmul.cu): the weight, fp32, converted to a bf16 copy on every call (4 bytes
+// read, 2 written an element, 2 read by the GEMM: 6 counted beside the GEMM's own time); an
+// activation operand converted the same way only where activations are stored fp32 (act_bytes 4;
+// bf16 activations go to the GEMM as they are); outputs in the activation's type (out, dinp) or fp32
+// (dW); those added into (dW; dinp when added into) read too (beta = 1).
 static double matmul_ms(const gm_rates *r, const char *op, const gm_kernel_cost *c) {
     double ms = 0, bytes = 0;
-    const int fwd = !strcmp(op, "matmul_fwd");
-    // Forward (m, n, k) = (OC, N, C): W and inp converted. Backward, dinp (C, N, OC) and dW (C, OC,
-    // N): the operand other than dout (W, inp) is m x k, the gradient added into is m x n, and dout,
-    // converted once for both, is n x k.
+    const double E = c->act_bytes > 0 ? c->act_bytes : 4;
+    const int act_bf16 = E == 2, convert_act = !act_bf16;
+    // Forward (m, n, k) = (OC, N, C): A = W (m x k), B = inp (n x k), out m x n. Backward: dinp's GEMM
+    // (C, N, OC) has A = W (m x k), dout (n x k), dinp (m x n); dW's (C, OC, N, transb) has A = inp
+    // (m x k), dout (n x k, the operand both share, converted once), dW (m x n, fp32).
     for (int g = 0; g < c->n_gemm; g++) {
         const gm_gemm_shape s = c->gemm[g];
-        ms += gemm_ms(r, s, 1);
-        bytes += fwd ? 6.0 * ((double)s.m * s.k + (double)s.n * s.k) : 6.0 * s.m * s.k + 4.0 * s.reads_c * s.m * s.n;
+        const int is_dW = !strcmp(op, "matmul_bwd") && s.transb;
+        ms += gemm_ms(r, s, is_dW || !act_bf16);
+        const double mk = (double)s.m * s.k, nk = (double)s.n * s.k, mn = (double)s.m * s.n;
+        if (!strcmp(op, "matmul_fwd")) bytes += 6.0 * mk + 6.0 * convert_act * nk;
+        else bytes += (is_dW ? 6.0 * convert_act : 6.0) * mk + s.reads_c * (is_dW ? 4.0 : E) * mn;
     }
-    if (!fwd && c->n_gemm) bytes += 6.0 * c->gemm[0].n * c->gemm[0].k;
+    if (strcmp(op, "matmul_fwd") && c->n_gemm) bytes += 6.0 * convert_act * c->gemm[0].n * c->gemm[0].k;
     return ms + memory_ms(r, bytes);
 }
 

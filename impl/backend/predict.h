@@ -3,8 +3,9 @@
 // source), so that a step can be predicted on a machine without a GPU (bench/kernels --count=1):
 // - a matmul: its library GEMMs (gm_kernel_cost.gemm) at cuBLAS's measured time for the nearest
 //   measured shape (scaled by the FLOP ratio), with the output type the backend writes, plus the
-//   memory traffic the backend adds around them (today: every fp32 operand converted to a bf16
-//   copy, read 4 and written 2 bytes an element; beta = 1 reads of the gradients it adds into);
+//   memory traffic the backend adds around them (every fp32 operand converted to a bf16 copy, read
+//   4 and written 2 bytes an element: the weights always, activations where they are stored fp32;
+//   beta = 1 reads of the gradients it adds into);
 // - attention and Muon's orthogonalize: FLOPs at our own kernels' measured rates;
 // - every other call: its bytes at the measured device copy bandwidth times an efficiency, the one
 //   parameter fitted on a measured step table (what today's memory-bound kernels reach);

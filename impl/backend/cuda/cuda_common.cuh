@@ -3,6 +3,7 @@
 #ifndef GM_BACKEND_CUDA_CUDA_COMMON_CUH
 #define GM_BACKEND_CUDA_CUDA_COMMON_CUH
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -44,11 +45,39 @@ enum {
     GM_SCR_COUNT
 };
 
+// cuBLASLt's plan for one single-matrix GEMM (gemm.cu): what cublasLtMatmul needs besides the
+// pointers and scalars, made on the first call with its key and reused by every later one.
+// The key: everything the descriptors and the heuristic's choice depend on. The pointers'
+// alignments are in it because the heuristic picks an algorithm for the alignment it is told
+// (256 bytes unless told less), and a tensor view may start anywhere past 4 (2 for bf16) bytes.
+// beta is not: it is a host scalar given to cublasLtMatmul, which the heuristic never sees.
+typedef struct {
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    int ab, ct;                         // gm_gemm_type of A and B, of C (= D)
+    int align_a, align_b, align_c;      // bytes each pointer is aligned to, capped at 256
+} gm_cuda_lt_key;
+typedef struct {
+    gm_cuda_lt_key key;
+    int has_algo;  // 0: the heuristic found none (cublasGemmStridedBatchedEx serves this key)
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;  // lc describes both C and D (in place)
+    cublasLtMatmulAlgo_t algo;
+} gm_cuda_lt_plan;
+// The model makes a few dozen distinct GEMMs (matmul forward / dinp / dW per weight shape, the
+// head's chunks, Newton-Schulz groups of one); beyond this many plans the oldest is replaced.
+#define GM_CUDA_LT_PLANS 64
+// cuBLASLt's workspace, one for every plan (the stream orders the calls that share it).
+#define GM_CUDA_LT_WORKSPACE ((size_t)32 << 20)
+
 typedef struct {
     int device;
     cudaStream_t stream;
     gm_cuda_libs libs;          // vendor libraries or their references (gemm.h), from GM_CUDA_LIBS
-    cublasHandle_t blas;        // made on the first vendor GEMM (gm_cuda_blas)
+    cublasHandle_t blas;        // made on the first batched (or heuristic-less) vendor GEMM (gm_cuda_blas)
+    cublasLtHandle_t lt;        // made with lt_ws on the first single vendor GEMM (gemm.cu)
+    void *lt_ws;                // GM_CUDA_LT_WORKSPACE bytes of device memory
+    gm_cuda_lt_plan lt_plan[GM_CUDA_LT_PLANS];
+    int lt_plans, lt_next;      // plans made (<= GM_CUDA_LT_PLANS); the next one replaced when full
     cusolverDnHandle_t solver;  // made on the first SVD orthogonalization (svd_polar.cu)
     gesvdjInfo_t svdj;
     void *scr[GM_SCR_COUNT];

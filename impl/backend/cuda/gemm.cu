@@ -2,10 +2,22 @@
 // through it): cuBLAS, or the plain reference kernel with exactly cuBLAS's operand, transpose and
 // leading-dimension conventions (gemm.h). The reference is checked against OpenBLAS with the same
 // arguments on the host, and against cuBLAS where a GPU runs it (verify/test_cuda_gemm.c).
+//
+// cuBLAS here is two libraries. A single matrix (nb = 1: the matmuls, the SVD polar product) goes
+// to cuBLASLt's cublasLtMatmul with a plan cached per key (cuda_common.cuh's gm_cuda_lt_plan: the
+// matmul descriptor, the three layouts and the algorithm the heuristic chose for them, so a
+// repeated shape costs one lookup, no descriptor calls and no heuristic) and the backend's one
+// 32 MiB workspace (what the heuristic may ask of it; cuBLASLt's split-K and stream-K algorithms
+// need one). C and D are the same matrix, so beta = 1 accumulates in place (fp32 parameter
+// gradients) and beta = 0 overwrites without reading C. A batch (nb > 1: Newton-Schulz groups),
+// k = 0, and a key for which the heuristic has no algorithm go to cublasGemmStridedBatchedEx,
+// the cuBLAS handle being made only then.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/gemm.h"
@@ -42,6 +54,10 @@ __global__ static void gemm_ref_kernel(int ta, int tb, int m, int n, int k, floa
     }
 }
 
+static void note_blas(gm_cuda_ctx *c, int line, const char *what, cublasStatus_t st) {
+    gm_cuda_note(c, __FILE__, line, what, cublasGetStatusString(st));
+}
+
 cublasHandle_t gm_cuda_blas(gm_cuda_ctx *c) {
     if (c->blas) return c->blas;
     if (c->libs == GM_CUDA_LIBS_REF) {
@@ -53,10 +69,141 @@ cublasHandle_t gm_cuda_blas(gm_cuda_ctx *c) {
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetStream(h, c->stream);
     if (st != CUBLAS_STATUS_SUCCESS) {
         if (h) cublasDestroy(h);
-        gm_cuda_note(c, __FILE__, __LINE__, "cuBLAS set-up", cublasGetStatusString(st));
+        note_blas(c, __LINE__, "cuBLAS set-up", st);
         return NULL;
     }
     return c->blas = h;
+}
+
+// The cuBLASLt handle and its workspace, made on first use; NULL (noted) when they cannot be, or
+// under GM_CUDA_LIBS=ref.
+static cublasLtHandle_t lt_handle(gm_cuda_ctx *c) {
+    if (c->lt) return c->lt;
+    if (c->libs == GM_CUDA_LIBS_REF) {
+        gm_cuda_note(c, __FILE__, __LINE__, "cuBLASLt", "not used under GM_CUDA_LIBS=ref (a reference was missed)");
+        return NULL;
+    }
+    const cudaError_t e = cudaMalloc(&c->lt_ws, GM_CUDA_LT_WORKSPACE);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();  // not sticky for the runtime
+        c->lt_ws = NULL;
+        gm_cuda_note(c, __FILE__, __LINE__, "cuBLASLt workspace: cudaMalloc", cudaGetErrorString(e));
+        return NULL;
+    }
+    cublasLtHandle_t h = NULL;
+    const cublasStatus_t st = cublasLtCreate(&h);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        GM_CU(c, cudaFree(c->lt_ws));
+        c->lt_ws = NULL;
+        note_blas(c, __LINE__, "cublasLtCreate", st);
+        return NULL;
+    }
+    return c->lt = h;
+}
+
+static void plan_release(gm_cuda_lt_plan *p) {
+    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+    memset(p, 0, sizeof *p);
+}
+
+// Bytes a device pointer is aligned to, capped at cuBLASLt's default assumption (256).
+static int align_of(const void *p) {
+    const uintptr_t a = (uintptr_t)p;
+    const uintptr_t low = a & (~a + 1);
+    return low == 0 || low > 256 ? 256 : (int)low;
+}
+
+static cudaDataType_t cuda_type(gm_gemm_type t) { return t == GM_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// Fills p (zeroed) for its key: descriptors, layouts, and the heuristic's first algorithm within
+// the workspace for these alignments (has_algo = 0 when it has none, the descriptors released).
+// 0, or -1 with the error noted (p released).
+static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
+    const gm_cuda_lt_key *q = &p->key;
+    const cublasOperation_t opa = q->ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = q->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cudaDataType_t tab = cuda_type((gm_gemm_type)q->ab), tc = cuda_type((gm_gemm_type)q->ct);
+    // Stored (column-major) shapes: A (m, k), or (k, m) transposed; B (k, n), or (n, k).
+    cublasStatus_t st = cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutCreate(&p->la, tab, q->ta ? q->k : q->m, q->ta ? q->m : q->k, q->lda);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatrixLayoutCreate(&p->lb, tab, q->tb ? q->n : q->k, q->tb ? q->k : q->n, q->ldb);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&p->lc, tc, q->m, q->n, q->ldc);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        plan_release(p);
+        note_blas(c, __LINE__, "cuBLASLt descriptors", st);
+        return -1;
+    }
+    cublasLtMatmulPreference_t pref = NULL;
+    const size_t ws = GM_CUDA_LT_WORKSPACE;
+    const uint32_t al[3] = {(uint32_t)q->align_a, (uint32_t)q->align_b, (uint32_t)q->align_c};
+    st = cublasLtMatmulPreferenceCreate(&pref);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0],
+                                                  sizeof al[0]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1],
+                                                  sizeof al[1]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2],
+                                                  sizeof al[2]);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2],
+                                                  sizeof al[2]);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        plan_release(p);
+        note_blas(c, __LINE__, "cuBLASLt preference", st);
+        return -1;
+    }
+    // No algorithm (NOT_SUPPORTED, or none returned) is not an error: the key falls back.
+    cublasLtMatmulHeuristicResult_t r;
+    memset(&r, 0, sizeof r);
+    int found = 0;
+    st = cublasLtMatmulAlgoGetHeuristic(h, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &r, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) {
+        p->algo = r.algo;
+        p->has_algo = 1;
+    } else {
+        const gm_cuda_lt_key key = p->key;
+        plan_release(p);
+        p->key = key;
+    }
+    return 0;
+}
+
+// The plan for key k, from the cache or made now (replacing the oldest when the cache is full);
+// NULL with the error noted.
+static const gm_cuda_lt_plan *plan_for(gm_cuda_ctx *c, cublasLtHandle_t h, const gm_cuda_lt_key *k) {
+    for (int i = 0; i < c->lt_plans; i++)
+        if (!memcmp(&c->lt_plan[i].key, k, sizeof *k)) return &c->lt_plan[i];
+    int slot = c->lt_plans;
+    if (slot == GM_CUDA_LT_PLANS) {
+        slot = c->lt_next;
+        c->lt_next = (c->lt_next + 1) % GM_CUDA_LT_PLANS;
+        plan_release(&c->lt_plan[slot]);
+    } else {
+        c->lt_plans++;
+    }
+    gm_cuda_lt_plan *p = &c->lt_plan[slot];
+    memset(p, 0, sizeof *p);
+    p->key = *k;
+    if (plan_make(c, h, p)) {  // an unusable slot: drop it (the last made or, when full, any)
+        c->lt_plan[slot] = c->lt_plan[c->lt_plans - 1];
+        memset(&c->lt_plan[--c->lt_plans], 0, sizeof *p);
+        return NULL;
+    }
+    return p;
 }
 
 void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int n, int k, float alpha,
@@ -70,15 +217,30 @@ void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int 
         GM_CU_LAUNCHED(c);
         return;
     }
+    if (nb == 1 && k > 0) {
+        cublasLtHandle_t h = lt_handle(c);
+        if (!h) return;
+        gm_cuda_lt_key key;
+        memset(&key, 0, sizeof key);  // compared bytewise
+        key.ta = ta, key.tb = tb, key.m = m, key.n = n, key.k = k, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
+        key.ab = (int)ab, key.ct = (int)ct;
+        key.align_a = align_of(A), key.align_b = align_of(B), key.align_c = align_of(C);
+        const gm_cuda_lt_plan *p = plan_for(c, h, &key);
+        if (!p) return;
+        if (p->has_algo) {
+            const cublasStatus_t st = cublasLtMatmul(h, p->desc, &alpha, A, p->la, B, p->lb, &beta, C, p->lc, C, p->lc,
+                                                     &p->algo, c->lt_ws, GM_CUDA_LT_WORKSPACE, c->stream);
+            if (st != CUBLAS_STATUS_SUCCESS) note_blas(c, __LINE__, "cublasLtMatmul", st);
+            return;
+        }
+    }
     cublasHandle_t h = gm_cuda_blas(c);
     if (!h) return;
-    const cudaDataType_t tab = ab == GM_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    const cudaDataType_t tc = ct == GM_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cudaDataType_t tab = cuda_type(ab), tc = cuda_type(ct);
     cublasStatus_t st = cublasGemmStridedBatchedEx(
         h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A, tab, lda, sa, B, tab,
         ldb, sb, &beta, C, tc, ldc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS)
-        gm_cuda_note(c, __FILE__, __LINE__, "cublasGemmStridedBatchedEx", cublasGetStatusString(st));
+    if (st != CUBLAS_STATUS_SUCCESS) note_blas(c, __LINE__, "cublasGemmStridedBatchedEx", st);
 }
 
 extern "C" gm_cuda_libs gm_cuda_libs_of(const gm_backend *be) { return gm_cuda_ctx_of(be)->libs; }

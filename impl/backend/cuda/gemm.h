@@ -2,13 +2,14 @@
 //
 // Every vendor-library call of the backend has a straightforward CUDA kernel beside it that
 // computes the same thing with the same conventions:
-//   GEMM   cuBLAS (cublasGemmStridedBatchedEx / cublasGemmEx / cublasSgemm)  vs  gemm.cu's
-//          gemm_ref_kernel: one thread per element of C, the k products summed in order.
+//   GEMM   cuBLAS: cuBLASLt's cublasLtMatmul for one matrix (a plan cached per shape, a 32 MiB
+//          workspace), cublasGemmStridedBatchedEx for batches  vs  gemm.cu's gemm_ref_kernel:
+//          one thread per element of C, the k products summed in order.
 //   SVD    cuSOLVER gesvdj  vs  svd_polar.cu's one-sided Jacobi in fp64.
 // (The data channel without NCCL is the staged one of dist/, `--comm=single|mpi`.)
 // Which one a backend runs is chosen when it is made, from the environment:
 //   GM_CUDA_LIBS=vendor (default)  cuBLAS and cuSOLVER;
-//   GM_CUDA_LIBS=ref               the references: no cuBLAS or cuSOLVER handle is ever created,
+//   GM_CUDA_LIBS=ref               the references: no cuBLAS, cuBLASLt or cuSOLVER handle is ever created,
 //                                  so the backend runs on a CUDA runtime without them (a
 //                                  functional simulator, which cannot execute vendor libraries).
 // On a real GPU the references cross-check the libraries (verify/test_cuda_gemm.c).
