@@ -3,23 +3,35 @@
 // one run, in increasing position; one block per run adds the run's rows of dout into the table
 // row in that order. That is the CPU backend's order (tokens in order, per element, starting
 // from the table's value), so the two agree bit for bit.
+//
+// The table and dtable (V, C) are fp32 parameters; out and dout (N, C) are activations (act_elem.cuh:
+// out is the table row rounded once to the element, dout widened exactly). A thread takes groups
+// of W columns: W = GM_ACT_VEC (16-byte accesses to the activation row, W / 4 to the fp32 row)
+// where C % GM_ACT_VEC == 0 and every pointer is 16-byte aligned, else W = 1.
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 
+#include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
 // out (N, C) = table (V, C) rows ids (N); one block per token.
-__global__ static void embed_fwd_kernel(float *out, const int32_t *ids, const float *table, int C) {
-    size_t n = blockIdx.x;
-    const float *row = table + (size_t)ids[n] * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = row[c];
+template <int W>
+__global__ static void embed_fwd_kernel(gm_cuda_act *out, const int32_t *ids, const float *table, int C) {
+    const size_t n = blockIdx.x, row = (size_t)ids[n] * C;
+    for (int c = threadIdx.x * W; c < C; c += blockDim.x * W) {
+        float v[W];
+        gm_f32_ldw<W>(table, row + c, v);
+        gm_act_stw<W>(out, n * C + c, v);
+    }
 }
 
-void gm_cuda_embed_fwd(const gm_backend *be, gm_actval *out_act, const int32_t *ids, const gm_real *table, int N, int C) {
-    gm_real *out = (gm_real *)out_act;
+void gm_cuda_embed_fwd(const gm_backend *be, gm_actval *out, const int32_t *ids, const gm_real *table, int N, int C) {
+    gm_cuda_act *o = (gm_cuda_act *)out;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
-    embed_fwd_kernel<<<N, 256, 0, c->stream>>>(out, ids, table, C);
+    const auto kernel =
+        C % GM_ACT_VEC == 0 && gm_vec_aligned_all(o, table) ? embed_fwd_kernel<GM_ACT_VEC> : embed_fwd_kernel<1>;
+    kernel<<<N, 256, 0, c->stream>>>(o, ids, table, C);
     GM_CU_LAUNCHED(c);
 }
 
@@ -28,24 +40,30 @@ __global__ static void iota_kernel(int32_t *p, int n) {
 }
 
 // One block per sorted slot s; only the first slot of a run of equal ids does the work.
+template <int W>
 __global__ static void embed_bwd_runs_kernel(float *dtable, const uint32_t *keys, const int32_t *pos,
-                                             const float *dout, int N, int C) {
-    int s = blockIdx.x;
-    uint32_t id = keys[s];
+                                             const gm_cuda_act *dout, int N, int C) {
+    const int s = blockIdx.x;
+    const uint32_t id = keys[s];
     if (s > 0 && keys[s - 1] == id) return;
     int e = s + 1;
     while (e < N && keys[e] == id) e++;
-    float *row = dtable + (size_t)id * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
-        float acc = row[c];
-        for (int r = s; r < e; r++) acc += dout[(size_t)pos[r] * C + c];
-        row[c] = acc;
+    const size_t row = (size_t)id * C;
+    for (int c = threadIdx.x * W; c < C; c += blockDim.x * W) {
+        float acc[W], d[W];
+        gm_f32_ldw<W>(dtable, row + c, acc);
+        for (int r = s; r < e; r++) {
+            gm_act_ldw<W>(dout, (size_t)pos[r] * C + c, d);
+#pragma unroll
+            for (int j = 0; j < W; j++) acc[j] += d[j];
+        }
+        gm_f32_stw<W>(dtable, row + c, acc);
     }
 }
 
-void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_actval *dout_act, int N, int V,
+void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids, const gm_actval *dout, int N, int V,
                        int C) {
-    const gm_real *dout = (const gm_real *)dout_act;
+    const gm_cuda_act *g = (const gm_cuda_act *)dout;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0 || V <= 0) return;
     int end_bit = 1;  // ids are in [0, V): sort only the bits V-1 needs
@@ -62,6 +80,8 @@ void gm_cuda_embed_bwd(const gm_backend *be, gm_real *dtable, const int32_t *ids
     void *tmp = gm_cuda_scratch(c, GM_SCR_SORT_TMP, tmp_bytes);
     if (!tmp) return;
     GM_CU(c, cub::DeviceRadixSort::SortPairs(tmp, tmp_bytes, ukeys, keys, pos_in, pos, N, 0, end_bit, c->stream));
-    embed_bwd_runs_kernel<<<N, 256, 0, c->stream>>>(dtable, keys, pos, dout, N, C);
+    const auto runs = C % GM_ACT_VEC == 0 && gm_vec_aligned_all(dtable, g) ? embed_bwd_runs_kernel<GM_ACT_VEC>
+                                                                          : embed_bwd_runs_kernel<1>;
+    runs<<<N, 256, 0, c->stream>>>(dtable, keys, pos, g, N, C);
     GM_CU_LAUNCHED(c);
 }

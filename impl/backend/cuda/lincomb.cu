@@ -1,17 +1,27 @@
 // out = ca*a*x + cb*b*y with optional learnable scalars a = *pa, b = *pb (device memory, 1 when
-// NULL, read by the kernels so the host never waits for them) and an optional term y.
+// NULL, read by the kernels so the host never waits for them) and an optional term y. out, x, y,
+// dout, dx, dy are activations (act_elem.cuh's element, fp32 arithmetic, one rounding per store);
+// pa, pb, dpa, dpb are fp32 parameters and their gradients.
+//
+// The forward takes groups of GM_ACT_VEC elements (one 16-byte access each) where every pointer is
+// 16-byte aligned, the n % GM_ACT_VEC tail one element at a time; else one element at a time
+// throughout. Each element is read before the same thread writes it: out may alias x or y.
 //
 // The backward is one pass over memory: lincomb_bwd_kernel reads dout (and x, y for the wanted
 // scalar gradients, dx, dy where added into) once, writes dx and dy, and leaves per-block fp64
 // partials of sum(dout*x) and sum(dout*y); dot_finish_kernel (one block) adds them into *dpa, *dpb.
-// Bytes per element, learnable a and b, dx and dy set: 20 (dout, x, y read; dx, dy written), where
-// two dot passes and a write pass moved 28. Without learnable scalars: 8 (dout read, dx written).
+// Traffic per element, learnable a and b, dx and dy set: 5 elements (dout, x, y read; dx, dy
+// written: 20 bytes in fp32, 10 in bf16), where two dot passes and a write pass moved 7. Without
+// learnable scalars: 2 (dout read, dx written).
 //
 // Grid and order. Block b owns the chunk [b*LC_CHUNK, (b+1)*LC_CHUNK) of the CPU reference's dot
 // (cpu/lincomb.c, one pass too: chunks of 4096 summed in double); thread t owns 16 elements of it,
-// in four groups of 4 consecutive ones, group k at (k*256 + t)*4 (a warp's group is 512 contiguous
-// bytes; with n % 4 == 0 and 16-byte aligned pointers a group is one 128-bit load or store, else
-// four scalar ones on the same elements, so both paths sum the same values in the same order). The
+// in 16 / G groups of G = GM_ACT_VEC consecutive ones (4 fp32: four groups; 8 bf16: two), group k
+// at (k*256 + t)*G (a warp's group is 512 contiguous bytes; with 16-byte aligned pointers a whole
+// group in range is one 128-bit load or store, else G scalar ones on the same elements (the
+// unaligned path, and the group that n cuts), so both paths sum the same values in the same
+// order). With the fp32 element this is the order of the fp32-only kernel this file had; the bf16
+// element's groups of 8 give each thread another 16 elements of its chunk, summed the same way. The
 // thread sums its 16 products (dout_i*x_i, exact in fp64: 24 + 24 significant bits) left to right,
 // the block combines its 256 sums with gm_block_sum's fixed tree, and the finishing block sums the
 // nb = ceil(n/4096) partials with gm_partials_total (thread t: partials t, t+256, ... in order;
@@ -36,61 +46,83 @@
 // the new order is within 4.4e-15 of the CPU's (n = 4097; 2.9e-16 at n = 50,331,648), and the
 // fp32-rounded sums were equal at every n tried (1, 3, 4097, 12292, 2^20, 2^20 + 17, 50,331,648).
 //
-// ptxas (nvcc 13, -O3): lincomb_bwd_kernel<true> (128-bit) 107 registers on sm_90a, 103 on sm_80;
-// <false> (scalar) 118 / 114; no spills; 2048 bytes shared. So 2 blocks (512 threads) per SM, each
-// thread with up to 20 128-bit loads in flight (dout, x, y, old dx, old dy of its 16 elements):
-// capping at 80 or 64 registers spills. dot_finish_kernel 30 / 28 registers.
+// ptxas (nvcc 13, -O3), registers on sm_90a / sm_80, no spills, 2048 bytes shared: fp32 element:
+// lincomb_bwd_kernel<true> (128-bit) 107 / 103, <false> (scalar) 118 / 114; bf16 element: <true>
+// 115 / 101, <false> 127 / 128. So 2 blocks (512 threads) per SM, each thread with up to 20 (fp32)
+// or 10 (bf16) 128-bit loads in flight (dout, x, y, old dx, old dy of its 16 elements): capping
+// at 80 or 64 registers spilled (fp32 element, measured before the bf16 element existed).
+// dot_finish_kernel 30 / 28 registers.
 #include <cuda_runtime.h>
 
+#include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
 #include "backend/cuda/reduce.cuh"
 
 #define LC_CHUNK 4096  // elements per block of the backward: the CPU reference's dot chunk (cpu/lincomb.c)
-#define LC_PER_THREAD (LC_CHUNK / GM_RED_THREADS)  // 16, four groups of 4
-static_assert(LC_PER_THREAD % 4 == 0, "a thread's elements are whole groups of 4");
+#define LC_PER_THREAD (LC_CHUNK / GM_RED_THREADS)  // 16
+#define LC_G GM_ACT_VEC                            // elements per group: one 16-byte access
+static_assert(LC_PER_THREAD % LC_G == 0, "a thread's elements are whole groups");
 
-__global__ static void lincomb_fwd_kernel(float *out, double ca, const float *pa, const float *x, double cb,
-                                          const float *pb, const float *y, size_t n) {
-    float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = a * x[i] + (y ? b * y[i] : 0.0f);
+// Elements [i, i + W) of out = a*x + b*y (y NULL: no second term).
+template <int W>
+static __device__ __forceinline__ void lincomb_group(gm_cuda_act *out, float a, const gm_cuda_act *x, float b,
+                                                     const gm_cuda_act *y, size_t i) {
+    float xv[W], yv[W];
+    gm_act_ldw<W>(x, i, xv);
+    if (y) gm_act_ldw<W>(y, i, yv);
+#pragma unroll
+    for (int j = 0; j < W; j++) xv[j] = a * xv[j] + (y ? b * yv[j] : 0.0f);
+    gm_act_stw<W>(out, i, xv);
+}
+
+// Grid-stride over the n / W whole groups, then over the n % W tail elements.
+template <int W>
+__global__ static void lincomb_fwd_kernel(gm_cuda_act *out, double ca, const float *pa, const gm_cuda_act *x,
+                                          double cb, const float *pb, const gm_cuda_act *y, size_t n) {
+    const float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
+    const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+    const size_t body = n / W * W;
+    for (size_t i = t0 * W; i < body; i += step * W) lincomb_group<W>(out, a, x, b, y, i);
+    for (size_t i = body + t0; i < n; i += step) lincomb_group<1>(out, a, x, b, y, i);
 }
 
 // The first index of this thread's group k in the chunk that starts at c0.
 static __device__ __forceinline__ size_t lc_group(size_t c0, int k) {
-    return c0 + ((size_t)k * GM_RED_THREADS + threadIdx.x) * 4;
+    return c0 + ((size_t)k * GM_RED_THREADS + threadIdx.x) * LC_G;
 }
 
-// d[0..4) = p[i..i+4), 0 past n; i % 4 == 0. VEC (n % 4 == 0, p 16-byte aligned): one 128-bit load,
-// and i < n means the whole group is in range.
-template <bool VEC> static __device__ __forceinline__ void lc_load4(float *d, const float *p, size_t i, size_t n) {
-    if (VEC) {
-        const float4 v = i < n ? *(const float4 *)(p + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        d[0] = v.x, d[1] = v.y, d[2] = v.z, d[3] = v.w;
+// d[0..LC_G) = p[i..i+LC_G) as fp32, 0 past n; i % LC_G == 0. VEC (p 16-byte aligned): one 128-bit
+// load where the whole group is in range.
+template <bool VEC>
+static __device__ __forceinline__ void lc_load(float *d, const gm_cuda_act *p, size_t i, size_t n) {
+    if (VEC && i + LC_G <= n) {
+        gm_act_ldw<LC_G>(p, i, d);
     } else {
-        for (int j = 0; j < 4; j++) d[j] = i + j < n ? p[i + j] : 0.0f;
+        for (int j = 0; j < LC_G; j++) d[j] = i + j < n ? gm_act_ld(p, i + j) : 0.0f;
     }
 }
 
-// p[i..i+4) = v[0..4), up to n.
-template <bool VEC> static __device__ __forceinline__ void lc_store4(float *p, size_t i, size_t n, const float *v) {
-    if (VEC) {
-        if (i < n) *(float4 *)(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+// p[i..i+LC_G) = v[0..LC_G), up to n.
+template <bool VEC>
+static __device__ __forceinline__ void lc_store(gm_cuda_act *p, size_t i, size_t n, const float *v) {
+    if (VEC && i + LC_G <= n) {
+        gm_act_stw<LC_G>(p, i, v);
     } else {
-        for (int j = 0; j < 4; j++)
-            if (i + j < n) p[i + j] = v[j];
+        for (int j = 0; j < LC_G; j++)
+            if (i + j < n) gm_act_st(p, i + j, v[j]);
     }
 }
 
 // dx (+)= a*dout and dy (+)= b*dout over this block's chunk (dx or dy NULL: not wanted; dy == dx:
-// one buffer, dx's write first, then dy's, as the CPU does element by element). With da / db
-// (block-uniform), partial[blockIdx.x] / partial[gridDim.x + blockIdx.x] get the chunk's
-// sum(dout*x) / sum(dout*y) in fp64, in the order of the head comment.
+// one buffer, dx's write first, then dy's, as the CPU does element by element, composed in fp32
+// and rounded once, as cpu-bf16 rounds the CPU's result). With da / db (block-uniform),
+// partial[blockIdx.x] / partial[gridDim.x + blockIdx.x] get the chunk's sum(dout*x) / sum(dout*y)
+// in fp64, in the order of the head comment.
 template <bool VEC>
 __global__ static void __launch_bounds__(GM_RED_THREADS)
-    lincomb_bwd_kernel(float *dx, gm_grad_write dx_write, float *dy, gm_grad_write dy_write, double *partial, int da,
-                       int db, const float *dout, double ca, const float *pa, const float *x, double cb,
-                       const float *pb, const float *y, size_t n) {
+    lincomb_bwd_kernel(gm_cuda_act *dx, gm_grad_write dx_write, gm_cuda_act *dy, gm_grad_write dy_write,
+                       double *partial, int da, int db, const gm_cuda_act *dout, double ca, const float *pa,
+                       const gm_cuda_act *x, double cb, const float *pb, const gm_cuda_act *y, size_t n) {
     __shared__ double sh[GM_RED_THREADS];
     const float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
     const size_t c0 = (size_t)blockIdx.x * LC_CHUNK;
@@ -102,39 +134,39 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
     float g[LC_PER_THREAD], xv[LC_PER_THREAD], yv[LC_PER_THREAD];
     float ox[LC_PER_THREAD] = {}, oy[LC_PER_THREAD] = {};  // the old dx, dy: read under GM_GRAD_ADD only
 #pragma unroll
-    for (int k = 0; k < LC_PER_THREAD / 4; k++) {
+    for (int k = 0; k < LC_PER_THREAD / LC_G; k++) {
         const size_t i = lc_group(c0, k);
-        lc_load4<VEC>(g + 4 * k, dout, i, n);
-        if (da) lc_load4<VEC>(xv + 4 * k, x, i, n);
-        if (db) lc_load4<VEC>(yv + 4 * k, y, i, n);
-        if (dx && dx_write == GM_GRAD_ADD) lc_load4<VEC>(ox + 4 * k, dx, i, n);
-        if (dy && !one_buffer && dy_write == GM_GRAD_ADD) lc_load4<VEC>(oy + 4 * k, dy, i, n);
+        lc_load<VEC>(g + LC_G * k, dout, i, n);
+        if (da) lc_load<VEC>(xv + LC_G * k, x, i, n);
+        if (db) lc_load<VEC>(yv + LC_G * k, y, i, n);
+        if (dx && dx_write == GM_GRAD_ADD) lc_load<VEC>(ox + LC_G * k, dx, i, n);
+        if (dy && !one_buffer && dy_write == GM_GRAD_ADD) lc_load<VEC>(oy + LC_G * k, dy, i, n);
     }
     double sa = 0, sb = 0;
 #pragma unroll
-    for (int k = 0; k < LC_PER_THREAD / 4; k++) {
+    for (int k = 0; k < LC_PER_THREAD / LC_G; k++) {
         const size_t i = lc_group(c0, k);
-        float v[4];
+        float v[LC_G];
         if (dx) {
-            for (int j = 0; j < 4; j++) {
-                v[j] = ox[4 * k + j];
-                gm_grad_put(&v[j], dx_write, a * g[4 * k + j]);
-                if (one_buffer) gm_grad_put(&v[j], dy_write, b * g[4 * k + j]);
+            for (int j = 0; j < LC_G; j++) {
+                v[j] = ox[LC_G * k + j];
+                gm_grad_put(&v[j], dx_write, a * g[LC_G * k + j]);
+                if (one_buffer) gm_grad_put(&v[j], dy_write, b * g[LC_G * k + j]);
             }
-            lc_store4<VEC>(dx, i, n, v);
+            lc_store<VEC>(dx, i, n, v);
         }
         if (dy && !one_buffer) {
-            for (int j = 0; j < 4; j++) {
-                v[j] = oy[4 * k + j];
-                gm_grad_put(&v[j], dy_write, b * g[4 * k + j]);
+            for (int j = 0; j < LC_G; j++) {
+                v[j] = oy[LC_G * k + j];
+                gm_grad_put(&v[j], dy_write, b * g[LC_G * k + j]);
             }
-            lc_store4<VEC>(dy, i, n, v);
+            lc_store<VEC>(dy, i, n, v);
         }
         // The fp64 product is exact, so a contraction into an fma cannot change the sum.
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < LC_G; j++)
             if (i + j < n) {
-                if (da) sa += (double)g[4 * k + j] * xv[4 * k + j];
-                if (db) sb += (double)g[4 * k + j] * yv[4 * k + j];
+                if (da) sa += (double)g[LC_G * k + j] * xv[LC_G * k + j];
+                if (db) sb += (double)g[LC_G * k + j] * yv[LC_G * k + j];
             }
     }
     if (da) {
@@ -162,30 +194,27 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
     }
 }
 
-void gm_cuda_lincomb_fwd(const gm_backend *be, gm_actval *out_act, double ca, const gm_real *pa, const gm_actval *x_act,
-                         double cb, const gm_real *pb, const gm_actval *y_act, size_t n) {
-    gm_real *out = (gm_real *)out_act;
-    const gm_real *x = (const gm_real *)x_act;
-    const gm_real *y = (const gm_real *)y_act;
+void gm_cuda_lincomb_fwd(const gm_backend *be, gm_actval *out, double ca, const gm_real *pa, const gm_actval *x,
+                         double cb, const gm_real *pb, const gm_actval *y, size_t n) {
+    gm_cuda_act *o = (gm_cuda_act *)out;
+    const gm_cuda_act *xa = (const gm_cuda_act *)x, *ya = (const gm_cuda_act *)y;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
-    lincomb_fwd_kernel<<<gm_cuda_blocks(n, 256), 256, 0, c->stream>>>(out, ca, pa, x, cb, pb, y, n);
+    const bool vec = gm_vec_aligned_all(o, xa, ya);
+    const auto kernel = vec ? lincomb_fwd_kernel<GM_ACT_VEC> : lincomb_fwd_kernel<1>;
+    const size_t groups = vec ? (n + GM_ACT_VEC - 1) / GM_ACT_VEC : n;
+    kernel<<<gm_cuda_blocks(groups, 256), 256, 0, c->stream>>>(o, ca, pa, xa, cb, pb, ya, n);
     GM_CU_LAUNCHED(c);
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }  // NULL counts as aligned
-
-void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx_act, gm_grad_write dx_write, gm_actval *dy_act,
-                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_actval *dout_act, double ca,
-                         const gm_real *pa, const gm_actval *x_act, double cb, const gm_real *pb, const gm_actval *y_act, size_t n) {
-    gm_real *dx = (gm_real *)dx_act;
-    gm_real *dy = (gm_real *)dy_act;
-    const gm_real *dout = (const gm_real *)dout_act;
-    const gm_real *x = (const gm_real *)x_act;
-    const gm_real *y = (const gm_real *)y_act;
+void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx, gm_grad_write dx_write, gm_actval *dy,
+                         gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_actval *dout, double ca,
+                         const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n) {
+    gm_cuda_act *dxa = (gm_cuda_act *)dx, *dya = (gm_cuda_act *)dy;
+    const gm_cuda_act *g = (const gm_cuda_act *)dout, *xa = (const gm_cuda_act *)x, *ya = (const gm_cuda_act *)y;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
-    if (!y) dy = NULL, dpb = NULL;  // no second term: nothing to write or sum for it
-    if (!n || !(dx || dy || dpa || dpb)) return;
+    if (!ya) dya = NULL, dpb = NULL;  // no second term: nothing to write or sum for it
+    if (!n || !(dxa || dya || dpa || dpb)) return;
     // ceil(n / 4096) blocks: gridDim.x allows 2^31 - 1, i.e. 8.8e12 elements, beyond any GPU's memory.
     const unsigned nb = (unsigned)((n + LC_CHUNK - 1) / LC_CHUNK);
     double *partial = NULL;
@@ -193,10 +222,10 @@ void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx_act, gm_grad_write 
         partial = (double *)gm_cuda_scratch(c, GM_SCR_RED, sizeof(double) * 2 * nb);
         if (!partial) return;  // noted: the next sync fails
     }
-    const int vec = n % 4 == 0 && aligned16(dout) && aligned16(x) && aligned16(y) && aligned16(dx) && aligned16(dy);
+    const bool vec = gm_vec_aligned_all(g, xa, ya, dxa, dya);
     const auto kernel = vec ? lincomb_bwd_kernel<true> : lincomb_bwd_kernel<false>;
-    kernel<<<nb, GM_RED_THREADS, 0, c->stream>>>(dx, dx_write, dy, dy_write, partial, dpa != NULL, dpb != NULL, dout,
-                                                 ca, pa, x, cb, pb, y, n);
+    kernel<<<nb, GM_RED_THREADS, 0, c->stream>>>(dxa, dx_write, dya, dy_write, partial, dpa != NULL, dpb != NULL, g,
+                                                 ca, pa, xa, cb, pb, ya, n);
     GM_CU_LAUNCHED(c);
     if (partial) {
         dot_finish_kernel<<<1, GM_RED_THREADS, 0, c->stream>>>(dpa, dpb, partial, (int)nb, ca, cb);

@@ -1,56 +1,95 @@
-// RMSNorm without weight over rows of length C: one warp per row, 8 rows per block. The sum of
-// squares is a per-lane strided sum then a fixed-order warp tree, so results repeat bit for bit.
+// RMSNorm without weight over activation rows (N, C): one warp per row, 8 rows per block; out, inp,
+// dout, dinp in the activation element (act_elem.cuh), rstd (N) fp32, arithmetic fp32.
+//
+// Access and order: lane l owns the groups of W consecutive elements starting at c = (l + 32 j) W,
+// j = 0, 1, ..., with W = GM_ACT_VEC (one 16-byte access per group) where C % GM_ACT_VEC == 0 and
+// every row pointer is 16-byte aligned, else W = 1 (the scalar path: c = l, l + 32, ...). The sum
+// of squares (and the backward's dot) is the lane's elements in that order, then gm_warp_sum's
+// fixed tree, so results repeat bit for bit. The vector path sums each lane's share in another
+// order than the scalar path (groups of W rather than a stride of 32: the price of 16-byte loads);
+// both are C / 32 terms per lane then the 5-level tree, so their rounding is alike.
+// qknorm_rotary.cu and lincomb_rmsnorm.cu follow the same order at the same W.
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
 #define ROWS_PER_BLOCK 8
 
-__global__ static void rmsnorm_fwd_kernel(float *out, float *rstd, const float *inp, int N, int C, double eps) {
-    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+template <int W>
+__global__ static void rmsnorm_fwd_kernel(gm_cuda_act *out, float *rstd, const gm_cuda_act *inp, int N, int C,
+                                          double eps) {
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;  // whole warps leave together
-    const float *x = inp + (size_t)row * C;
+    const size_t base = (size_t)row * C;
     float ss = 0;
-    for (int c = lane; c < C; c += 32) ss += x[c] * x[c];
+    for (int c = lane * W; c < C; c += 32 * W) {
+        float x[W];
+        gm_act_ldw<W>(inp, base + c, x);
+#pragma unroll
+        for (int j = 0; j < W; j++) ss += x[j] * x[j];
+    }
     ss = gm_warp_sum(ss);  // every lane has read its x before any lane writes (out may alias inp)
-    float r = (float)(1.0 / sqrt((double)ss / C + eps));
-    for (int c = lane; c < C; c += 32) out[(size_t)row * C + c] = x[c] * r;
+    const float r = (float)(1.0 / sqrt((double)ss / C + eps));
+    for (int c = lane * W; c < C; c += 32 * W) {
+        float x[W];
+        gm_act_ldw<W>(inp, base + c, x);
+#pragma unroll
+        for (int j = 0; j < W; j++) x[j] *= r;
+        gm_act_stw<W>(out, base + c, x);
+    }
     if (lane == 0) rstd[row] = r;
 }
 
 // dx (+)= r*dy - x * r^3 * mean(dy*x)
-__global__ static void rmsnorm_bwd_kernel(float *dinp, gm_grad_write write, const float *dout, const float *inp,
-                                          const float *rstd, int N, int C) {
-    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+template <int W>
+__global__ static void rmsnorm_bwd_kernel(gm_cuda_act *dinp, gm_grad_write write, const gm_cuda_act *dout,
+                                          const gm_cuda_act *inp, const float *rstd, int N, int C) {
+    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return;
-    const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+    const size_t base = (size_t)row * C;
     float dot = 0;
-    for (int c = lane; c < C; c += 32) dot += dy[c] * x[c];
+    for (int c = lane * W; c < C; c += 32 * W) {
+        float x[W], dy[W];
+        gm_act_ldw<W>(inp, base + c, x);
+        gm_act_ldw<W>(dout, base + c, dy);
+#pragma unroll
+        for (int j = 0; j < W; j++) dot += dy[j] * x[j];
+    }
     dot = gm_warp_sum(dot);
-    float r = rstd[row], k = r * r * r * dot / (float)C;
-    for (int c = lane; c < C; c += 32) gm_grad_put(&dinp[(size_t)row * C + c], write, r * dy[c] - k * x[c]);
+    const float r = rstd[row], k = r * r * r * dot / (float)C;
+    for (int c = lane * W; c < C; c += 32 * W) {
+        float x[W], dy[W];
+        gm_act_ldw<W>(inp, base + c, x);
+        gm_act_ldw<W>(dout, base + c, dy);
+#pragma unroll
+        for (int j = 0; j < W; j++) dy[j] = r * dy[j] - k * x[j];
+        gm_act_putw<W>(dinp, base + c, write, dy);
+    }
 }
 
-void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_actval *out_act, gm_real *rstd, const gm_actval *inp_act, int N, int C,
+void gm_cuda_rmsnorm_fwd(const gm_backend *be, gm_actval *out, gm_real *rstd, const gm_actval *inp, int N, int C,
                          double eps) {
-    gm_real *out = (gm_real *)out_act;
-    const gm_real *inp = (const gm_real *)inp_act;
+    gm_cuda_act *o = (gm_cuda_act *)out;
+    const gm_cuda_act *x = (const gm_cuda_act *)inp;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
-    rmsnorm_fwd_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, rstd, inp,
-                                                                                                       N, C, eps);
+    const auto kernel = C % GM_ACT_VEC == 0 && gm_vec_aligned_all(o, x) ? rmsnorm_fwd_kernel<GM_ACT_VEC>
+                                                                        : rmsnorm_fwd_kernel<1>;
+    kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(o, rstd, x, N, C, eps);
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write dinp_write, const gm_actval *dout_act,
-                         const gm_actval *inp_act, const gm_real *rstd, int N, int C) {
-    gm_real *dinp = (gm_real *)dinp_act;
-    const gm_real *dout = (const gm_real *)dout_act;
-    const gm_real *inp = (const gm_real *)inp_act;
+void gm_cuda_rmsnorm_bwd(const gm_backend *be, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
+                         const gm_actval *inp, const gm_real *rstd, int N, int C) {
+    gm_cuda_act *dx = (gm_cuda_act *)dinp;
+    const gm_cuda_act *dy = (const gm_cuda_act *)dout, *x = (const gm_cuda_act *)inp;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || C <= 0) return;
-    rmsnorm_bwd_kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(
-        dinp, dinp_write, dout, inp, rstd, N, C);
+    const auto kernel = C % GM_ACT_VEC == 0 && gm_vec_aligned_all(dx, dy, x) ? rmsnorm_bwd_kernel<GM_ACT_VEC>
+                                                                             : rmsnorm_bwd_kernel<1>;
+    kernel<<<(N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(dx, dinp_write, dy, x,
+                                                                                             rstd, N, C);
     GM_CU_LAUNCHED(c);
 }
