@@ -1,16 +1,17 @@
 // Flash attention on bf16 tensor cores: mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) for
-// head_dim 64 and 128, with the records' block mask, on the fp32 (B, T, NH, HD) tensors of
-// backend.h. Run on an H100 (2026-11-26, commit d81bddf; reports/gpu-h100/): every test of
+// head_dim 64 and 128, with the records' block mask, on the (B, T, NH, HD) activations of backend.h
+// (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf; reports/gpu-h100/): every test of
 // verify/test_cuda_attention_mma.c passed there, and memcheck and synccheck found nothing;
 // racecheck of these kernels has never completed (it did not finish in 100 s). Speed there: 88-106
 // TFLOP/s forward and 78-94 backward on softcap's mask, 119-165 / 97-130 on plain causal, a third
 // of FlashAttention-2's rate (issue 31). Before that the device code had only been run on a CPU
 // under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository.
 //
-// Precision: q, k, v and dout are rounded to bf16 (nearest even) as their tiles are loaded into
-// shared memory; scores, the softmax, lse, D and every accumulator are fp32; P (forward, dV) and
-// dS (dQ, dK) are rounded to bf16 as the A operand of the next MMA (FlashAttention-2 does the
-// same). The outputs are fp32.
+// Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
+// (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
+// accumulator are fp32; P (forward, dV) and dS (dQ, dK) are rounded to bf16 as the A operand of the
+// next MMA (FlashAttention-2 does the same). out, dq, dk, dv are rounded to the activation element
+// once, at their store (an ADD widens the old element, adds in fp32 and rounds once); lse is fp32.
 //
 // Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
 // warp (the m of m16n8k16); it walks key tiles of 64 with an online softmax in the log2 domain
@@ -48,17 +49,18 @@
 // (16 x 16 keys) becomes the A operand of P V without moving data: a0 = (c0, c1) of n-tile 2j,
 // a1 = (c2, c3) of 2j, a2 = (c0, c1) of 2j+1, a3 = (c2, c3) of 2j+1.
 // Shared tiles are bf16 rows of HD + 8 elements (a pitch of 144 or 272 bytes, 4 banks apart), so
-// the 8 rows of each ldmatrix phase cover the 32 banks once: conflict-free. Global fp32 tiles are
-// read as float4 by consecutive threads along a row (whole 128-byte lines) and stored as 8 bytes
-// of bf16 (a half-warp writes 128 contiguous bytes: conflict-free).
+// the 8 rows of each ldmatrix phase cover the 32 banks once: conflict-free. Global tiles are read
+// in 16-byte chunks by consecutive threads along a row (whole 128-byte lines): a bf16 chunk (8
+// elements) is stored to shared memory as it is, 16 bytes; an fp32 chunk (4 elements) is rounded
+// and stored as 8 bytes of bf16 (either way a phase writes 128 contiguous bytes: conflict-free).
 //
 // Hopper (sm_90a) would add, for a GPU session to measure: wgmma (warpgroup MMA, m64nNk16, B and
 // optionally A read straight from shared memory through descriptors, asynchronous, about twice
 // mma.sync's throughput on H100) and TMA (bulk asynchronous tensor copies into shared memory with
 // mbarrier completion, freeing the warps from address arithmetic), with producer/consumer warp
 // specialization and pingpong scheduling as in FlashAttention-3. TMA copies bytes as they are, so
-// it needs bf16 copies of q, k, v, dout in global memory (a conversion pass, or the bf16
-// activations of issue 16); these kernels convert on load instead, through registers. Also left
+// it needs bf16 q, k, v, dout in global memory (the bf16 activation element); with the fp32
+// element these kernels convert on load, through registers. Also left
 // for measurement: register double-buffering of the next K/V tile (only V's load is overlapped
 // with the S computation here), and the tile sizes.
 //
@@ -188,33 +190,57 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 }
 
-// ---- global fp32 -> shared bf16 tiles ----
+// ---- global activation tiles -> shared bf16 tiles ----
 
-// float4 chunks per thread for a tile of R rows.
-#define CHUNKS(R, HD) ((R) * (HD) / 4 / NTHREADS)
+// 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows.
+#define CHUNKS(R, HD) ((R) * (HD) / GM_ACT_VEC / NTHREADS)
 
-// Rows [r0, r0 + R) of one head (src: its row 0, row stride rs floats) into registers, zeros past T.
-static __device__ __forceinline__ void fetch_rows(float4 *reg, const float *__restrict__ src, int r0, const int R,
-                                                  int T, size_t rs, const int HD) {
+// Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into registers as raw
+// 16-byte chunks, zeros past T (all-zero bits: 0 in either element type).
+static __device__ __forceinline__ void fetch_rows(uint4 *reg, const gm_cuda_act *__restrict__ src, int r0,
+                                                  const int R, int T, size_t rs, const int HD) {
 #pragma unroll
     for (int it = 0; it < CHUNKS(R, HD); it++) {
-        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
-        reg[it] = r0 + r < T ? *(const float4 *)(src + (size_t)(r0 + r) * rs + 4 * c) : make_float4(0, 0, 0, 0);
+        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / GM_ACT_VEC), c = e % (HD / GM_ACT_VEC);
+        reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c) : make_uint4(0, 0, 0, 0);
     }
 }
-static __device__ __forceinline__ void store_rows(__nv_bfloat16 *dst, const float4 *reg, const int R, const int HD) {
+// The chunks of fetch_rows into a shared bf16 tile: 8 bf16 elements as they are (one 16-byte
+// store), or 4 fp32 ones rounded to bf16 (nearest even; one 8-byte store).
+static __device__ __forceinline__ void store_rows(__nv_bfloat16 *dst, const uint4 *reg, const int R, const int HD) {
 #pragma unroll
     for (int it = 0; it < CHUNKS(R, HD); it++) {
-        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
-        *(uint2 *)(dst + r * PITCH(HD) + 4 * c) =
-            make_uint2(pack_bf16(reg[it].x, reg[it].y), pack_bf16(reg[it].z, reg[it].w));
+        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / GM_ACT_VEC), c = e % (HD / GM_ACT_VEC);
+        __nv_bfloat16 *row = dst + r * PITCH(HD) + GM_ACT_VEC * c;
+        if constexpr (sizeof(gm_cuda_act) == 2) {
+            *(uint4 *)row = reg[it];
+        } else {
+            const uint4 x = reg[it];
+            *(uint2 *)row = make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
+                                       pack_bf16(__uint_as_float(x.z), __uint_as_float(x.w)));
+        }
     }
 }
-static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const float *__restrict__ src, int r0,
+static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
                                                  const int R, int T, size_t rs, const int HD) {
-    float4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
+    uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
     fetch_rows(reg, src, r0, R, T, rs, HD);
     store_rows(dst, reg, R, HD);
+}
+
+// Elements p[0], p[1] (a pair, aligned to its size) written as gm_act_put does: x, y in fp32, an
+// ADD widening the old elements first, each rounded to the element once; one 8- or 4-byte store.
+static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w, float x, float y) {
+    struct __align__(2 * sizeof(gm_cuda_act)) pair {
+        gm_cuda_act a, b;
+    };
+    if (w == GM_GRAD_ADD) {  // a SET never reads p
+        const pair old = *(const pair *)p;
+        x = gm_act_widen(old.a) + x, y = gm_act_widen(old.b) + y;
+    }
+    pair v;
+    gm_act_round(&v.a, x), gm_act_round(&v.b, y);
+    *(pair *)p = v;
 }
 
 // n values of a (T)-vector from t0 on into shared memory; 0 past T.
@@ -312,9 +338,9 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 
 // ---- forward: grid (ceil(T / 128), NH, B), 256 threads ----
 
-static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *__restrict__ lse,
-                                                const float *__restrict__ q, const float *__restrict__ k,
-                                                const float *__restrict__ v, int T, int NH, float scale_log2,
+static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                                const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
                                                 gm_attn_mask m, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
@@ -338,7 +364,7 @@ static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *
         load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
         if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
         __syncthreads();
-        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];  // V's loads fly while S is computed
+        uint4 vreg[CHUNKS(KEY_TILE, MAX_HD)];  // V's loads fly while S is computed
         fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
         const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
                                     doc ? sDocK[0] : 0);
@@ -386,18 +412,18 @@ static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *
         if (i >= T) continue;
         // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
         const float inv = 1.0f / l;
-        float *orow = out + head + (size_t)i * rs + 2 * t;
+        gm_cuda_act *orow = out + head + (size_t)i * rs + 2 * t;
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++) *(float2 *)(orow + n * 8) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        for (int n = 0; n < HD / 8; n++) put_pair(orow + n * 8, GM_GRAD_SET, o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
         if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[r] + log2f(l)) * LN2;
     }
 }
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), 256 threads ----
 
-static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const float *__restrict__ dout,
-                                               const float *__restrict__ q, const float *__restrict__ k,
-                                               const float *__restrict__ v, const float *__restrict__ lse,
+static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
+                                               const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                               const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
                                                float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -431,7 +457,7 @@ static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const flo
         load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
         if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
         __syncthreads();
-        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];
+        uint4 vreg[CHUNKS(KEY_TILE, MAX_HD)];
         fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
         const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
                                     doc ? sDocK[0] : 0);
@@ -456,24 +482,18 @@ static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const flo
     for (int r = 0; r < 2; r++) {
         const int i = q0 + warp * 16 + g + 8 * r;
         if (i >= T) continue;
-        float *row = dq + head + (size_t)i * rs + 2 * t;
+        gm_cuda_act *row = dq + head + (size_t)i * rs + 2 * t;
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++) {
-            float2 x = make_float2(scale * acc[n][2 * r], scale * acc[n][2 * r + 1]);
-            if (w == GM_GRAD_ADD) {  // a SET never reads dq
-                const float2 old = *(float2 *)(row + n * 8);
-                x.x += old.x, x.y += old.y;
-            }
-            *(float2 *)(row + n * 8) = x;
-        }
+        for (int n = 0; n < HD / 8; n++) put_pair(row + n * 8, w, scale * acc[n][2 * r], scale * acc[n][2 * r + 1]);
     }
 }
 
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), 256 threads ----
 
-static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *__restrict__ dv,
-                                                 const float *__restrict__ dout, const float *__restrict__ q,
-                                                 const float *__restrict__ k, const float *__restrict__ v,
+static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
+                                                 const gm_cuda_act *__restrict__ dout,
+                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                                 const gm_cuda_act *__restrict__ v,
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
                                                  gm_grad_write w, const int HD) {
@@ -507,7 +527,7 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
             if (doc) sDocQ[threadIdx.x] = i < T ? doc[i] : 0;
         }
         __syncthreads();
-        float4 oreg[CHUNKS(QUERY_TILE(64), MAX_HD)];  // dO's loads fly while S^T is computed
+        uint4 oreg[CHUNKS(QUERY_TILE(64), MAX_HD)];  // dO's loads fly while S^T is computed
         fetch_rows(oreg, dout + head, qa, QT, T, rs, HD);
         const int qlast = min(qa + QT, T) - 1;
         const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? sDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
@@ -534,16 +554,11 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
     for (int r = 0; r < 2; r++) {
         const int j = k0 + warp * 16 + g + 8 * r;
         if (j >= T) continue;
-        float *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
+        gm_cuda_act *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++) {
-            float2 x = make_float2(scale * dka[n][2 * r], scale * dka[n][2 * r + 1]);
-            float2 y = make_float2(dva[n][2 * r], dva[n][2 * r + 1]);
-            if (w == GM_GRAD_ADD) {  // a SET never reads dk, dv
-                const float2 ok = *(float2 *)(krow + n * 8), ov = *(float2 *)(vrow + n * 8);
-                x.x = ok.x + x.x, x.y = ok.y + x.y, y.x = ov.x + y.x, y.y = ov.y + y.y;
-            }
-            *(float2 *)(krow + n * 8) = x, *(float2 *)(vrow + n * 8) = y;
+            put_pair(krow + n * 8, w, scale * dka[n][2 * r], scale * dka[n][2 * r + 1]);
+            put_pair(vrow + n * 8, w, dva[n][2 * r], dva[n][2 * r + 1]);
         }
     }
 }
@@ -551,12 +566,13 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
 // ---- kernels: one per head_dim, so every array size and loop count is a constant ----
 
 #define FWD_ARGS                                                                                                     \
-    float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ q, const float *__restrict__ k,      \
-        const float *__restrict__ v, int T, int NH, float scale_log2, gm_attn_mask m
+    gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
+        const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
+        gm_attn_mask m
 // The backward kernels' inputs, after their outputs.
 #define BWD_INPUTS                                                                                                   \
-    const float *__restrict__ dout, const float *__restrict__ q, const float *__restrict__ k,                        \
-        const float *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH,      \
+    const gm_cuda_act *__restrict__ dout, const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,      \
+        const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
@@ -568,18 +584,18 @@ __global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_fwd_128(FWD_ARGS) {
     fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(float *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(float *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_64(float *__restrict__ dk, float *__restrict__ dv,
-                                                                   BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1)
+    attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_128(float *__restrict__ dk, float *__restrict__ dv,
-                                                                    BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1)
+    attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
 
@@ -611,17 +627,18 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
         GM_CU_LAUNCHED(c);                                                                                           \
     } while (0)
 
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
-                          int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k,
+                          const gm_cuda_act *v, int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
     if (HD == 64) LAUNCH(c, attn_fwd_64, grid, fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
     else LAUNCH(c, attn_fwd_128, grid, fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
 }
 
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
-                          const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
-                          int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
+                          const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                          const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
+                          gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     if (HD == 64) {
@@ -638,13 +655,13 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void
 static void absent(gm_cuda_ctx *c) {
     gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
 }
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *, float *, const float *, const float *, const float *, int, int,
-                          int, int, double, gm_attn_mask) {
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *, float *, const gm_cuda_act *, const gm_cuda_act *,
+                          const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *, float *, float *, gm_grad_write, const float *, const float *,
-                          const float *, const float *, const float *, const float *, int, int, int, int, double,
-                          gm_attn_mask) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *, gm_grad_write,
+                          const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *,
+                          const float *, const float *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
 #endif
