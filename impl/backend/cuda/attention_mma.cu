@@ -633,8 +633,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
-// registers without spilling (160 to 248); the head_dim 64 forward also fits in 128 without
-// spilling, so it asks for two blocks per SM. The others spill at 128 (32 to 1256 bytes).
+// registers without spilling (123 to 229 with the bf16 element, 127 to 240 with fp32; 2026-11-27);
+// the head_dim 64 forward also fits in 128 without spilling, so it asks for two blocks per SM. The
+// others spilled at 128 (32 to 1256 bytes, measured before the ring).
 __global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {
     fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 64);
 }
