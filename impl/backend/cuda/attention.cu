@@ -7,16 +7,16 @@
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention.h"
 
-// D (B, NH, T) = rowsum(dout * out); one warp per (b, t, h) row, 8 per block, a fixed-order warp
-// sum (deterministic).
-__global__ static void attn_D_kernel(float *D, const float *dout, const float *out, int T, int NH, int HD,
+// D (B, NH, T, fp32) = rowsum(dout * out) of the activations dout, out (B, T, NH, HD); one warp per
+// (b, t, h) row, 8 per block, a fixed-order warp sum in fp32 (deterministic).
+__global__ static void attn_D_kernel(float *D, const gm_cuda_act *dout, const gm_cuda_act *out, int T, int NH, int HD,
                                      size_t nrows) {
     const size_t row = (size_t)blockIdx.x * 8 + threadIdx.x / 32;  // = (b * T + t) * NH + h
     const int lane = threadIdx.x % 32;
     if (row >= nrows) return;
-    const float *a = dout + row * HD, *o = out + row * HD;
+    const gm_cuda_act *a = dout + row * HD, *o = out + row * HD;
     float s = 0.0f;
-    for (int d = lane; d < HD; d += 32) s += a[d] * o[d];
+    for (int d = lane; d < HD; d += 32) s += gm_act_ld(a, d) * gm_act_ld(o, d);
     s = gm_warp_sum(s);
     const int h = (int)(row % NH);
     const size_t bt = row / NH, b = bt / T, t = bt % T;
@@ -59,46 +59,47 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *cons
     return impl;
 }
 
-extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out_act, gm_real *lse,
-                                      const gm_actval *q_act, const gm_actval *k_act, const gm_actval *v_act, int B,
+extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
+                                      const gm_actval *q, const gm_actval *k, const gm_actval *v, int B,
                                       int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    gm_real *out = (gm_real *)out_act;
-    const gm_real *q = (const gm_real *)q_act;
-    const gm_real *k = (const gm_real *)k_act;
-    const gm_real *v = (const gm_real *)v_act;
+    gm_cuda_act *o = (gm_cuda_act *)out;
+    const gm_cuda_act *qa = (const gm_cuda_act *)q;
+    const gm_cuda_act *ka = (const gm_cuda_act *)k;
+    const gm_cuda_act *va = (const gm_cuda_act *)v;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
-    const void *ptrs[] = {out, q, k, v};
+    const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 4);
-    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_fwd(c, out, lse, q, k, v, B, T, NH, HD, scale, mask);
-    if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, out, lse, q, k, v, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
 }
 
-extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *dq_act,
-                                      gm_actval *dk_act, gm_actval *dv_act, gm_grad_write dqkv_write,
-                                      const gm_actval *dout_act, const gm_actval *q_act, const gm_actval *k_act,
-                                      const gm_actval *v_act, const gm_actval *out_act, const gm_real *lse, int B,
+extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *dq,
+                                      gm_actval *dk, gm_actval *dv, gm_grad_write dqkv_write,
+                                      const gm_actval *dout, const gm_actval *q, const gm_actval *k,
+                                      const gm_actval *v, const gm_actval *out, const gm_real *lse, int B,
                                       int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    gm_real *dq = (gm_real *)dq_act;
-    gm_real *dk = (gm_real *)dk_act;
-    gm_real *dv = (gm_real *)dv_act;
-    const gm_real *dout = (const gm_real *)dout_act;
-    const gm_real *q = (const gm_real *)q_act;
-    const gm_real *k = (const gm_real *)k_act;
-    const gm_real *v = (const gm_real *)v_act;
-    const gm_real *out = (const gm_real *)out_act;
+    gm_cuda_act *dqa = (gm_cuda_act *)dq;
+    gm_cuda_act *dka = (gm_cuda_act *)dk;
+    gm_cuda_act *dva = (gm_cuda_act *)dv;
+    const gm_cuda_act *doa = (const gm_cuda_act *)dout;
+    const gm_cuda_act *qa = (const gm_cuda_act *)q;
+    const gm_cuda_act *ka = (const gm_cuda_act *)k;
+    const gm_cuda_act *va = (const gm_cuda_act *)v;
+    const gm_cuda_act *oa = (const gm_cuda_act *)out;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
-    const void *ptrs[] = {dq, dk, dv, dout, q, k, v};
+    const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 7);
     if (which < 0) return;
     const size_t nrows = (size_t)B * T * NH;
     float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
     if (!D) return;
-    attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, dout, out, T, NH, HD, nrows);
+    attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_bwd(c, dq, dk, dv, dqkv_write, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
-    else gm_cuda_attn_naive_bwd(c, dq, dk, dv, dqkv_write, dout, q, k, v, lse, D, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA)
+        gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+    else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
 }
 
 void gm_cuda_attn_fwd(const gm_backend *be, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,

@@ -2,24 +2,29 @@
 // (attention_naive.cu, attention_mma.cu), called by the dispatcher in attention.cu after it has
 // checked the shape (B, T, NH, HD > 0, HD <= 128, grid limits, block > 0 with a window) and, for
 // the backward, computed D (B, NH, T) = rowsum(dout * out) once for either implementation.
+// q, k, v, out, dout, dq, dk, dv are activations (act_elem.cuh's gm_cuda_act); lse and D are fp32.
 #ifndef GM_BACKEND_CUDA_ATTENTION_CUH
 #define GM_BACKEND_CUDA_ATTENTION_CUH
 
+#include "backend/cuda/act_elem.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
-void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
-                            int B, int T, int NH, int HD, double scale, gm_attn_mask m);
-void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
-                            const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
-                            int T, int NH, int HD, double scale, gm_attn_mask m);
+void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
+                            const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
+                            gm_attn_mask m);
+void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
+                            const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                            const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
+                            gm_attn_mask m);
 
 // Whether the tensor-core kernels take this head_dim and these tensors (16-byte alignment, for
-// their float4 loads and float2 stores); n pointers.
+// their 16-byte loads); n pointers.
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n);
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
-                          int B, int T, int NH, int HD, double scale, gm_attn_mask m);
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
-                          const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
-                          int T, int NH, int HD, double scale, gm_attn_mask m);
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k,
+                          const gm_cuda_act *v, int B, int T, int NH, int HD, double scale, gm_attn_mask m);
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
+                          const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                          const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
+                          gm_attn_mask m);
 
 #endif

@@ -1,20 +1,28 @@
 // Flash attention on bf16 tensor cores: mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) for
-// head_dim 64 and 128, with the records' block mask, on the fp32 (B, T, NH, HD) tensors of
-// backend.h. Run on an H100 (2026-11-26, commit d81bddf; reports/gpu-h100/): every test of
+// head_dim 64 and 128, with the records' block mask, on the (B, T, NH, HD) activations of backend.h
+// (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf; reports/gpu-h100/): every test of
 // verify/test_cuda_attention_mma.c passed there, and memcheck and synccheck found nothing;
 // racecheck of these kernels has never completed (it did not finish in 100 s). Speed there: 88-106
 // TFLOP/s forward and 78-94 backward on softcap's mask, 119-165 / 97-130 on plain causal, a third
 // of FlashAttention-2's rate (issue 31). Before that the device code had only been run on a CPU
 // under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository.
+// Since then (2026-11-27) the activation element and the 2-stage cp.async ring below: compile-
+// checked only (fp32 and bf16 element, sm_90a), never run.
 //
-// Precision: q, k, v and dout are rounded to bf16 (nearest even) as their tiles are loaded into
-// shared memory; scores, the softmax, lse, D and every accumulator are fp32; P (forward, dV) and
-// dS (dQ, dK) are rounded to bf16 as the A operand of the next MMA (FlashAttention-2 does the
-// same). The outputs are fp32.
+// Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
+// (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
+// accumulator are fp32; P (forward, dV) and dS (dQ, dK) are rounded to bf16 as the A operand of the
+// next MMA (FlashAttention-2 does the same). out, dq, dk, dv are rounded to the activation element
+// once, at their store (an ADD widens the old element, adds in fp32 and rounds once); lse is fp32.
 //
 // Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
 // warp (the m of m16n8k16); it walks key tiles of 64 with an online softmax in the log2 domain
 // (scores pre-multiplied by scale * log2 e, exp2f), and writes out and lse (B, NH, T).
+// Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
+// per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
+// barrier per tile: tile i + 1 is copied into one stage while tile i is computed from the other.
+// With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
+// element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap).
 // Backward, deterministic and atomic-free: D = rowsum(dout * out) (attention.cu), then
 //   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
 //                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
@@ -48,22 +56,22 @@
 // (16 x 16 keys) becomes the A operand of P V without moving data: a0 = (c0, c1) of n-tile 2j,
 // a1 = (c2, c3) of 2j, a2 = (c0, c1) of 2j+1, a3 = (c2, c3) of 2j+1.
 // Shared tiles are bf16 rows of HD + 8 elements (a pitch of 144 or 272 bytes, 4 banks apart), so
-// the 8 rows of each ldmatrix phase cover the 32 banks once: conflict-free. Global fp32 tiles are
-// read as float4 by consecutive threads along a row (whole 128-byte lines) and stored as 8 bytes
-// of bf16 (a half-warp writes 128 contiguous bytes: conflict-free).
+// the 8 rows of each ldmatrix phase cover the 32 banks once: conflict-free. Global tiles are read
+// in 16-byte chunks by consecutive threads along a row (whole 128-byte lines): a bf16 chunk (8
+// elements) is stored to shared memory as it is, 16 bytes; an fp32 chunk (4 elements) is rounded
+// and stored as 8 bytes of bf16 (either way a phase writes 128 contiguous bytes: conflict-free).
 //
 // Hopper (sm_90a) would add, for a GPU session to measure: wgmma (warpgroup MMA, m64nNk16, B and
 // optionally A read straight from shared memory through descriptors, asynchronous, about twice
 // mma.sync's throughput on H100) and TMA (bulk asynchronous tensor copies into shared memory with
 // mbarrier completion, freeing the warps from address arithmetic), with producer/consumer warp
 // specialization and pingpong scheduling as in FlashAttention-3. TMA copies bytes as they are, so
-// it needs bf16 copies of q, k, v, dout in global memory (a conversion pass, or the bf16
-// activations of issue 16); these kernels convert on load instead, through registers. Also left
-// for measurement: register double-buffering of the next K/V tile (only V's load is overlapped
-// with the S computation here), and the tile sizes.
+// it needs bf16 q, k, v, dout in global memory (the bf16 activation element); with the fp32
+// element these kernels convert on load, through registers. Also left for measurement: a third
+// stage of the ring, and the tile sizes.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
-// head_dim 64 forward; shared memory 37 to 105 KB per block (the *_smem functions).
+// head_dim 64 forward; shared memory 56 to 141 KB per block (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
 // blocks of 256 threads; element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
@@ -188,38 +196,104 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 }
 
-// ---- global fp32 -> shared bf16 tiles ----
+// ---- global activation tiles -> shared bf16 tiles ----
 
-// float4 chunks per thread for a tile of R rows.
-#define CHUNKS(R, HD) ((R) * (HD) / 4 / NTHREADS)
+// 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows.
+#define CHUNKS(R, HD) ((R) * (HD) / GM_ACT_VEC / NTHREADS)
 
-// Rows [r0, r0 + R) of one head (src: its row 0, row stride rs floats) into registers, zeros past T.
-static __device__ __forceinline__ void fetch_rows(float4 *reg, const float *__restrict__ src, int r0, const int R,
-                                                  int T, size_t rs, const int HD) {
-#pragma unroll
-    for (int it = 0; it < CHUNKS(R, HD); it++) {
-        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
-        reg[it] = r0 + r < T ? *(const float4 *)(src + (size_t)(r0 + r) * rs + 4 * c) : make_float4(0, 0, 0, 0);
-    }
+// 16 bytes from global to shared memory, asynchronously, through L2 only (.cg: a tile is read once
+// per block); src_bytes 0 reads nothing and fills zeros. Lands at this thread's cp_async_wait_all.
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
 }
-static __device__ __forceinline__ void store_rows(__nv_bfloat16 *dst, const float4 *reg, const int R, const int HD) {
-#pragma unroll
-    for (int it = 0; it < CHUNKS(R, HD); it++) {
-        const int e = it * NTHREADS + threadIdx.x, r = e / (HD / 4), c = e % (HD / 4);
-        *(uint2 *)(dst + r * PITCH(HD) + 4 * c) =
-            make_uint2(pack_bf16(reg[it].x, reg[it].y), pack_bf16(reg[it].z, reg[it].w));
-    }
-}
-static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const float *__restrict__ src, int r0,
+// Wait until every cp.async copy of this thread has landed (a no-op without any).
+static __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
+// of pitch PITCH(HD), zeros past T, in 16-byte chunks, consecutive threads along a row. A bf16
+// element is copied as it is by cp.async (rows past T zero-filled), landing at this thread's
+// cp_async_wait_all; an fp32 one is loaded into registers (all loads in flight first), rounded to
+// bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the tile is the
+// block's after that wait and a barrier.
+static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
                                                  const int R, int T, size_t rs, const int HD) {
-    float4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
-    fetch_rows(reg, src, r0, R, T, rs, HD);
-    store_rows(dst, reg, R, HD);
+    const int CPR = HD / GM_ACT_VEC;  // chunks per row
+    if constexpr (sizeof(gm_cuda_act) == 2) {
+#pragma unroll
+        for (int it = 0; it < CHUNKS(R, HD); it++) {
+            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+            const bool in = r0 + r < T;
+            cp_async16(dst + r * PITCH(HD) + GM_ACT_VEC * c, src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c,
+                       in ? 16 : 0);
+        }
+    } else {
+        uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
+#pragma unroll
+        for (int it = 0; it < CHUNKS(R, HD); it++) {
+            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+            reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c)
+                                 : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int it = 0; it < CHUNKS(R, HD); it++) {
+            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+            const uint4 x = reg[it];
+            *(uint2 *)(dst + r * PITCH(HD) + GM_ACT_VEC * c) =
+                make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
+                           pack_bf16(__uint_as_float(x.z), __uint_as_float(x.w)));
+        }
+    }
+}
+
+// Elements p[0], p[1] (a pair, aligned to its size) written as gm_act_put does: x, y in fp32, an
+// ADD widening the old elements first, each rounded to the element once; one 8- or 4-byte store.
+static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w, float x, float y) {
+    struct __align__(2 * sizeof(gm_cuda_act)) pair {
+        gm_cuda_act a, b;
+    };
+    if (w == GM_GRAD_ADD) {  // a SET never reads p
+        const pair old = *(const pair *)p;
+        x = gm_act_widen(old.a) + x, y = gm_act_widen(old.b) + y;
+    }
+    pair v;
+    gm_act_round(&v.a, x), gm_act_round(&v.b, y);
+    *(pair *)p = v;
 }
 
 // n values of a (T)-vector from t0 on into shared memory; 0 past T.
 static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src, int t0, int n, int T) {
     for (int i = threadIdx.x; i < n; i += NTHREADS) dst[i] = t0 + i < T ? src[t0 + i] : 0;
+}
+
+// The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
+// key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0)
+// and the keys' doc ids.
+static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
+                                                     const gm_cuda_act *__restrict__ k,
+                                                     const gm_cuda_act *__restrict__ v, const int32_t *doc, int k0,
+                                                     int T, size_t rs, const int HD) {
+    load_rows(sK, k, k0, KEY_TILE, T, rs, HD);
+    load_rows(sV, v, k0, KEY_TILE, T, rs, HD);
+    if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
+}
+// Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
+// query lse in log2 units (+inf past T: P = 0), D and the doc id (lse, D: the head's (T)-vectors).
+static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_bfloat16 *sO, float *sL, float *sD,
+                                                       int32_t *sDocQ, const gm_cuda_act *__restrict__ q,
+                                                       const gm_cuda_act *__restrict__ dout,
+                                                       const float *__restrict__ lse, const float *__restrict__ D,
+                                                       const int32_t *doc, int qa, const int QT, int T, size_t rs,
+                                                       const int HD) {
+    load_rows(sQ, q, qa, QT, T, rs, HD);
+    load_rows(sO, dout, qa, QT, T, rs, HD);
+    if (threadIdx.x < QT) {
+        const int i = qa + threadIdx.x;
+        sL[threadIdx.x] = i < T ? lse[i] * (float)LOG2E : INFINITY;
+        sD[threadIdx.x] = i < T ? D[i] : 0.0f;
+        if (doc) sDocQ[threadIdx.x] = i < T ? doc[i] : 0;
+    }
 }
 
 // ---- the mask at tile level ----
@@ -312,14 +386,20 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 
 // ---- forward: grid (ceil(T / 128), NH, B), 256 threads ----
 
-static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *__restrict__ lse,
-                                                const float *__restrict__ q, const float *__restrict__ k,
-                                                const float *__restrict__ v, int T, int NH, float scale_log2,
+// Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
+// waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
+// synchronously), and the barrier makes every thread's copies visible and tells that every warp is
+// done with the previous tile, whose stage the copies of the next tile then overwrite while this
+// one is computed (with a bf16 element; an fp32 one is loaded and converted there, before the math).
+static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                                const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
                                                 gm_attn_mask m, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     const int qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -328,25 +408,28 @@ static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD);
     if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T);
-    const int kfirst = first_key(&m, doc, q0);
+    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD);
 
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     zero(o, HD / 8);
 
-    for (int k0 = kfirst / KEY_TILE * KEY_TILE; k0 <= qlast; k0 += KEY_TILE) {
-        __syncthreads();  // the previous tile's sK, sV (and at first sQ, sDocQ) are consumed / written
-        load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
-        if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
-        __syncthreads();
-        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];  // V's loads fly while S is computed
-        fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
+    for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
+        cp_async_wait_all();  // this thread's copies of tile k0 (and at first of sQ) have landed
+        __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
+        const int next = stage ^ 1;
+        if (k0 + KEY_TILE <= qlast)
+            load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k + head,
+                          v + head, doc, k0 + KEY_TILE, T, rs, HD);
+        const __nv_bfloat16 *cK = sK + stage * KEY_TILE * P, *cV = sV + stage * KEY_TILE * P;
+        const int32_t *cDocK = sDocK + stage * KEY_TILE;
         const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
-                                    doc ? sDocK[0] : 0);
+                                    doc ? cDocK[0] : 0);
 
         float s[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, sK, P, KEY_TILE / 8, HD / 16);
-        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, sDocK, true);
+        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16);
+        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
 
         // Online softmax for this lane's rows g (e = 0, 1) and g + 8 (e = 2, 3); a row's 64 scores
         // are spread over the 4 lanes of a quad.
@@ -371,9 +454,7 @@ static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *
                 lrow[r] += s[n][2 * r] + s[n][2 * r + 1];  // this lane's columns; the quad sums at the end
             }
         }
-        store_rows(sV, vreg, KEY_TILE, HD);  // sV's last readers passed this tile's first barrier
-        __syncthreads();
-        mma_xb(o, s, sV, P, HD / 8, KEY_TILE / 16);
+        mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16);
     }
 
     const int g = lane / 4, t = lane % 4;
@@ -386,25 +467,26 @@ static __device__ __forceinline__ void fwd_body(float *__restrict__ out, float *
         if (i >= T) continue;
         // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
         const float inv = 1.0f / l;
-        float *orow = out + head + (size_t)i * rs + 2 * t;
+        gm_cuda_act *orow = out + head + (size_t)i * rs + 2 * t;
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++) *(float2 *)(orow + n * 8) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+        for (int n = 0; n < HD / 8; n++) put_pair(orow + n * 8, GM_GRAD_SET, o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
         if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[r] + log2f(l)) * LN2;
     }
 }
 
-// ---- backward, dq: grid (ceil(T / 128), NH, B), 256 threads ----
+// ---- backward, dq: grid (ceil(T / 128), NH, B), 256 threads; key tiles in a ring as the forward ----
 
-static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const float *__restrict__ dout,
-                                               const float *__restrict__ q, const float *__restrict__ k,
-                                               const float *__restrict__ v, const float *__restrict__ lse,
+static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
+                                               const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                               const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
                                                float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
+    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
-                  *sV = sK + KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+                  *sV = sK + 2 * KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -421,68 +503,65 @@ static __device__ __forceinline__ void dq_body(float *__restrict__ dq, const flo
         lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
-    const int kfirst = first_key(&m, doc, q0);
+    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
 
-    for (int k0 = kfirst / KEY_TILE * KEY_TILE; k0 <= qlast; k0 += KEY_TILE) {
-        __syncthreads();
-        load_rows(sK, k + head, k0, KEY_TILE, T, rs, HD);
-        if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
-        __syncthreads();
-        float4 vreg[CHUNKS(KEY_TILE, MAX_HD)];
-        fetch_rows(vreg, v + head, k0, KEY_TILE, T, rs, HD);
+    for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
+        cp_async_wait_all();  // this thread's copies of tile k0 (and at first of sQ, sO) have landed
+        __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
+        const int next = stage ^ 1;
+        if (k0 + KEY_TILE <= qlast)
+            load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k + head,
+                          v + head, doc, k0 + KEY_TILE, T, rs, HD);
+        const __nv_bfloat16 *cK = sK + stage * KEY_TILE * P, *cV = sV + stage * KEY_TILE * P;
+        const int32_t *cDocK = sDocK + stage * KEY_TILE;
         const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
-                                    doc ? sDocK[0] : 0);
+                                    doc ? cDocK[0] : 0);
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, sK, P, KEY_TILE / 8, HD / 16);
-        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, sDocK, true);
+        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16);
+        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
-        store_rows(sV, vreg, KEY_TILE, HD);
-        __syncthreads();
         zero(dp, KEY_TILE / 8);
-        mma_abt(dp, sO + warp * 16 * P, sV, P, KEY_TILE / 8, HD / 16);
+        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16);
 #pragma unroll
         for (int n = 0; n < KEY_TILE / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
-        mma_xb(acc, s, sK, P, HD / 8, KEY_TILE / 16);
+        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16);
     }
 
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int i = q0 + warp * 16 + g + 8 * r;
         if (i >= T) continue;
-        float *row = dq + head + (size_t)i * rs + 2 * t;
+        gm_cuda_act *row = dq + head + (size_t)i * rs + 2 * t;
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++) {
-            float2 x = make_float2(scale * acc[n][2 * r], scale * acc[n][2 * r + 1]);
-            if (w == GM_GRAD_ADD) {  // a SET never reads dq
-                const float2 old = *(float2 *)(row + n * 8);
-                x.x += old.x, x.y += old.y;
-            }
-            *(float2 *)(row + n * 8) = x;
-        }
+        for (int n = 0; n < HD / 8; n++) put_pair(row + n * 8, w, scale * acc[n][2 * r], scale * acc[n][2 * r + 1]);
     }
 }
 
-// ---- backward, dk and dv: grid (ceil(T / 128), NH, B), 256 threads ----
+// ---- backward, dk and dv: grid (ceil(T / 128), NH, B), 256 threads; query tiles in a ring as the
+// forward's key tiles ----
 
-static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *__restrict__ dv,
-                                                 const float *__restrict__ dout, const float *__restrict__ q,
-                                                 const float *__restrict__ k, const float *__restrict__ v,
+static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
+                                                 const gm_cuda_act *__restrict__ dout,
+                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                                 const gm_cuda_act *__restrict__ v,
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
                                                  gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD);
+    // sQ, sO, sL, sD, sDocQ: 2 stages each of QT queries
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
-                  *sO = sQ + QT * P;
-    float *sL = (float *)(sO + QT * P), *sD = sL + QT;  // per query of the tile: lse in log2 units, D
-    int32_t *sDocQ = (int32_t *)(sD + QT), *sDocK = sDocQ + QT;
+                  *sO = sQ + 2 * QT * P;
+    float *sL = (float *)(sO + 2 * QT * P), *sD = sL + 2 * QT;  // per query: lse in log2 units, D
+    int32_t *sDocQ = (int32_t *)(sD + 2 * QT), *sDocK = sDocQ + 2 * QT;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
@@ -492,58 +571,51 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
     load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD);
     load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD);
     if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T);
-    // Queries before k0 see no key of this tile (causal); none at or past qend sees any (window, document).
+    // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
+    // (window, document).
     const int qend = query_end(&m, doc, klast, T);
+    load_query_tile(sQ, sO, sL, sD, sDocQ, q + head, dout + head, lse + vec, D + vec, doc, k0, QT, T, rs, HD);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
 
-    for (int qa = k0; qa < qend; qa += QT) {  // QT divides 128, so qa stays tile-aligned
-        __syncthreads();
-        load_rows(sQ, q + head, qa, QT, T, rs, HD);
-        if (threadIdx.x < QT) {
-            const int i = qa + threadIdx.x;
-            sL[threadIdx.x] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
-            if (doc) sDocQ[threadIdx.x] = i < T ? doc[i] : 0;
-        }
-        __syncthreads();
-        float4 oreg[CHUNKS(QUERY_TILE(64), MAX_HD)];  // dO's loads fly while S^T is computed
-        fetch_rows(oreg, dout + head, qa, QT, T, rs, HD);
+    for (int qa = k0, stage = 0; qa < qend; qa += QT, stage ^= 1) {  // QT divides 128, so qa stays tile-aligned
+        cp_async_wait_all();  // this thread's copies of tile qa (and at first of sK, sV) have landed
+        __syncthreads();      // everyone's have; tile qa - QT (stage ^ 1) is consumed
+        const int next = stage ^ 1;
+        if (qa + QT < qend)
+            load_query_tile(sQ + next * QT * P, sO + next * QT * P, sL + next * QT, sD + next * QT, sDocQ + next * QT,
+                            q + head, dout + head, lse + vec, D + vec, doc, qa + QT, QT, T, rs, HD);
+        const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
+        const float *cL = sL + stage * QT, *cD = sD + stage * QT;
+        const int32_t *cDocQ = sDocQ + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
-        const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? sDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
+        const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? cDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
 
         float st[QUERY_TILE(64) / 8][4], dpt[QUERY_TILE(64) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
         zero(st, QT / 8);
-        mma_abt(st, sK + warp * 16 * P, sQ, P, QT / 8, HD / 16);
-        scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, sDocQ, false);
-        exp2_minus_lse(st, QT / 8, NULL, sL);  // P^T
-        store_rows(sO, oreg, QT, HD);
-        if (threadIdx.x < QT) sD[threadIdx.x] = qa + (int)threadIdx.x < T ? D[vec + qa + threadIdx.x] : 0.0f;
-        __syncthreads();
+        mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16);
+        scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
+        exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
         zero(dpt, QT / 8);
-        mma_abt(dpt, sV + warp * 16 * P, sO, P, QT / 8, HD / 16);
-        mma_xb(dva, st, sO, P, HD / 8, QT / 16);
+        mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16);
+        mma_xb(dva, st, cO, P, HD / 8, QT / 16);
 #pragma unroll
         for (int n = 0; n < QT / 8; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - sD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
-        mma_xb(dka, st, sQ, P, HD / 8, QT / 16);
+            for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
+        mma_xb(dka, st, cQ, P, HD / 8, QT / 16);
     }
 
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int j = k0 + warp * 16 + g + 8 * r;
         if (j >= T) continue;
-        float *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
+        gm_cuda_act *krow = dk + head + (size_t)j * rs + 2 * t, *vrow = dv + head + (size_t)j * rs + 2 * t;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++) {
-            float2 x = make_float2(scale * dka[n][2 * r], scale * dka[n][2 * r + 1]);
-            float2 y = make_float2(dva[n][2 * r], dva[n][2 * r + 1]);
-            if (w == GM_GRAD_ADD) {  // a SET never reads dk, dv
-                const float2 ok = *(float2 *)(krow + n * 8), ov = *(float2 *)(vrow + n * 8);
-                x.x = ok.x + x.x, x.y = ok.y + x.y, y.x = ov.x + y.x, y.y = ov.y + y.y;
-            }
-            *(float2 *)(krow + n * 8) = x, *(float2 *)(vrow + n * 8) = y;
+            put_pair(krow + n * 8, w, scale * dka[n][2 * r], scale * dka[n][2 * r + 1]);
+            put_pair(vrow + n * 8, w, dva[n][2 * r], dva[n][2 * r + 1]);
         }
     }
 }
@@ -551,49 +623,53 @@ static __device__ __forceinline__ void dkdv_body(float *__restrict__ dk, float *
 // ---- kernels: one per head_dim, so every array size and loop count is a constant ----
 
 #define FWD_ARGS                                                                                                     \
-    float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ q, const float *__restrict__ k,      \
-        const float *__restrict__ v, int T, int NH, float scale_log2, gm_attn_mask m
+    gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
+        const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
+        gm_attn_mask m
 // The backward kernels' inputs, after their outputs.
 #define BWD_INPUTS                                                                                                   \
-    const float *__restrict__ dout, const float *__restrict__ q, const float *__restrict__ k,                        \
-        const float *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH,      \
+    const gm_cuda_act *__restrict__ dout, const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,      \
+        const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
-// registers without spilling (160 to 248); the head_dim 64 forward also fits in 128 without
-// spilling, so it asks for two blocks per SM. The others spill at 128 (32 to 1256 bytes).
+// registers without spilling (123 to 229 with the bf16 element, 127 to 240 with fp32; 2026-11-27);
+// the head_dim 64 forward also fits in 128 without spilling, so it asks for two blocks per SM. The
+// others spilled at 128 (32 to 1256 bytes, measured before the ring).
 __global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {
     fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 64);
 }
 __global__ static void __launch_bounds__(NTHREADS, 1) attn_fwd_128(FWD_ARGS) {
     fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(float *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(float *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_64(float *__restrict__ dk, float *__restrict__ dv,
-                                                                   BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1)
+    attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dkdv_128(float *__restrict__ dk, float *__restrict__ dv,
-                                                                    BWD_INPUTS) {
+__global__ static void __launch_bounds__(NTHREADS, 1)
+    attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
-// per-row vectors. Forward at HD 128: (128 + 64 + 64) x 272 + 192 x 4 = 70,400; dq: 105,216;
-// dk/dv: (128 + 128 + 32 + 32) x 272 + (3 x 32 + 128) x 4 = 87,936 (HD 64: 37,632 / 56,064 / 56,576).
+// per-row vectors; the streamed tiles twice (the ring's 2 stages). Forward at HD 128:
+// (128 + 2 x (64 + 64)) x 272 + (128 + 2 x 64) x 4 = 105,472; dq: 140,288; dk/dv:
+// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 128) x 4 = 105,728 (HD 64: 56,320 / 74,752 /
+// 75,776).
 static size_t fwd_smem(int HD) {
-    return (size_t)(BLOCK_ROWS + 2 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + KEY_TILE) * 4;
+    return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dq_smem(int HD) {
-    return (size_t)(2 * BLOCK_ROWS + 2 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + KEY_TILE) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dkdv_smem(int HD) {
-    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_TILE(HD)) * PITCH(HD) * 2 + (3 * QUERY_TILE(HD) + BLOCK_ROWS) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 4 * QUERY_TILE(HD)) * PITCH(HD) * 2 + (6 * QUERY_TILE(HD) + BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
@@ -611,17 +687,18 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
         GM_CU_LAUNCHED(c);                                                                                           \
     } while (0)
 
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
-                          int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k,
+                          const gm_cuda_act *v, int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
     if (HD == 64) LAUNCH(c, attn_fwd_64, grid, fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
     else LAUNCH(c, attn_fwd_128, grid, fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
 }
 
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
-                          const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
-                          int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
+                          const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                          const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
+                          gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     if (HD == 64) {
@@ -638,13 +715,13 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void
 static void absent(gm_cuda_ctx *c) {
     gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
 }
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, float *, float *, const float *, const float *, const float *, int, int,
-                          int, int, double, gm_attn_mask) {
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *, float *, const gm_cuda_act *, const gm_cuda_act *,
+                          const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, float *, float *, float *, gm_grad_write, const float *, const float *,
-                          const float *, const float *, const float *, const float *, int, int, int, int, double,
-                          gm_attn_mask) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *, gm_grad_write,
+                          const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *,
+                          const float *, const float *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
 #endif

@@ -9,6 +9,10 @@
 // Every output row is owned by one warp, which sums its terms in a fixed order: no atomics, so
 // the results repeat bit for bit.
 //
+// Precision: q, k, v, dout are activations (act_elem.cuh), widened exactly to fp32 as their tiles
+// are loaded; every product and sum is fp32; out, dq, dk, dv are rounded to the activation element
+// once, at their store (an ADD widens the old element, adds in fp32 and rounds once); lse is fp32.
+//
 // Work layout: a warp handles a few rows (query rows in the forward and dq kernels, key rows in
 // the dk/dv kernel); its 32 lanes take the 32 rows of the other side's tile, one each: a lane
 // computes one score (a dot product over HD from shared memory), then the warp accumulates the
@@ -50,13 +54,13 @@ static __device__ __forceinline__ bool allowed(const gm_attn_mask *m, const int3
 // Row t of head h in batch b of a (B, T, NH, HD) tensor is base + t * NH * HD.
 #define HEAD_BASE(p, b, h) ((p) + ((size_t)(b) * T * NH + (h)) * HD)
 
-// Rows [r0, r0 + nrows) of one head of a (B, T, NH, HD) tensor (row stride rs, from `src`, the
-// head's row 0) into shared memory with row pitch `pitch`; rows at or past `rend` are zero.
-static __device__ __forceinline__ void load_rows(float *dst, int pitch, const float *src, int r0, int nrows, int rend,
-                                                 size_t rs, int HD) {
+// Rows [r0, r0 + nrows) of one head of a (B, T, NH, HD) activation (row stride rs, from `src`,
+// the head's row 0) into shared fp32 memory with row pitch `pitch`; rows at or past `rend` are zero.
+static __device__ __forceinline__ void load_rows(float *dst, int pitch, const gm_cuda_act *src, int r0, int nrows,
+                                                 int rend, size_t rs, int HD) {
     for (int e = threadIdx.x; e < nrows * HD; e += blockDim.x) {
         int r = e / HD, d = e % HD;
-        dst[r * pitch + d] = r0 + r < rend ? src[(size_t)(r0 + r) * rs + d] : 0.0f;
+        dst[r * pitch + d] = r0 + r < rend ? gm_act_ld(src, (size_t)(r0 + r) * rs + d) : 0.0f;
     }
 }
 
@@ -65,15 +69,15 @@ static __device__ __forceinline__ void load_rows(float *dst, int pitch, const fl
 
 // ---- forward: grid (ceil(T / FWD_ROWS), NH, B), WARPS warps ----
 __global__ static void __launch_bounds__(WARPS * 32)
-    attn_fwd_kernel(float *out, float *lse, const float *q, const float *k, const float *v, int T, int NH, int HD,
-                    float scale, gm_attn_mask m) {
+    attn_fwd_kernel(gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                    int T, int NH, int HD, float scale, gm_attn_mask m) {
     __shared__ float sQ[FWD_ROWS][MAX_HD];
     __shared__ float sK[TILE][MAX_HD + 1];
     __shared__ float sV[TILE][MAX_HD];
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int q0 = blockIdx.x * FWD_ROWS, q1 = min(q0 + FWD_ROWS, T);
     const size_t rs = (size_t)NH * HD;  // stride between tokens
-    const float *qb = HEAD_BASE(q, b, h), *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
+    const gm_cuda_act *qb = HEAD_BASE(q, b, h), *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
     load_rows(&sQ[0][0], PITCH(sQ), qb, q0, FWD_ROWS, T, rs, HD);
@@ -125,7 +129,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
         }
     }
     // Every row sees at least its own key (k = q is always allowed), so lrow > 0.
-    float *ob = HEAD_BASE(out, b, h);
+    gm_cuda_act *ob = HEAD_BASE(out, b, h);
 #pragma unroll
     for (int rr = 0; rr < FWD_RPW; rr++) {
         const int i = q0 + warp * FWD_RPW + rr;
@@ -133,7 +137,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int c = 0; c < DC; c++) {
             const int d = lane + 32 * c;
-            if (d < HD) ob[(size_t)i * rs + d] = o[rr][c] / lrow[rr];
+            if (d < HD) gm_act_st(ob, (size_t)i * rs + d, o[rr][c] / lrow[rr]);
         }
         if (lane == 0) lse[((size_t)b * NH + h) * T + i] = mrow[rr] + logf(lrow[rr]);
     }
@@ -141,8 +145,9 @@ __global__ static void __launch_bounds__(WARPS * 32)
 
 // ---- backward 1: dq; grid (ceil(T / BWD_ROWS), NH, B); warps own query rows, lanes take keys ----
 __global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dq_kernel(float *dq, gm_grad_write w, const float *dout, const float *q, const float *k, const float *v,
-                       const float *lse, const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
+    attn_bwd_dq_kernel(gm_cuda_act *dq, gm_grad_write w, const gm_cuda_act *dout, const gm_cuda_act *q,
+                       const gm_cuda_act *k, const gm_cuda_act *v, const float *lse, const float *D, int T, int NH,
+                       int HD, float scale, gm_attn_mask m) {
     __shared__ float sQ[BWD_ROWS][MAX_HD];
     __shared__ float sO[BWD_ROWS][MAX_HD];  // dout rows
     __shared__ float sK[TILE][MAX_HD + 1];
@@ -150,8 +155,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int q0 = blockIdx.x * BWD_ROWS, q1 = min(q0 + BWD_ROWS, T);
     const size_t rs = (size_t)NH * HD;
-    const float *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
-    const float *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
+    const gm_cuda_act *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
+    const gm_cuda_act *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
     const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
@@ -198,7 +203,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
             }
         }
     }
-    float *dqb = HEAD_BASE(dq, b, h);
+    gm_cuda_act *dqb = HEAD_BASE(dq, b, h);
 #pragma unroll
     for (int rr = 0; rr < BWD_RPW; rr++) {
         const int i = q0 + warp * BWD_RPW + rr;
@@ -206,16 +211,16 @@ __global__ static void __launch_bounds__(WARPS * 32)
 #pragma unroll
         for (int c = 0; c < DC; c++) {
             const int d = lane + 32 * c;
-            if (d < HD) gm_grad_put(&dqb[(size_t)i * rs + d], w, acc[rr][c]);
+            if (d < HD) gm_act_put(dqb, (size_t)i * rs + d, w, acc[rr][c]);
         }
     }
 }
 
 // ---- backward 2: dk, dv; grid (ceil(T / BWD_ROWS), NH, B); warps own key rows, lanes take queries ----
 __global__ static void __launch_bounds__(WARPS * 32)
-    attn_bwd_dkdv_kernel(float *dk, float *dv, gm_grad_write w, const float *dout, const float *q, const float *k,
-                         const float *v, const float *lse, const float *D, int T, int NH, int HD, float scale,
-                         gm_attn_mask m) {
+    attn_bwd_dkdv_kernel(gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w, const gm_cuda_act *dout,
+                         const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, const float *lse,
+                         const float *D, int T, int NH, int HD, float scale, gm_attn_mask m) {
     __shared__ float sQ[TILE][MAX_HD + 1];
     __shared__ float sO[TILE][MAX_HD + 1];  // dout rows
     __shared__ float sK[BWD_ROWS][MAX_HD];
@@ -224,8 +229,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int k0 = blockIdx.x * BWD_ROWS, k1 = min(k0 + BWD_ROWS, T);
     const size_t rs = (size_t)NH * HD;
-    const float *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
-    const float *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
+    const gm_cuda_act *qb = HEAD_BASE(q, b, h), *ob = HEAD_BASE(dout, b, h);
+    const gm_cuda_act *kb = HEAD_BASE(k, b, h), *vb = HEAD_BASE(v, b, h);
     const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
@@ -276,7 +281,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
             }
         }
     }
-    float *dkb = HEAD_BASE(dk, b, h), *dvb = HEAD_BASE(dv, b, h);
+    gm_cuda_act *dkb = HEAD_BASE(dk, b, h), *dvb = HEAD_BASE(dv, b, h);
 #pragma unroll
     for (int rr = 0; rr < BWD_RPW; rr++) {
         const int j = k0 + warp * BWD_RPW + rr;
@@ -285,23 +290,25 @@ __global__ static void __launch_bounds__(WARPS * 32)
         for (int c = 0; c < DC; c++) {
             const int d = lane + 32 * c;
             if (d < HD) {
-                gm_grad_put(&dkb[(size_t)j * rs + d], w, dka[rr][c]);
-                gm_grad_put(&dvb[(size_t)j * rs + d], w, dva[rr][c]);
+                gm_act_put(dkb, (size_t)j * rs + d, w, dka[rr][c]);
+                gm_act_put(dvb, (size_t)j * rs + d, w, dva[rr][c]);
             }
         }
     }
 }
 
-void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, float *out, float *lse, const float *q, const float *k, const float *v,
-                            int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_naive_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
+                            const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
+                            gm_attn_mask m) {
     dim3 grid((T + FWD_ROWS - 1) / FWD_ROWS, NH, B);
     attn_fwd_kernel<<<grid, WARPS * 32, 0, c->stream>>>(out, lse, q, k, v, T, NH, HD, (float)scale, m);
     GM_CU_LAUNCHED(c);
 }
 
-void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, float *dq, float *dk, float *dv, gm_grad_write w, const float *dout,
-                            const float *q, const float *k, const float *v, const float *lse, const float *D, int B,
-                            int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
+                            const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
+                            const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
+                            gm_attn_mask m) {
     dim3 grid((T + BWD_ROWS - 1) / BWD_ROWS, NH, B);
     attn_bwd_dq_kernel<<<grid, WARPS * 32, 0, c->stream>>>(dq, w, dout, q, k, v, lse, D, T, NH, HD, (float)scale, m);
     GM_CU_LAUNCHED(c);
