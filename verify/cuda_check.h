@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "backend/cuda/cuda.h"
 #include "backend/cuda/device.h"
 
 // DESIGN.md section 4: fp32 within 1e-5 (relative errors are ||gpu - cpu|| / ||cpu|| over the whole
@@ -24,13 +23,6 @@
 // reason, or fails when GM_REQUIRE_GPU=1; any other CUDA error (a broken set-up) fails it.
 void cc_require_gpu(void);
 #define CC_REQUIRE_GPU() cc_require_gpu()
-
-// A device buffer the test filled with gm_real values (cc_to_gpu, cc_poisoned), passed to the CUDA
-// backend as activations: right only while the CUDA activation element is gm_real. Switching the
-// element to bf16 (GM_CUDA_ACT_BYTES 2) stops this file compiling until the tests upload and read
-// activations converted (backend/act_io.h).
-_Static_assert(GM_CUDA_ACT_BYTES == sizeof(gm_real), "the CUDA tests pass fp32 buffers as activations");
-#define CC_ACT(p) ((gm_actval *)(p))
 
 typedef struct {
     const gm_backend *cpu, *gpu;  // gpu: the backend under test (the CUDA one, or a CPU twin)
