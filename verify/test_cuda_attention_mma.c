@@ -183,7 +183,8 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     // [0]: naive, [1]: tensor cores, [2]: tensor cores again; each gradient from the prior g0.
     gm_actval *gout[3], *gg[3];
     gm_real *glse[3];
-    for (int r = 0; r < 3; r++) gout[r] = cc_act_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_act_to_gpu(e, g0, 3 * n);
+    for (int r = 0; r < 3; r++)
+        gout[r] = cc_act_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_act_to_gpu(e, g0, 3 * n);
     int32_t *doc = cc_attn_docs(e, c, B);
     const double scale = 1.0 / sqrt(HD);
 
@@ -545,7 +546,8 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
         gm_attn_mask m = {NULL, 16, 3};
         gm_actval *out[2], *g[2];
         gm_real *lse[2];
-        for (int r = 0; r < 2; r++) out[r] = cc_act_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = cc_act_zeroed(&e, 3 * n);
+        for (int r = 0; r < 2; r++)
+            out[r] = cc_act_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = cc_act_zeroed(&e, 3 * n);
         gpu->attn_fwd(gpu, out[0], lse[0], gq, gk, gv, B, T, NH, HD, scale, m);
         gpu->attn_bwd(gpu, g[0], gm_act_at(gpu, g[0], n), gm_act_at(gpu, g[0], 2 * n), GM_GRAD_ADD, gdo, gq, gk, gv,
                       out[0], lse[0], B, T, NH, HD, scale, m);

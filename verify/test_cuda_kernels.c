@@ -443,7 +443,8 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             gm_real *alias = dup(dout, n);
             e.cpu->lincomb_bwd(e.cpu, gm_as_act(alias), GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gm_as_act(alias), ca,
                                pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
-            e.gpu->lincomb_bwd(e.gpu, gdout, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_bwd(e.gpu, gdout, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy,
+                               n);
             snprintf(what, sizeof what, "lincomb_bwd dx aliasing dout n=%zu", n);
             cc_act_expect_close(&e, what, gdout, alias, n, tol);
             e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gy), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdx);
