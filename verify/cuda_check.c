@@ -9,9 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/act_io.h"
 #include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/cuda.h"
+#include "base/bf16.h"
 #include "base/error.h"
 #include "base/rng.h"
 #include "helpers.h"
@@ -135,45 +137,136 @@ static long first_bad(const gm_real *a, const gm_real *b, size_t n, int exact) {
     return -1;
 }
 
-int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol) {
-    cc_sync(e, what);
-    gm_real *h = cc_from_gpu(e, dev, n);
-    double err = th_rel_err(h, ref, n);
-    long bad = first_bad(h, ref, n, 0);
+int cc_check_close(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, size_t n, double tol) {
+    double err = th_rel_err(got, ref, n);
+    long bad = first_bad(got, ref, n, 0);
     int ok = err <= tol;
     cr_expect(ok,
               "%s: relative error %.3g > %.3g over %zu values (first non-finite: %ld, gpu %g vs cpu %g) (seed %llu)",
-              what, err, tol, n, bad, bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
+              what, err, tol, n, bad, bad >= 0 ? (double)got[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0,
               (unsigned long long)e->seed);
+    return ok;
+}
+
+int cc_check_within(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, const double *bound,
+                    size_t n) {
+    long bad = first_bad(got, ref, n, 0), at = -1;
+    double worst = 0;
+    for (size_t i = 0; bad < 0 && i < n; i++) {
+        double diff = fabs((double)got[i] - ref[i]), r = bound[i] > 0 ? diff / bound[i] : (diff > 0 ? INFINITY : 0);
+        if (r > worst || at < 0) worst = r, at = (long)i;
+    }
+    int ok = bad < 0 && worst <= 1;
+    if (bad >= 0) at = bad;
+    cr_expect(ok, "%s: |gpu - ref| / bound = %.3g at %ld of %zu (gpu %.9g, ref %.9g, bound %.3g; first non-finite: %ld) (seed %llu)",
+              what, worst, at, n, at >= 0 ? (double)got[at] : 0.0, at >= 0 ? (double)ref[at] : 0.0,
+              at >= 0 ? bound[at] : 0.0, bad, (unsigned long long)e->seed);
+    return ok;
+}
+
+int cc_check_equal(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, size_t n) {
+    long bad = first_bad(got, ref, n, 1);
+    cr_expect(bad < 0, "%s: not bitwise equal at %ld of %zu: gpu %.9g vs cpu %.9g (seed %llu)", what, bad, n,
+              bad >= 0 ? (double)got[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0, (unsigned long long)e->seed);
+    return bad < 0;
+}
+
+// The cc_expect_* checks: wait, download (gm_real memory or activations), compare on the host.
+static gm_real *synced_copy(const cc_env *e, const char *what, const void *dev, size_t n, int act) {
+    cc_sync(e, what);
+    return act ? cc_act_from_gpu(e, dev, n) : cc_from_gpu(e, dev, n);
+}
+
+int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n, double tol) {
+    gm_real *h = synced_copy(e, what, dev, n, 0);
+    int ok = cc_check_close(e, what, h, ref, n, tol);
     free(h);
     return ok;
 }
 
 int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
                      size_t n) {
-    cc_sync(e, what);
-    gm_real *h = cc_from_gpu(e, dev, n);
-    long bad = first_bad(h, ref, n, 0), at = -1;
-    double worst = 0;
-    for (size_t i = 0; bad < 0 && i < n; i++) {
-        double diff = fabs((double)h[i] - ref[i]), r = bound[i] > 0 ? diff / bound[i] : (diff > 0 ? INFINITY : 0);
-        if (r > worst || at < 0) worst = r, at = (long)i;
-    }
-    int ok = bad < 0 && worst <= 1;
-    if (bad >= 0) at = bad;
-    cr_expect(ok, "%s: |gpu - ref| / bound = %.3g at %ld of %zu (gpu %.9g, ref %.9g, bound %.3g; first non-finite: %ld) (seed %llu)",
-              what, worst, at, n, at >= 0 ? (double)h[at] : 0.0, at >= 0 ? (double)ref[at] : 0.0,
-              at >= 0 ? bound[at] : 0.0, bad, (unsigned long long)e->seed);
+    gm_real *h = synced_copy(e, what, dev, n, 0);
+    int ok = cc_check_within(e, what, h, ref, bound, n);
     free(h);
     return ok;
 }
 
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n) {
-    cc_sync(e, what);
-    gm_real *h = cc_from_gpu(e, dev, n);
-    long bad = first_bad(h, ref, n, 1);
-    cr_expect(bad < 0, "%s: not bitwise equal at %ld of %zu: gpu %.9g vs cpu %.9g (seed %llu)", what, bad, n,
-              bad >= 0 ? (double)h[bad] : 0.0, bad >= 0 ? (double)ref[bad] : 0.0, (unsigned long long)e->seed);
+    gm_real *h = synced_copy(e, what, dev, n, 0);
+    int ok = cc_check_equal(e, what, h, ref, n);
     free(h);
-    return bad < 0;
+    return ok;
+}
+
+double cc_act_unit(const cc_env *e) {
+    const size_t size = e->gpu->act_size;
+    cr_assert(size == sizeof(gm_real) || size == sizeof(gm_bf16), "backend %s: %zu-byte activations", e->gpu->name,
+              size);
+    return size == sizeof(gm_real) ? 0.0 : 0x1p-8;
+}
+
+double cc_tol_plus(double tol, double rho) { return tol + rho * (1 + tol); }
+
+double cc_act_tol(const cc_env *e, double tol) { return cc_tol_plus(tol, cc_act_unit(e)); }
+
+void cc_act_widen(const cc_env *e, double *bound, const gm_real *ref, size_t n, int ref_rounded) {
+    const double u = cc_act_unit(e), k = ref_rounded ? 2 / (1 - u) : 1;
+    for (size_t i = 0; i < n; i++) bound[i] = (1 + u) * bound[i] + k * u * fabs((double)ref[i]);
+}
+
+gm_actval *cc_act_to_gpu(const cc_env *e, gm_real *host, size_t n) {
+    gm_actval *d = e->gpu->alloc(e->gpu, e->gpu->act_size * (n ? n : 1));
+    cr_assert(d, "%s", gm_error());
+    cr_assert_eq(gm_act_upload(e->gpu, d, host, n), 0, "%s", gm_error());
+    cr_assert_eq(gm_act_download(e->gpu, host, d, n), 0, "%s", gm_error());
+    return d;
+}
+
+gm_actval *cc_act_poisoned(const cc_env *e, size_t n) {
+    gm_real *nan = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(nan);
+    for (size_t i = 0; i < n; i++) nan[i] = (gm_real)NAN;
+    gm_actval *d = cc_act_to_gpu(e, nan, n);
+    free(nan);
+    return d;
+}
+
+gm_actval *cc_act_zeroed(const cc_env *e, size_t n) {
+    gm_actval *d = e->gpu->alloc(e->gpu, e->gpu->act_size * (n ? n : 1));  // alloc zeroes
+    cr_assert(d, "%s", gm_error());
+    return d;
+}
+
+gm_real *cc_act_from_gpu(const cc_env *e, const gm_actval *dev, size_t n) {
+    gm_real *h = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(h);
+    cr_assert_eq(gm_act_download(e->gpu, h, dev, n), 0, "%s", gm_error());
+    return h;
+}
+
+int cc_act_expect_close(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref, size_t n,
+                        double tol) {
+    gm_real *h = synced_copy(e, what, dev, n, 1);
+    int ok = cc_check_close(e, what, h, ref, n, tol);
+    free(h);
+    return ok;
+}
+
+int cc_act_expect_within(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref,
+                         const double *bound, size_t n) {
+    gm_real *h = synced_copy(e, what, dev, n, 1);
+    int ok = cc_check_within(e, what, h, ref, bound, n);
+    free(h);
+    return ok;
+}
+
+int cc_act_expect_equal(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref, size_t n) {
+    gm_real *h = synced_copy(e, what, dev, n, 1), *want = malloc(sizeof(gm_real) * (n ? n : 1));
+    cr_assert(want);
+    const int bf16 = cc_act_unit(e) > 0;
+    for (size_t i = 0; i < n; i++) want[i] = bf16 ? (gm_real)gm_round_bf16((float)ref[i]) : ref[i];
+    int ok = cc_check_equal(e, what, h, want, n);
+    free(h), free(want);
+    return ok;
 }

@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "backend/cuda/cuda.h"
 #include "backend/cuda/device.h"
 
 // DESIGN.md section 4: fp32 within 1e-5 (relative errors are ||gpu - cpu|| / ||cpu|| over the whole
@@ -24,13 +23,6 @@
 // reason, or fails when GM_REQUIRE_GPU=1; any other CUDA error (a broken set-up) fails it.
 void cc_require_gpu(void);
 #define CC_REQUIRE_GPU() cc_require_gpu()
-
-// A device buffer the test filled with gm_real values (cc_to_gpu, cc_poisoned), passed to the CUDA
-// backend as activations: right only while the CUDA activation element is gm_real. Switching the
-// element to bf16 (GM_CUDA_ACT_BYTES 2) stops this file compiling until the tests upload and read
-// activations converted (backend/act_io.h).
-_Static_assert(GM_CUDA_ACT_BYTES == sizeof(gm_real), "the CUDA tests pass fp32 buffers as activations");
-#define CC_ACT(p) ((gm_actval *)(p))
 
 typedef struct {
     const gm_backend *cpu, *gpu;  // gpu: the backend under test (the CUDA one, or a CPU twin)
@@ -74,6 +66,64 @@ int cc_expect_close(const cc_env *e, const char *what, const gm_real *dev, const
 // message names `what`, the worst ratio |gpu - ref| / bound, its index and the seed.
 int cc_expect_within(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, const double *bound,
                      size_t n);
+// The same three checks on values already on the host (`got`: downloaded by the caller), for
+// callers that download once and compare against several references.
+int cc_check_close(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, size_t n, double tol);
+int cc_check_within(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, const double *bound,
+                    size_t n);
+int cc_check_equal(const cc_env *e, const char *what, const gm_real *got, const gm_real *ref, size_t n);
+
+// ---- Activations (backend.h's gm_actval: e->gpu->act_size bytes an element) ----
+// Every tensor a kernel takes as gm_actval goes up through cc_act_to_gpu, which rounds the host
+// array in place to what the device then holds, so the CPU reference computes from exactly the
+// GPU's inputs. The only rounding left between the two sides is then each activation OUTPUT's one
+// store to the element on the device side (the kernels compute in fp32 and round once per store,
+// act_elem.cuh), where the fp32 CPU keeps its result unrounded; an ADD into a prior gradient
+// rounds the sum once (the prior itself came up through cc_act_to_gpu: the same on both sides).
+// With u = cc_act_unit(e), a device output T = fl(t), |T - t| <= u |t|, held to a reference at the
+// bar b (or tol) of the unrounded t:
+// - normwise, against an unrounded reference R: ||T - R|| <= u ||t|| + tol ||R||
+//   <= (tol + u (1 + tol)) ||R||: cc_act_tol;
+// - element-wise, |t - r| <= b_i, against an unrounded R = r:  |T - R| <= (1 + u) b_i + u |R|;
+//   against a reference rounded to the element too (another kernel's output, R = fl(r)):
+//   |T - R| <= u |t| + b_i + u |r| <= (1 + u) b_i + 2u |r|, |r| <= |R| / (1 - u): cc_act_widen.
+// (Results in bf16's subnormal range, below 2^-126, would round with an absolute error 2^-134
+// instead; no test's outputs come near it.)
+
+// Unit roundoff of the activation element of the backend under test: 0 where it is gm_real (the
+// CPU backends and their twins, CUDA while GM_CUDA_ACT_BYTES is 4: the fp32 bars already cover
+// the kernels' stores), 2^-8 where it is bf16 (2 bytes). The one place the element's precision
+// enters the suites' bars.
+double cc_act_unit(const cc_env *e);
+// A normwise bar tol on fp32 results, with each element of the result then perturbed by a
+// relative rho: tol + rho (1 + tol) (the derivation above, rho for u).
+double cc_tol_plus(double tol, double rho);
+// cc_tol_plus(tol, cc_act_unit(e)): the bar for an activation output (derivation above).
+double cc_act_tol(const cc_env *e, double tol);
+// bound[i] <- (1 + u) bound[i] + k u |ref[i]| with k = 1 (ref unrounded: a CPU result) or
+// k = 2 / (1 - u) (ref_rounded: another device output), u = cc_act_unit(e).
+void cc_act_widen(const cc_env *e, double *bound, const gm_real *ref, size_t n, int ref_rounded);
+// n host values up as activations (backend/act_io.h's gm_act_upload), and `host` rounded in place
+// to the element by reading them back (gm_act_download): a no-op where the element is gm_real.
+gm_actval *cc_act_to_gpu(const cc_env *e, gm_real *host, size_t n);
+// n device activations, all NaN in the element, so an element a kernel fails to write fails every
+// comparison.
+gm_actval *cc_act_poisoned(const cc_env *e, size_t n);
+// n zero activations (a gradient accumulated from zero).
+gm_actval *cc_act_zeroed(const cc_env *e, size_t n);
+// Host copy of n device activations, widened to gm_real (malloc'd).
+gm_real *cc_act_from_gpu(const cc_env *e, const gm_actval *dev, size_t n);
+// cc_expect_close and cc_expect_within for activations (downloaded with gm_act_download); the bar
+// is the caller's (cc_act_tol, cc_act_widen).
+int cc_act_expect_close(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref, size_t n,
+                        double tol);
+int cc_act_expect_within(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref,
+                         const double *bound, size_t n);
+// Bit-for-bit equality of device activations with ref rounded to the element first (a kernel whose
+// operations are the CPU's stores the CPU's fp32 result rounded once: base/bf16.h's gm_round_bf16
+// where the element is bf16; rounding a value that came from the device changes nothing).
+int cc_act_expect_equal(const cc_env *e, const char *what, const gm_actval *dev, const gm_real *ref, size_t n);
+
 // An attention test case: shape, mask, and the documents of batch row 0 (rows after it get random
 // EOTs, one in 23 tokens on average).
 #define CC_ALL_EOT (-2)  // eot[0] = CC_ALL_EOT: every token of row 0 opens a document

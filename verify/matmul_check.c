@@ -40,25 +40,33 @@ static gm_real *copy_of(const gm_real *x, size_t n, copy_kind kind) {
 }
 
 // Holds the device output to both references: the fp32 CPU (bound from S with u = 2^-8) and the
-// CPU on bf16 operands (bound from S of the rounded operands, u = 0); zero bounds demand equality.
-static void expect_both(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref,
+// CPU on bf16 operands (bound from S of the rounded operands, u = 0); zero bounds demand equality
+// (a gradient not asked for). act: dev is an activation (out, dinp), whose one store to the element
+// adds the output term of matmul_check.h (cc_act_widen against these unrounded references);
+// otherwise gm_real memory (dW).
+static void expect_both(const cc_env *e, const char *what, const void *dev, int act, const gm_real *ref,
                         const gm_real *ref_rounded, const gm_real *prior, const gm_real *abs_sum,
                         const gm_real *abs_sum_rounded, size_t n, int K, int asked) {
     char label[200];
     double *bound = mc_gemm_bound(prior, abs_sum, n, K, BF16_U);
     double *bound_r = mc_gemm_bound(prior, abs_sum_rounded, n, K, 0);
     if (!asked) memset(bound, 0, sizeof(double) * n), memset(bound_r, 0, sizeof(double) * n);
+    if (asked && act) cc_act_widen(e, bound, ref, n, 0), cc_act_widen(e, bound_r, ref_rounded, n, 0);
+    cc_sync(e, what);
+    gm_real *got = act ? cc_act_from_gpu(e, dev, n) : cc_from_gpu(e, dev, n);
     snprintf(label, sizeof label, "%s vs fp32 CPU", what);
-    cc_expect_within(e, label, dev, ref, bound, n);
+    cc_check_within(e, label, got, ref, bound, n);
     snprintf(label, sizeof label, "%s vs CPU on the same bf16 operands", what);
-    cc_expect_within(e, label, dev, ref_rounded, bound_r, n);
-    free(bound), free(bound_r);
+    cc_check_within(e, label, got, ref_rounded, bound_r, n);
+    free(bound), free(bound_r), free(got);
 }
 
 void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     const size_t nx = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
     gm_real *inp = cc_randn(e, nx, 1.0), *W = cc_randn(e, nw, 1.0), *dout = cc_randn(e, no, 1.0);
     gm_real *dinp0 = cc_randn(e, nx, 1.0), *dW0 = cc_randn(e, nw, 1.0);
+    // The activations first: their upload rounds them (to the element) for every reference below.
+    gm_actval *ginp = cc_act_to_gpu(e, inp, nx), *gdout = cc_act_to_gpu(e, dout, no);
     gm_real *inp_r = copy_of(inp, nx, ROUNDED_BF16), *W_r = copy_of(W, nw, ROUNDED_BF16);
     gm_real *dout_r = copy_of(dout, no, ROUNDED_BF16);
     gm_real *inp_a = copy_of(inp, nx, ABSOLUTE), *W_a = copy_of(W, nw, ABSOLUTE), *dout_a = copy_of(dout, no, ABSOLUTE);
@@ -74,11 +82,11 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
     gm_cpu_matmul_fwd_naive(s_out, inp_a, W_a, N, C, OC);
     gm_cpu_matmul_fwd_naive(s_out_r, inp_ra, W_ra, N, C, OC);
-    gm_real *ginp = cc_to_gpu(e, inp, sizeof(gm_real) * nx), *gW = cc_to_gpu(e, W, sizeof(gm_real) * nw);
-    gm_real *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * no), *gout = cc_poisoned(e, no);
-    e->gpu->matmul_fwd(e->gpu, CC_ACT(gout), CC_ACT(ginp), gW, N, C, OC);
+    gm_real *gW = cc_to_gpu(e, W, sizeof(gm_real) * nw);
+    gm_actval *gout = cc_act_poisoned(e, no);
+    e->gpu->matmul_fwd(e->gpu, gout, ginp, gW, N, C, OC);
     snprintf(what, sizeof what, "matmul_fwd %dx%dx%d", N, C, OC);
-    expect_both(e, what, gout, out, out_r, NULL, s_out, s_out_r, no, C, 1);
+    expect_both(e, what, gout, 1, out, out_r, NULL, s_out, s_out_r, no, C, 1);
 
     // Backward: dinp (N, C) += dout @ W, S = |dout| @ |W| (K = OC); dW (OC, C) += dout^T @ inp,
     // S = |dout|^T @ |inp| (K = N). Both gradients, only dinp, only dW, then only dinp set (over NaN
@@ -94,17 +102,18 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     for (int mode = 0; mode < 4; mode++) {
         const int want_dinp = mode != 2, want_dW = mode < 2;
         const gm_grad_write w = mode == 3 ? GM_GRAD_SET : GM_GRAD_ADD;
-        const gm_real *di0 = w == GM_GRAD_SET ? nan0 : dinp0;
+        gm_real *di0 = w == GM_GRAD_SET ? nan0 : dinp0;
+        gm_actval *gdi = cc_act_to_gpu(e, di0, nx);  // the prior rounded to the element on both sides
         gm_real *di = copy_of(di0, nx, AS_IS), *dw = copy_of(dW0, nw, AS_IS);
         gm_real *di_r = copy_of(di0, nx, AS_IS), *dw_r = copy_of(dW0, nw, AS_IS);
         e->cpu->matmul_bwd(e->cpu, gm_as_act(want_dinp ? di : NULL), w, want_dW ? dw : NULL, gm_as_act(dout), gm_as_act(inp), W, N, C, OC);
         gm_cpu_matmul_bwd_naive(want_dinp ? di_r : NULL, w, want_dW ? dw_r : NULL, dout_r, inp_r, W_r, N, C, OC);
-        gm_real *gdi = cc_to_gpu(e, di0, sizeof(gm_real) * nx), *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
-        e->gpu->matmul_bwd(e->gpu, CC_ACT(want_dinp ? gdi : NULL), w, want_dW ? gdw : NULL, CC_ACT(gdout), CC_ACT(ginp), gW, N, C, OC);
+        gm_real *gdw = cc_to_gpu(e, dW0, sizeof(gm_real) * nw);
+        e->gpu->matmul_bwd(e->gpu, want_dinp ? gdi : NULL, w, want_dW ? gdw : NULL, gdout, ginp, gW, N, C, OC);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dinp", N, C, OC, mode);
-        expect_both(e, what, gdi, di, di_r, w == GM_GRAD_SET ? NULL : dinp0, s_di, s_di_r, nx, OC, want_dinp);
+        expect_both(e, what, gdi, 1, di, di_r, w == GM_GRAD_SET ? NULL : dinp0, s_di, s_di_r, nx, OC, want_dinp);
         snprintf(what, sizeof what, "matmul_bwd %dx%dx%d mode %d: dW", N, C, OC, mode);
-        expect_both(e, what, gdw, dw, dw_r, dW0, s_dw, s_dw_r, nw, N, want_dW);
+        expect_both(e, what, gdw, 0, dw, dw_r, dW0, s_dw, s_dw_r, nw, N, want_dW);
         e->gpu->free(e->gpu, gdi), e->gpu->free(e->gpu, gdw);
         free(di), free(dw), free(di_r), free(dw_r);
     }

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/act_io.h"
 #include "backend/attn_mask.h"
 #include "backend/cpu/cpu.h"
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
+#include "base/error.h"
 #include "cuda_check.h"
 
 static gm_real *dup(const gm_real *x, size_t n) {
@@ -23,49 +25,62 @@ static gm_real *dup(const gm_real *x, size_t n) {
     return y;
 }
 
+// The backward runs on the CPU forward's out and lse on both sides (out rounded to the activation
+// element first, and the CPU's backward reading that same rounded copy), so each comparison sees
+// one kernel's error. out, dq, dk, dv round once to the element at their store: cc_act_tol of the
+// fp32 bar (lse is fp32).
 static void run_case(cc_env *e, const cc_attn_case *c) {
     const gm_backend *cpu = e->cpu, *gpu = e->gpu;
     int B = 2, T = c->T, NH = c->NH, HD = c->HD;
     size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
     gm_real *q = cc_randn(e, n, c->qscale), *k = cc_randn(e, n, 1.0), *v = cc_randn(e, n, 1.0);
     gm_real *dout = cc_randn(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
+    gm_actval *gq = cc_act_to_gpu(e, q, n), *gk = cc_act_to_gpu(e, k, n), *gv = cc_act_to_gpu(e, v, n);
+    gm_actval *gdout = cc_act_to_gpu(e, dout, n), *gg = cc_act_to_gpu(e, g0, 3 * n), *gout = cc_act_poisoned(e, n);
+    gm_actval *gdq = gg, *gdk = gm_act_at(gpu, gg, n), *gdv = gm_act_at(gpu, gg, 2 * n);
     int32_t *doc = cc_attn_docs(e, c, B);
     double scale = 1.0 / sqrt(HD);
 
     gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
     gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = dup(g0, 3 * n);
     cpu->attn_fwd(cpu, gm_as_act(out), lse, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, scale, cm);
-    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(out), lse, B, T, NH, HD, scale, cm);
+    gm_real *bout = dup(out, n);  // the backward's out: rounded to the element by its upload
+    gm_actval *gbout = cc_act_to_gpu(e, bout, n);
+    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q),
+                  gm_as_act(k), gm_as_act(v), gm_as_act(bout), lse, B, T, NH, HD, scale, cm);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
-    gm_real *gq = cc_to_gpu(e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(e, k, sizeof(gm_real) * n);
-    gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
-    gm_real *gout = cc_poisoned(e, n), *glse = cc_poisoned(e, nl), *gg = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
+    gm_real *glse = cc_poisoned(e, nl), *gblse = cc_to_gpu(e, lse, sizeof(gm_real) * nl);
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gout), glse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gg), CC_ACT(gg + n), CC_ACT(gg + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout), glse, B, T, NH, HD,
-                          scale, gm);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, gout, glse, gq, gk, gv, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gdq, gdk, gdv, GM_GRAD_ADD, gdout, gq, gk, gv, gbout, gblse, B, T,
+                          NH, HD, scale, gm);
 
     char what[200];
     const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
-    const gm_real *gpus[5] = {gout, glse, gg, gg + n, gg + 2 * n}, *cpus[5] = {out, lse, g, g + n, g + 2 * n};
+    const void *gpus[5] = {gout, glse, gdq, gdk, gdv};
+    const gm_real *cpus[5] = {out, lse, g, g + n, g + 2 * n};
+    const double act_tol = cc_act_tol(e, CC_TOL_ATTN);
     for (int t = 0; t < 5; t++) {
         snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s", c->what, T, NH, HD,
                  c->block, c->window, c->use_docs, names[t]);
-        cc_expect_close(e, what, gpus[t], cpus[t], t == 1 ? nl : n, CC_TOL_ATTN);
+        if (t == 1)
+            cc_expect_close(e, what, gpus[t], cpus[t], nl, CC_TOL_ATTN);
+        else
+            cc_act_expect_close(e, what, gpus[t], cpus[t], n, act_tol);
     }
     // The backward again on the same inputs: every output row has one owner summing in a fixed
     // order, so the bits repeat.
-    gm_real *first = cc_from_gpu(e, gg, 3 * n);
-    gpu->upload(gpu, gg, g0, sizeof(gm_real) * 3 * n);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(gg), CC_ACT(gg + n), CC_ACT(gg + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout), glse, B, T, NH, HD,
-                          scale, gm);
+    gm_real *first = cc_act_from_gpu(e, gg, 3 * n);
+    cr_assert_eq(gm_act_upload(gpu, gg, g0, 3 * n), 0, "%s", gm_error());
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, gdq, gdk, gdv, GM_GRAD_ADD, gdout, gq, gk, gv, gbout, gblse, B, T,
+                          NH, HD, scale, gm);
     snprintf(what, sizeof what, "%s: backward run twice", c->what);
-    cc_expect_equal(e, what, gg, first, 3 * n);
+    cc_act_expect_equal(e, what, gg, first, 3 * n);
 
     gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
-    gpu->free(gpu, gout), gpu->free(gpu, glse), gpu->free(gpu, gg);
-    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g), free(first);
+    gpu->free(gpu, gout), gpu->free(gpu, glse), gpu->free(gpu, gg), gpu->free(gpu, gbout), gpu->free(gpu, gblse);
+    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g), free(first), free(bout);
 }
 
 // Work of a case for GM_GPU_TEST_MAX_WORK: every (query, key, dim) product of both batch rows and

@@ -32,6 +32,14 @@
 // unit. (The naive kernels
 // scale every term of dq and dk before summing: (K + 4) u32 there, K the longest sum; all terms
 // are >= 0, so that bound is rigorous.)
+// The activation element (cuda_check.h): q, k, v, dout, the prior gradients and the out both
+// backwards read go up through cc_act_to_gpu (the CPU backward reads the same rounded out, and the
+// bounds' D is computed from it), so both sides compute from the same values. Where the element is
+// bf16 the kernels then round out, dq, dk, dv once more, at their store: each bound b above becomes
+// (1 + u16) b + u16 |ref| against the CPU (unrounded) and (1 + u16) b + 2 u16 / (1 - u16) |ref|
+// against the naive GPU, whose outputs round too (cc_act_widen); lse is fp32, unchanged. The
+// counting cases' sums above 2^8 are then not exact in bf16 either: there the store's rounding can
+// hide one pair's unit in out, dq, dk, dv, while lse = log(count) (fp32) still tells every count.
 // Before any GPU ran this, the kernels' device code ran on a CPU under a host emulation of mma.sync,
 // ldmatrix and the warp collectives (outside the repository; fp32 accumulation rounded, not
 // truncated): worst ratios |error| / bound of 0.25 to 0.46 on the bf16 bars, <= 0.5 counting.
@@ -77,13 +85,14 @@ typedef struct {
     double *out, *lse, *dq, *dk, *dv;  // per element, same layouts as the outputs
 } bounds;
 
-// The bounds of the header from one fp64 pass over every admitted pair; gref: the reference's
-// accumulated gradients dq | dk | dv (for the 2 u32 |result| term).
-static bounds make_bounds(const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *dout, const gm_real *gref,
-                          const gm_attn_mask *m, int B, int T, int NH, int HD, double scale) {
+// The bounds of the header from one fp64 pass over every admitted pair; bout: the out the backwards
+// read (D = dout . bout); gref: the reference's accumulated gradients dq | dk | dv (for the 2 u32
+// |result| term).
+static bounds make_bounds(const gm_real *q, const gm_real *k, const gm_real *v, const gm_real *dout, const gm_real *bout,
+                          const gm_real *gref, const gm_attn_mask *m, int B, int T, int NH, int HD, double scale) {
     const size_t n = (size_t)B * T * NH * HD;
     bounds bd = {zeros(n), zeros((size_t)B * NH * T), zeros(n), zeros(n), zeros(n)};
-    double *Nq = zeros(n), *Nk = zeros(n), *s = zeros((size_t)T), *o = zeros((size_t)HD), A = 0;
+    double *Nq = zeros(n), *Nk = zeros(n), *s = zeros((size_t)T), A = 0;
     int *per_key = calloc((size_t)T, sizeof(int)), K = 1;
     cr_assert(per_key);
 #define AT(b, t, h) ((((size_t)(b) * T + (t)) * NH + (h)) * HD)
@@ -110,12 +119,9 @@ static bounds make_bounds(const gm_real *q, const gm_real *k, const gm_real *v, 
                     if (s[j] > -INFINITY) sum += exp(s[j] - mx);
                 const double lse = mx + log(sum);
                 bd.lse[((size_t)b * NH + h) * T + i] = lse;
-                memset(o, 0, sizeof(double) * HD);
-                for (int j = 0; j <= i; j++)
-                    if (s[j] > -INFINITY)
-                        for (int d = 0; d < HD; d++) o[d] += exp(s[j] - lse) * v[AT(b, j, h) + d];
+                const gm_real *oi = bout + AT(b, i, h);
                 double D = 0, aD = 0;
-                for (int d = 0; d < HD; d++) D += gi[d] * o[d], aD += fabs(gi[d] * o[d]);
+                for (int d = 0; d < HD; d++) D += (double)gi[d] * oi[d], aD += fabs((double)gi[d] * oi[d]);
                 for (int j = 0; j <= i; j++) {
                     if (s[j] == -INFINITY) continue;
                     const gm_real *kj = k + AT(b, j, h), *vj = v + AT(b, j, h);
@@ -143,11 +149,26 @@ static bounds make_bounds(const gm_real *q, const gm_real *k, const gm_real *v, 
         bd.dk[i] = BAR * ((U16 + f32) * bd.dk[i] + 2 * HD * U32 * Nk[i] + 2 * U32 * fabs(gref[n + i]));
         bd.dv[i] = BAR * ((U16 + f32) * bd.dv[i] + 2 * U32 * fabs(gref[2 * n + i]));
     }
-    free(Nq), free(Nk), free(s), free(o), free(per_key);
+    free(Nq), free(Nk), free(s), free(per_key);
     return bd;
 }
 
 static void free_bounds(bounds *bd) { free(bd->out), free(bd->lse), free(bd->dq), free(bd->dk), free(bd->dv); }
+
+// Host copy of a device output: activations (act) or gm_real memory (lse).
+static gm_real *fetch(const cc_env *e, const void *dev, size_t n, int act) {
+    cc_sync(e, "attention");
+    return act ? cc_act_from_gpu(e, dev, n) : cc_from_gpu(e, dev, n);
+}
+
+// A copy of bound, for an activation output widened by its store to the element against ref
+// (cc_act_widen; ref_rounded: ref is another kernel's output).
+static double *widened(const cc_env *e, const double *bound, const gm_real *ref, size_t n, int act, int ref_rounded) {
+    double *w = zeros(n);
+    memcpy(w, bound, sizeof(double) * n);
+    if (act) cc_act_widen(e, w, ref, n, ref_rounded);
+    return w;
+}
 
 // One case: CPU reference, naive GPU, tensor cores (twice). Both backwards get the CPU forward's
 // out and lse, so each comparison sees one kernel's error only.
@@ -157,64 +178,72 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
     gm_real *q = randn_bf16(e, n, c->qscale), *k = randn_bf16(e, n, 1.0), *v = randn_bf16(e, n, 1.0);
     gm_real *dout = randn_bf16(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
+    gm_actval *gq = cc_act_to_gpu(e, q, n), *gk = cc_act_to_gpu(e, k, n), *gv = cc_act_to_gpu(e, v, n);
+    gm_actval *gdout = cc_act_to_gpu(e, dout, n);
+    // [0]: naive, [1]: tensor cores, [2]: tensor cores again; each gradient from the prior g0.
+    gm_actval *gout[3], *gg[3];
+    gm_real *glse[3];
+    for (int r = 0; r < 3; r++)
+        gout[r] = cc_act_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_act_to_gpu(e, g0, 3 * n);
     int32_t *doc = cc_attn_docs(e, c, B);
     const double scale = 1.0 / sqrt(HD);
 
     gm_attn_mask cm = {c->use_docs ? doc : NULL, c->block, c->window};
     gm_real *out = malloc(sizeof(gm_real) * n), *lse = malloc(sizeof(gm_real) * nl), *g = malloc(sizeof(gm_real) * 3 * n);
-    cr_assert(out && lse && g);
+    gm_real *bout = malloc(sizeof(gm_real) * n);  // the backwards' out: rounded to the element by its upload
+    cr_assert(out && lse && g && bout);
     memcpy(g, g0, sizeof(gm_real) * 3 * n);
     cpu->attn_fwd(cpu, gm_as_act(out), lse, gm_as_act(q), gm_as_act(k), gm_as_act(v), B, T, NH, HD, scale, cm);
-    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q), gm_as_act(k), gm_as_act(v), gm_as_act(out), lse, B, T, NH, HD, scale, cm);
-    bounds bd = make_bounds(q, k, v, dout, g, &cm, B, T, NH, HD, scale);
+    memcpy(bout, out, sizeof(gm_real) * n);
+    gm_actval *gout_c = cc_act_to_gpu(e, bout, n);
+    cpu->attn_bwd(cpu, gm_as_act(g), gm_as_act(g + n), gm_as_act(g + 2 * n), GM_GRAD_ADD, gm_as_act(dout), gm_as_act(q),
+                  gm_as_act(k), gm_as_act(v), gm_as_act(bout), lse, B, T, NH, HD, scale, cm);
+    bounds bd = make_bounds(q, k, v, dout, bout, g, &cm, B, T, NH, HD, scale);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
-    gm_real *gq = cc_to_gpu(e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(e, k, sizeof(gm_real) * n);
-    gm_real *gv = cc_to_gpu(e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(e, dout, sizeof(gm_real) * n);
-    gm_real *gout_c = cc_to_gpu(e, out, sizeof(gm_real) * n), *glse_c = cc_to_gpu(e, lse, sizeof(gm_real) * nl);
+    gm_real *glse_c = cc_to_gpu(e, lse, sizeof(gm_real) * nl);
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    // [0]: naive, [1]: tensor cores, [2]: tensor cores again.
-    gm_real *gout[3], *glse[3], *gg[3];
     const gm_cuda_attn_impl impl[3] = {GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA};
     for (int r = 0; r < 3; r++) {
-        gout[r] = cc_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_to_gpu(e, g0, sizeof(gm_real) * 3 * n);
-        gm_cuda_attn_fwd_with(impl[r], gpu, CC_ACT(gout[r]), glse[r], CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, CC_ACT(gg[r]), CC_ACT(gg[r] + n), CC_ACT(gg[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(gout_c), glse_c, B, T,
-                              NH, HD, scale, gm);
+        gm_cuda_attn_fwd_with(impl[r], gpu, gout[r], glse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gm_act_at(gpu, gg[r], n), gm_act_at(gpu, gg[r], 2 * n), GM_GRAD_ADD,
+                              gdout, gq, gk, gv, gout_c, glse_c, B, T, NH, HD, scale, gm);
     }
 
     char what[256];
     const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
     const double *bnd[5] = {bd.out, bd.lse, bd.dq, bd.dk, bd.dv};
-    const size_t len[5] = {n, nl, n, n, n};
+    const size_t len[5] = {n, nl, n, n, n}, at[5] = {0, 0, 0, n, 2 * n};
+    const int act[5] = {1, 0, 1, 1, 1};
     const gm_real *cpus[5] = {out, lse, g, g + n, g + 2 * n};
-    gm_real *naive[5] = {0};
     for (int t = 0; t < 5; t++) {
-        const gm_real *dev[3][5] = {{gout[0], glse[0], gg[0], gg[0] + n, gg[0] + 2 * n},
-                                    {gout[1], glse[1], gg[1], gg[1] + n, gg[1] + 2 * n},
-                                    {gout[2], glse[2], gg[2], gg[2] + n, gg[2] + 2 * n}};
-        naive[t] = cc_from_gpu(e, dev[0][t], len[t]);
+        gm_real *res[3];  // naive, tensor cores, tensor cores again
+        for (int r = 0; r < 3; r++) {
+            const void *dev = t == 0 ? (const void *)gout[r] : t == 1 ? (const void *)glse[r] : gm_act_at(gpu, gg[r], at[t]);
+            res[r] = fetch(e, dev, len[t], act[t]);
+        }
+        double *b_cpu = widened(e, bnd[t], cpus[t], len[t], act[t], 0);
+        double *b_naive = widened(e, bnd[t], res[0], len[t], act[t], 1);
         snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s, tensor cores vs CPU", c->what,
                  T, NH, HD, c->block, c->window, c->use_docs, names[t]);
-        cc_expect_within(e, what, dev[1][t], cpus[t], bnd[t], len[t]);
+        cc_check_within(e, what, res[1], cpus[t], b_cpu, len[t]);
         snprintf(what, sizeof what, "%s: %s, tensor cores vs naive GPU", c->what, names[t]);
-        cc_expect_within(e, what, dev[1][t], naive[t], bnd[t], len[t]);
+        cc_check_within(e, what, res[1], res[0], b_naive, len[t]);
         // The naive kernels are fp32: within the same bounds of the CPU (their own test holds them
         // to 200 ulp); a failure here points at the reference, not at the tensor cores.
         snprintf(what, sizeof what, "%s: %s, naive GPU vs CPU", c->what, names[t]);
-        cc_expect_within(e, what, dev[0][t], cpus[t], bnd[t], len[t]);
-        gm_real *first = cc_from_gpu(e, dev[1][t], len[t]);
+        cc_check_within(e, what, res[0], cpus[t], b_cpu, len[t]);
         snprintf(what, sizeof what, "%s: %s, tensor cores run twice", c->what, names[t]);
-        cc_expect_equal(e, what, dev[2][t], first, len[t]);
-        free(first);
+        cc_check_equal(e, what, res[2], res[1], len[t]);
+        for (int r = 0; r < 3; r++) free(res[r]);
+        free(b_cpu), free(b_naive);
     }
 
-    for (int t = 0; t < 5; t++) free(naive[t]);
     for (int r = 0; r < 3; r++) gpu->free(gpu, gout[r]), gpu->free(gpu, glse[r]), gpu->free(gpu, gg[r]);
     gpu->free(gpu, gdoc), gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdout);
     gpu->free(gpu, gout_c), gpu->free(gpu, glse_c);
     free_bounds(&bd);
-    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g);
+    free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g), free(bout);
 }
 
 // A counting case (header): integer inputs, P = 1 on every admitted pair, exact references.
@@ -271,31 +300,35 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
     for (size_t i = 0; i < nl; i++) ref_l[i] = (gm_real)rl[i], bl[i] = 8 * U32 * fmax(1, fabs(rl[i]));
     for (size_t i = 0; i < 3 * n; i++)
         ref_g[i] = (gm_real)rg[i], bg[i] = 4 * U32 * fabs(rg[i]), bgn[i] = (i < 2 * n ? K + 4 : 4) * U32 * fabs(rg[i]);
+    // The exact references do not round; the device stores out, dq, dk, dv to the element.
+    cc_act_widen(e, bo, ref_o, n, 0), cc_act_widen(e, bg, ref_g, 3 * n, 0), cc_act_widen(e, bgn, ref_g, 3 * n, 0);
 
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
-    gm_real *gx = cc_to_gpu(e, x, sizeof(gm_real) * 4 * n);
-    gm_real *zero = gpu->alloc(gpu, sizeof(gm_real) * (n + nl));  // out = 0, lse = 0 for the backward
-    cr_assert(zero, "%s", gm_error());
+    gm_actval *gx = cc_act_to_gpu(e, x, 4 * n);  // small integers: exact in the element
+    gm_actval *gq = gx, *gk = gm_act_at(gpu, gx, n), *gv = gm_act_at(gpu, gx, 2 * n), *gdo = gm_act_at(gpu, gx, 3 * n);
+    gm_actval *zero_out = cc_act_zeroed(e, n);  // out = 0, lse = 0 for the backward
+    gm_real *zero_lse = gpu->alloc(gpu, sizeof(gm_real) * nl);
+    cr_assert(zero_lse, "%s", gm_error());
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
     const gm_cuda_attn_impl impl[2] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE};
     const char *iname[2] = {"tensor cores", "naive GPU"};
     char what[256];
     for (int r = 0; r < 2; r++) {
-        gm_real *out = cc_poisoned(e, n), *lse = cc_poisoned(e, nl), *g = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-        cr_assert(g, "%s", gm_error());
-        gm_cuda_attn_fwd_with(impl[r], gpu, CC_ACT(out), lse, CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, CC_ACT(g), CC_ACT(g + n), CC_ACT(g + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(zero), zero + n, B,
-                              T, NH, HD, scale, gm);
+        gm_actval *out = cc_act_poisoned(e, n), *g = cc_act_zeroed(e, 3 * n);
+        gm_real *lse = cc_poisoned(e, nl);
+        gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, g, gm_act_at(gpu, g, n), gm_act_at(gpu, g, 2 * n), GM_GRAD_ADD, gdo, gq, gk,
+                              gv, zero_out, zero_lse, B, T, NH, HD, scale, gm);
         snprintf(what, sizeof what, "counting, %s (T=%d HD=%d block=%d window=%d docs=%d), %s: out", c->what, T, HD,
                  c->block, c->window, c->use_docs, iname[r]);
-        cc_expect_within(e, what, out, ref_o, bo, n);
+        cc_act_expect_within(e, what, out, ref_o, bo, n);
         snprintf(what, sizeof what, "counting, %s, %s: lse", c->what, iname[r]);
         cc_expect_within(e, what, lse, ref_l, bl, nl);
         snprintf(what, sizeof what, "counting, %s, %s: dq | dk | dv", c->what, iname[r]);
-        cc_expect_within(e, what, g, ref_g, r ? bgn : bg, 3 * n);
+        cc_act_expect_within(e, what, g, ref_g, r ? bgn : bg, 3 * n);
         gpu->free(gpu, out), gpu->free(gpu, lse), gpu->free(gpu, g);
     }
-    gpu->free(gpu, gdoc), gpu->free(gpu, gx), gpu->free(gpu, zero);
+    gpu->free(gpu, gdoc), gpu->free(gpu, gx), gpu->free(gpu, zero_out), gpu->free(gpu, zero_lse);
     free(x), free(doc), free(ro), free(rl), free(rg), free(ref_o), free(ref_l), free(ref_g), free(bo), free(bl), free(bg);
     free(bgn), free(per_key);
 }
@@ -377,47 +410,54 @@ Test(cuda_attn_mma, record_shape_window_14) {
     const double f32 = 4 * (HD * scale * qmax * kmax + window * block + 8) * U32;
 
     int32_t *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * T);
-    gm_real *gq = cc_to_gpu(&e, q, sizeof(gm_real) * n), *gk = cc_to_gpu(&e, k, sizeof(gm_real) * n);
-    gm_real *gv = cc_to_gpu(&e, v, sizeof(gm_real) * n), *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
-    gm_real *gav = cc_to_gpu(&e, av, sizeof(gm_real) * n), *gadout = cc_to_gpu(&e, adout, sizeof(gm_real) * n);
+    gm_actval *gq = cc_act_to_gpu(&e, q, n), *gk = cc_act_to_gpu(&e, k, n), *gv = cc_act_to_gpu(&e, v, n);
+    gm_actval *gdout = cc_act_to_gpu(&e, dout, n), *gav = cc_act_to_gpu(&e, av, n), *gadout = cc_act_to_gpu(&e, adout, n);
     gm_attn_mask gm = {gdoc, block, window};
     // Naive: out, lse, gradients from zero, and the magnitudes; tensor cores twice on the naive
     // forward's out and lse.
-    gm_real *nout = cc_poisoned(&e, n), *nlse = cc_poisoned(&e, nl), *ng = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-    gm_real *mo = cc_poisoned(&e, n), *mlse = cc_poisoned(&e, nl), *mg = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-    cr_assert(ng && mg, "%s", gm_error());
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(nout), nlse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(ng), CC_ACT(ng + n), CC_ACT(ng + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B, T, NH, HD,
-                          scale, gm);
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(mo), mlse, CC_ACT(gq), CC_ACT(gk), CC_ACT(gav), B, T, NH, HD, scale, gm);
-    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, CC_ACT(mg), CC_ACT(mg + n), CC_ACT(mg + 2 * n), GM_GRAD_ADD, CC_ACT(gadout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B, T, NH,
-                          HD, scale, gm);
-    gm_real *ref_out = cc_from_gpu(&e, nout, n), *ref_lse = cc_from_gpu(&e, nlse, nl);
-    gm_real *ref_dv = cc_from_gpu(&e, ng + 2 * n, n), *mag_o = cc_from_gpu(&e, mo, n), *mag_dv = cc_from_gpu(&e, mg + 2 * n, n);
+    gm_actval *nout = cc_act_poisoned(&e, n), *ng = cc_act_zeroed(&e, 3 * n);
+    gm_actval *mo = cc_act_poisoned(&e, n), *mg = cc_act_zeroed(&e, 3 * n);
+    gm_real *nlse = cc_poisoned(&e, nl), *mlse = cc_poisoned(&e, nl);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, nout, nlse, gq, gk, gv, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, ng, gm_act_at(gpu, ng, n), gm_act_at(gpu, ng, 2 * n), GM_GRAD_ADD,
+                          gdout, gq, gk, gv, nout, nlse, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, gpu, mo, mlse, gq, gk, gav, B, T, NH, HD, scale, gm);
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_NAIVE, gpu, mg, gm_act_at(gpu, mg, n), gm_act_at(gpu, mg, 2 * n), GM_GRAD_ADD,
+                          gadout, gq, gk, gv, nout, nlse, B, T, NH, HD, scale, gm);
+    cc_sync(&e, "record shape: naive kernels");
+    gm_real *ref_out = cc_act_from_gpu(&e, nout, n), *ref_lse = cc_from_gpu(&e, nlse, nl);
+    gm_real *ref_dv = cc_act_from_gpu(&e, gm_act_at(gpu, ng, 2 * n), n), *mag_o = cc_act_from_gpu(&e, mo, n);
+    gm_real *mag_dv = cc_act_from_gpu(&e, gm_act_at(gpu, mg, 2 * n), n);
+    // The magnitudes came through the element too: the sums they stand for are up to 1 / (1 - u)
+    // larger. Both sides of each comparison are device outputs: cc_act_widen with ref_rounded.
+    const double mag = 1 / (1 - cc_act_unit(&e));
     double *b_out = zeros(n), *b_lse = zeros(nl), *b_dv = zeros(n);
     for (size_t i = 0; i < n; i++)
-        b_out[i] = BAR * (U16 + f32) * mag_o[i], b_dv[i] = BAR * ((U16 + f32) * mag_dv[i] + 2 * U32 * fabs(ref_dv[i]));
+        b_out[i] = BAR * (U16 + f32) * mag * mag_o[i],
+        b_dv[i] = BAR * ((U16 + f32) * mag * mag_dv[i] + 2 * U32 * fabs(ref_dv[i]));
     for (size_t i = 0; i < nl; i++) b_lse[i] = BAR * (f32 + 4 * U32 * fabs(ref_lse[i]));
+    cc_act_widen(&e, b_out, ref_out, n, 1), cc_act_widen(&e, b_dv, ref_dv, n, 1);
 
-    gm_real *tout[2], *tlse[2], *tg[2];
+    gm_actval *tout[2], *tg[2];
+    gm_real *tlse[2];
     for (int r = 0; r < 2; r++) {
-        tout[r] = cc_poisoned(&e, n), tlse[r] = cc_poisoned(&e, nl), tg[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-        cr_assert(tg[r], "%s", gm_error());
-        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(tout[r]), tlse[r], CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(tg[r]), CC_ACT(tg[r] + n), CC_ACT(tg[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(gq), CC_ACT(gk), CC_ACT(gv), CC_ACT(nout), nlse, B,
-                              T, NH, HD, scale, gm);
+        tout[r] = cc_act_poisoned(&e, n), tlse[r] = cc_poisoned(&e, nl), tg[r] = cc_act_zeroed(&e, 3 * n);
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, tout[r], tlse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, tg[r], gm_act_at(gpu, tg[r], n), gm_act_at(gpu, tg[r], 2 * n),
+                              GM_GRAD_ADD, gdout, gq, gk, gv, nout, nlse, B, T, NH, HD, scale, gm);
     }
-    cc_expect_within(&e, "record shape: out, tensor cores vs naive GPU", tout[0], ref_out, b_out, n);
+    cc_act_expect_within(&e, "record shape: out, tensor cores vs naive GPU", tout[0], ref_out, b_out, n);
     cc_expect_within(&e, "record shape: lse, tensor cores vs naive GPU", tlse[0], ref_lse, b_lse, nl);
-    cc_expect_within(&e, "record shape: dv, tensor cores vs naive GPU", tg[0] + 2 * n, ref_dv, b_dv, n);
-    gm_real *first = cc_from_gpu(&e, tout[0], n);
-    cc_expect_equal(&e, "record shape: out, tensor cores run twice", tout[1], first, n);
+    cc_act_expect_within(&e, "record shape: dv, tensor cores vs naive GPU", gm_act_at(gpu, tg[0], 2 * n), ref_dv, b_dv,
+                         n);
+    gm_real *first = cc_act_from_gpu(&e, tout[0], n);
+    cc_act_expect_equal(&e, "record shape: out, tensor cores run twice", tout[1], first, n);
     free(first);
     first = cc_from_gpu(&e, tlse[0], nl);
     cc_expect_equal(&e, "record shape: lse, tensor cores run twice", tlse[1], first, nl);
     free(first);
-    first = cc_from_gpu(&e, tg[0], 3 * n);
-    cc_expect_equal(&e, "record shape: dq | dk | dv, tensor cores run twice", tg[1], first, 3 * n);
+    first = cc_act_from_gpu(&e, tg[0], 3 * n);
+    cc_act_expect_equal(&e, "record shape: dq | dk | dv, tensor cores run twice", tg[1], first, 3 * n);
     free(first);
 
     for (int r = 0; r < 2; r++) gpu->free(gpu, tout[r]), gpu->free(gpu, tlse[r]), gpu->free(gpu, tg[r]);
@@ -429,7 +469,9 @@ Test(cuda_attn_mma, record_shape_window_14) {
 }
 
 // The kernels round q, k, v to bf16 (nearest even) as they load them: raw fp32 inputs and the
-// same inputs rounded on the host (base/bf16.h, the same rounding) give the same bits.
+// same inputs rounded on the host (base/bf16.h, the same rounding) give the same bits. (Where the
+// activation element is bf16 the upload itself already rounds: both sides are then the same bits by
+// construction, and the test shows only that the kernels' loads widen exactly.)
 Test(cuda_attn_mma, rounds_inputs_on_load) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
@@ -440,38 +482,41 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
         const int B = 2, T = c.T, NH = c.NH, HD = c.HD;
         const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
         const double scale = 1.0 / sqrt(HD);
-        gm_real *raw[3], *dev[2][3];
+        gm_real *raw[3];
+        gm_actval *dev[2][3];
         for (int t = 0; t < 3; t++) {
             raw[t] = cc_randn(&e, n, 1.0);
-            dev[0][t] = cc_to_gpu(&e, raw[t], sizeof(gm_real) * n);
+            dev[0][t] = cc_act_to_gpu(&e, raw[t], n);
             for (size_t i = 0; i < n; i++) raw[t][i] = gm_round_bf16(raw[t][i]);
-            dev[1][t] = cc_to_gpu(&e, raw[t], sizeof(gm_real) * n);
+            dev[1][t] = cc_act_to_gpu(&e, raw[t], n);
         }
-        gm_real *dout = cc_randn(&e, n, 1.0), *gdout = cc_to_gpu(&e, dout, sizeof(gm_real) * n);
+        gm_real *dout = cc_randn(&e, n, 1.0);
+        gm_actval *gdout = cc_act_to_gpu(&e, dout, n);
         int32_t *doc = cc_attn_docs(&e, &c, B), *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * B * T);
         gm_attn_mask gm = {gdoc, c.block, c.window};
-        gm_real *out[2], *lse[2], *g[2];
+        gm_actval *out[2], *g[2];
+        gm_real *lse[2];
         for (int r = 0; r < 2; r++) {
-            out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-            cr_assert(g[r], "%s", gm_error());
-            gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(out[r]), lse[r], CC_ACT(dev[r][0]), CC_ACT(dev[r][1]), CC_ACT(dev[r][2]), B, T, NH, HD,
+            out[r] = cc_act_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = cc_act_zeroed(&e, 3 * n);
+            gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out[r], lse[r], dev[r][0], dev[r][1], dev[r][2], B, T, NH, HD,
                                   scale, gm);
             // Both backwards on the first forward's out and lse: only q, k, v differ.
-            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, CC_ACT(g[r]), CC_ACT(g[r] + n), CC_ACT(g[r] + 2 * n), GM_GRAD_ADD, CC_ACT(gdout), CC_ACT(dev[r][0]), CC_ACT(dev[r][1]),
-                                  CC_ACT(dev[r][2]), CC_ACT(out[0]), lse[0], B, T, NH, HD, scale, gm);
+            gm_cuda_attn_bwd_with(GM_CUDA_ATTN_MMA, gpu, g[r], gm_act_at(gpu, g[r], n), gm_act_at(gpu, g[r], 2 * n),
+                                  GM_GRAD_ADD, gdout, dev[r][0], dev[r][1], dev[r][2], out[0], lse[0], B, T, NH, HD,
+                                  scale, gm);
         }
         char what[128];
-        gm_real *want = cc_from_gpu(&e, out[1], n);
+        gm_real *want = cc_act_from_gpu(&e, out[1], n);
         snprintf(what, sizeof what, "HD %d: out of raw inputs vs of bf16-rounded inputs", HD);
-        cc_expect_equal(&e, what, out[0], want, n);
+        cc_act_expect_equal(&e, what, out[0], want, n);
         free(want);
         want = cc_from_gpu(&e, lse[1], nl);
         snprintf(what, sizeof what, "HD %d: lse of raw inputs vs of bf16-rounded inputs", HD);
         cc_expect_equal(&e, what, lse[0], want, nl);
         free(want);
-        want = cc_from_gpu(&e, g[1], 3 * n);
+        want = cc_act_from_gpu(&e, g[1], 3 * n);
         snprintf(what, sizeof what, "HD %d: dq | dk | dv of raw inputs vs of bf16-rounded inputs", HD);
-        cc_expect_equal(&e, what, g[0], want, 3 * n);
+        cc_act_expect_equal(&e, what, g[0], want, 3 * n);
         free(want);
         for (int r = 0; r < 2; r++) {
             gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
@@ -495,27 +540,28 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
         const gm_cuda_attn_impl want = HD == 48 ? GM_CUDA_ATTN_NAIVE : GM_CUDA_ATTN_MMA;
         const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
         const double scale = 1.0 / sqrt(HD);
-        gm_real *x = cc_randn(&e, 4 * n, 1.0), *gx = cc_to_gpu(&e, x, sizeof(gm_real) * 4 * n);  // q | k | v | dout
+        gm_real *x = cc_randn(&e, 4 * n, 1.0);
+        gm_actval *gx = cc_act_to_gpu(&e, x, 4 * n);  // q | k | v | dout
+        gm_actval *gq = gx, *gk = gm_act_at(gpu, gx, n), *gv = gm_act_at(gpu, gx, 2 * n), *gdo = gm_act_at(gpu, gx, 3 * n);
         gm_attn_mask m = {NULL, 16, 3};
-        gm_real *out[2], *lse[2], *g[2];
-        for (int r = 0; r < 2; r++) {
-            out[r] = cc_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = gpu->alloc(gpu, sizeof(gm_real) * 3 * n);
-            cr_assert(g[r], "%s", gm_error());
-        }
-        gpu->attn_fwd(gpu, CC_ACT(out[0]), lse[0], CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, m);
-        gpu->attn_bwd(gpu, CC_ACT(g[0]), CC_ACT(g[0] + n), CC_ACT(g[0] + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(out[0]), lse[0], B, T, NH,
-                      HD, scale, m);
-        gm_cuda_attn_fwd_with(want, gpu, CC_ACT(out[1]), lse[1], CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), B, T, NH, HD, scale, m);
-        gm_cuda_attn_bwd_with(want, gpu, CC_ACT(g[1]), CC_ACT(g[1] + n), CC_ACT(g[1] + 2 * n), GM_GRAD_ADD, CC_ACT(gx + 3 * n), CC_ACT(gx), CC_ACT(gx + n), CC_ACT(gx + 2 * n), CC_ACT(out[0]),
-                              lse[0], B, T, NH, HD, scale, m);
+        gm_actval *out[2], *g[2];
+        gm_real *lse[2];
+        for (int r = 0; r < 2; r++)
+            out[r] = cc_act_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = cc_act_zeroed(&e, 3 * n);
+        gpu->attn_fwd(gpu, out[0], lse[0], gq, gk, gv, B, T, NH, HD, scale, m);
+        gpu->attn_bwd(gpu, g[0], gm_act_at(gpu, g[0], n), gm_act_at(gpu, g[0], 2 * n), GM_GRAD_ADD, gdo, gq, gk, gv,
+                      out[0], lse[0], B, T, NH, HD, scale, m);
+        gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gq, gk, gv, B, T, NH, HD, scale, m);
+        gm_cuda_attn_bwd_with(want, gpu, g[1], gm_act_at(gpu, g[1], n), gm_act_at(gpu, g[1], 2 * n), GM_GRAD_ADD, gdo, gq,
+                              gk, gv, out[0], lse[0], B, T, NH, HD, scale, m);
         char what[128];
-        gm_real *ref = cc_from_gpu(&e, out[1], n);
+        gm_real *ref = cc_act_from_gpu(&e, out[1], n);
         snprintf(what, sizeof what, "HD %d: backend attn_fwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
-        cc_expect_equal(&e, what, out[0], ref, n);
+        cc_act_expect_equal(&e, what, out[0], ref, n);
         free(ref);
-        ref = cc_from_gpu(&e, g[1], 3 * n);
+        ref = cc_act_from_gpu(&e, g[1], 3 * n);
         snprintf(what, sizeof what, "HD %d: backend attn_bwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
-        cc_expect_equal(&e, what, g[0], ref, 3 * n);
+        cc_act_expect_equal(&e, what, g[0], ref, 3 * n);
         free(ref);
         for (int r = 0; r < 2; r++) gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
         gpu->free(gpu, gx);
@@ -527,11 +573,14 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
 // than computing something else: a head_dim other than 64 and 128, or a tensor off 16 bytes.
 static void expect_refused(int HD, int offset) {
     cc_env e = cc_begin();
-    gm_real *buf = cc_poisoned(&e, 4 * 128 * HD + 4);
+    gm_actval *buf = cc_act_poisoned(&e, 128 * HD + 4);
+    gm_real *lse = cc_poisoned(&e, 128);
     gm_attn_mask m = {NULL, 128, 0};
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, CC_ACT(buf), buf, CC_ACT(buf + offset), CC_ACT(buf), CC_ACT(buf), 1, 128, 1, HD, 1.0, m);
-    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d floats: accepted", HD, offset);
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1,
+                          HD, 1.0, m);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d elements: accepted", HD, offset);
     cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
+    e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse);
 }
 Test(cuda_attn_mma, refuses_head_dim_32) {
     REQUIRE_MMA();
