@@ -544,8 +544,9 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     OUT(&f, "- **Level: predicted**, on a machine without a GPU: the real step (`gm_trainer_step`) on the counting "
             "backend (`impl/backend/count`: every call recorded, nothing computed) through the timing backend, each "
             "call priced by `impl/backend/cost.c` and timed by the model of `impl/backend/predict.h` with the rates of "
-            "`%s`. Commit `%s`. Command: `%s`.\n",
-        rates_path, gm_build_commit, ri->cmdline);
+            "`%s`. Activations and their gradients counted at %zu bytes an element, as `--backend=%s` stores them "
+            "(the CUDA backend: bf16). Commit `%s`. Command: `%s`.\n",
+        rates_path, gm_backend_act_size(ri->rc->backend), ri->rc->backend, gm_build_commit, ri->cmdline);
     OUT(&f, "- Fitted on `%s`: memory-bound kernels at %.3f of the copy bandwidth (%.0f GB/s), no call under %.4g ms. "
             "The model's error is its residual against that measured table below: the memory-bound total is fitted "
             "(its residual is zero by construction, the rows' are not), the GEMMs and attention are predicted from "
@@ -659,7 +660,8 @@ static void usage(void) {
            "  --name      report file base (default <machine or GPU>-<preset>-<scale>; with --count,\n"
            "              predicted-h100-<preset>-<scale>-T<seq_len>)\n"
            "  --count     1: count the step's calls without computing (default 0): the counting backend, any\n"
-           "              scale in seconds; each kernel's H100 time predicted from --rates, fitted on and\n"
+           "              scale in seconds, activations in --backend's element (cuda: bf16, the H100\n"
+           "              step's); each kernel's H100 time predicted from --rates, fitted on and\n"
            "              compared with --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB,\n"
            "              <N> TFLOP, <N> launches; predicted H100 <N> ms' (launches: backend calls)\n"
            "  --rates     the H100 rates of --count (default reports/gpu-h100/h100_rates.csv)\n"
@@ -713,7 +715,7 @@ int main(int argc, char **argv) {
     snprintf(rc.val_data, sizeof rc.val_data, "%s/val_*.bin", dir);
     rc.val_tokens = (long long)rc.model.batch * rc.model.seq_len;
     const gm_backend *be = NULL;
-    if (gm_run_config_finish(&rc) || !(be = count ? gm_backend_counting() : gm_backend_open(rc.backend, rc.device))) {
+    if (gm_run_config_finish(&rc) || !(be = count ? gm_backend_counting(gm_backend_act_size(rc.backend)) : gm_backend_open(rc.backend, rc.device))) {
         rmdir(dir);
         gm_die_last();
     }

@@ -212,3 +212,41 @@ Test(bench_kernels, bad_flags_are_refused_with_one_line, .timeout = 60) {
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --steps=0", "--steps", 1);
     th_expect_refused("bench/kernels", "--preset=adamw --scale=test --backend=tpu", "--backend", 1);
 }
+
+// --count=1 counts activations in --backend's element: the CUDA backend's bf16 halves the activations'
+// bytes (and the matmuls' activation conversions), the same calls and FLOPs otherwise.
+Test(bench_kernels, count_mode_prices_the_backends_activation_element, .timeout = 120) {
+    char *dir = th_tmpdir();
+    double gb[2], tflop[2], launches[2], ms[2];
+    const char *backends[2] = {"cpu", "cuda"};
+    for (int b = 0; b < 2; b++) {
+        char cmd[9000], *out, *err, path[4200], *md;
+        size_t len;
+        snprintf(cmd, sizeof cmd,
+                 "OMP_NUM_THREADS=1 '%s' --count=1 --backend=%s --recompute=off --preset=softcap --scale=test "
+                 "--out='%s' --name=%s --rates='%s'",
+                 th_bin_path("bench/kernels"), backends[b], dir, backends[b],
+                 th_root_path("reports/gpu-h100/h100_rates.csv"));
+        cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+        const char *last = strstr(out, "step: ");
+        cr_assert(last, "%s", out);
+        cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb[b], &tflop[b],
+                            &launches[b], &ms[b]),
+                     4, "%s", last);
+        snprintf(path, sizeof path, "%s/%s.md", dir, backends[b]);
+        cr_assert_eq(gm_read_all(path, &md, &len), 0, "%s", gm_error());
+        char want[160];
+        snprintf(want, sizeof want, "counted at %d bytes an element, as `--backend=%s`", b ? 2 : (int)sizeof(gm_real),
+                 backends[b]);
+        cr_expect(strstr(md, want), "no '%s' in %s", want, md);
+        free(md), free(out), free(err);
+    }
+    // At the test scale the parameters' and optimizer's fp32 bytes weigh more, and every call is at the
+    // model's per-call floor: fewer bytes, no slower.
+    cr_expect(gb[1] < 0.9 * gb[0], "cuda %g GB against cpu %g GB", gb[1], gb[0]);
+    cr_expect(ms[1] <= ms[0], "cuda predicted %g ms against cpu %g ms", ms[1], ms[0]);
+    cr_expect_eq(launches[1], launches[0]);
+    cr_expect_eq(tflop[1], tflop[0]);
+    th_rmtree(dir);
+    free(dir);
+}

@@ -10,10 +10,10 @@
 #   gpu-suite         the GPU tests (suites cuda_*) with GM_REQUIRE_GPU=1, as run_gpu_suite.sh's gpu step
 #   kernels-softcap   bench/kernels at the record's per-GPU step (B 1, T 65536)  -> kernels-softcap.{csv,md}
 #   kernels-normuon   the same for normuon                                        -> kernels-normuon.{csv,md}
-#   step-compare      gpu_step_compare.py: every preset's whole step vs cpu-bf16mm -> step-compare.md
+#   step-compare      gpu_step_compare.py: every preset's whole step vs cpu-bf16   -> step-compare.md
 #   peers             bench/peers_gpu.py: PyTorch's GEMMs, SDPA, FlexAttention and Newton-Schulz at the
 #                     step's shapes (where python3 imports torch)                 -> peers-gpu.{md,csv}
-#   backend-compare   every kernel of backend.h vs cpu-bf16mm                     -> backend-compare.md
+#   backend-compare   every kernel of backend.h vs cpu-bf16 (its twin)           -> backend-compare.md
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
@@ -94,7 +94,7 @@ st_kernels() {  # st_kernels PRESET
         --name="kernels-$1"
 }
 st_step_compare() {
-    python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16mm --steps 3 --halt 1 \
+    python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16 --steps 3 --halt 1 \
         --work "$work/step-compare" --out "$out/step-compare.md"
 }
 st_peers() {
@@ -102,7 +102,7 @@ st_peers() {
         --ours "$out/kernels-softcap.csv" --out "$out" --name peers-gpu
 }
 st_backend_compare() {
-    "$GM_BIN/bench/backend_compare" --backend=cuda --ref=cpu-bf16mm --shapes=all --out="$out/backend-compare.md"
+    "$GM_BIN/bench/backend_compare" --backend=cuda --ref=cpu-bf16 --shapes=all --out="$out/backend-compare.md"
 }
 st_attention() {  # st_attention NAME FLAGS...
     local name=$1

@@ -219,7 +219,8 @@ typedef struct {
       (out, ca, pa, x, cb, pb, y, n))                                                                                  \
     /* ---- a residual add or mix, then RMSNorm of it, fused: sum = lincomb_fwd(ca, pa, x, cb, pb, y) over (N, C),      \
        then out = rmsnorm(sum), rstd (N) = its 1/rms per row: the composition of lincomb_fwd and rmsnorm_fwd, value   \
-       for value (sum is stored: the backward reads it). ---- */                                                      \
+       for value where activations are gm_real (sum is stored: the backward reads it); a narrower element norms the    \
+       sum before its store rounds it (sum and out each rounded once). ---- */                                        \
     X(lincomb_rmsnorm_fwd,                                                                                             \
       (gm_actval *sum, gm_actval *out, gm_real * rstd, double ca, const gm_real *pa, const gm_actval *x, double cb,        \
        const gm_real *pb, const gm_actval *y, int N, int C, double eps),                                                 \

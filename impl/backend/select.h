@@ -8,7 +8,7 @@
 // (the CPU backend with its memory locked between calls: backend/guard/guard.h), "cpu-bf16mm" (the CPU
 // backend with bf16-rounded matmul operands, the CUDA backend's: backend/bf16mm/bf16mm.h), "cpu-bf16"
 // (cpu-bf16mm with every activation and activation gradient rounded to bf16 where the CUDA backend's
-// coming bf16 activations will be stored: backend/bf16act/bf16act.h). NULL + gm_fail naming the flag: an unknown name, no CUDA in this build, or no such GPU.
+// bf16 activations are stored: backend/bf16act/bf16act.h). NULL + gm_fail naming the flag: an unknown name, no CUDA in this build, or no such GPU.
 const gm_backend *gm_backend_open(const char *name, int device);
 // The arithmetic the backend `name` computes with, in words: two backends of the same words give
 // bitwise-equal runs (cpu and guarded run the same kernels), two of different words do not.

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "backend/cuda/cuda.h"
 #include "base/error.h"
 
 #define RESERVED ((size_t)1 << 40)  // 1 TiB of address space: far above any plan
@@ -49,13 +48,14 @@ GM_BACKEND_KERNELS(COUNT_NOOP)
 #undef COUNT_NOOP
 #pragma GCC diagnostic pop
 
-const gm_backend *gm_backend_counting(void) {
+const gm_backend *gm_backend_counting(size_t act_size) {
     static gm_backend be;
+    be.act_size = act_size;
     if (!base) {
         void *p = mmap(NULL, RESERVED, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) return gm_fail("counting backend: cannot reserve %zu bytes of address space", RESERVED), NULL;
         base = p;
-        be = (gm_backend){.name = "count", .act_size = GM_CUDA_ACT_BYTES, .alloc = count_alloc, .free = count_free, .upload = count_upload,
+        be = (gm_backend){.name = "count", .act_size = act_size, .alloc = count_alloc, .free = count_free, .upload = count_upload,
                           .download = count_download, .sync = count_sync};
 #define COUNT_FIELD(name, params, args) be.name = count_##name;
         GM_BACKEND_KERNELS(COUNT_FIELD)

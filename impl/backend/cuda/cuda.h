@@ -4,9 +4,10 @@
 // Memory and precision: every tensor the interface passes is device memory. Parameters, their
 // gradients, optimizer states and per-row statistics are fp32 master values (gm_real is float in
 // every build that compiles CUDA); activations and activation gradients are GM_CUDA_ACT_BYTES-byte
-// elements (act_elem.cuh). Matmuls convert their operands to
-// bf16 copies in backend scratch and run on cuBLAS with fp32 accumulation and fp32 output; every
-// other kernel computes in fp32 (the scalar reductions of lincomb and the norms of adam and
+// elements (act_elem.cuh: bf16), stored once per kernel output after fp32 arithmetic. Matmuls run
+// on cuBLASLt (gemm.cu) with bf16 operands and fp32 accumulation: bf16 activations as they are, the
+// fp32 weights through a bf16 copy in backend scratch; outputs in the activation element, weight
+// gradients added in fp32. Every other kernel computes in fp32 (the scalar reductions of lincomb and the norms of adam and
 // orthogonalize in fp64). Newton-Schulz runs bf16 (or fp32) strided-batched GEMMs with fp32
 // accumulation; the SVD orthogonalizer is cuSOLVER's gesvdj. `orthogonalize` waits for the
 // stream once per call, to read its items' status.
@@ -25,9 +26,10 @@
 extern "C" {
 #endif
 
-// Bytes of the CUDA backend's activation element (act_elem.cuh's gm_cuda_act): 4 (fp32) or 2 (bf16).
+// Bytes of the CUDA backend's activation element (act_elem.cuh's gm_cuda_act): 2 (bf16; 4 builds
+// the fp32 element, each kernel's other instantiation, to tell a bf16 effect from a kernel fault).
 // Here, for C code without CUDA too: the counting backend prices the CUDA step with it.
-#define GM_CUDA_ACT_BYTES 4
+#define GM_CUDA_ACT_BYTES 2
 
 // The backend on CUDA device `device` (0-based), made on the first call and kept for the life of
 // the process (never freed, like the CPU backend). One device per process: a later call with
