@@ -247,7 +247,8 @@ void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t
 }
 
 // Newton-Schulz per item (gm_cost_ns_flops), bytes: every pass over the (m, n) matrix and the (m, m)
-// Gram matrices, about steps (8 m n + 10 m^2), plus reading G and writing out. Gram NS is priced
+// Gram matrices, about steps (8 m n + 10 m^2) elements of the iterates (bf16 with cfg->bf16, as the
+// CUDA backend stores them: cuda/newton_schulz.cu), plus reading G and writing out (gm_real). Gram NS is priced
 // as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is
 // priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
 void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
@@ -257,7 +258,7 @@ void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, co
         const double m = r < k ? r : k, n = r < k ? k : r;
         if (cfg->method != GM_ORTHO_SVD) {
             c->flops += gm_cost_ns_flops(r, k, cfg->steps);
-            c->bytes += F * (cfg->steps * (8 * m * n + 10 * m * m) + 2 * m * n);
+            c->bytes += (cfg->bf16 ? 2 : F) * cfg->steps * (8 * m * n + 10 * m * m) + F * 2 * m * n;
         } else {
             c->flops += 4 * m * m * n + 8 * m * m * m;
             c->bytes += F * 4 * m * n;
