@@ -160,14 +160,17 @@ static twin twin_new(bc *c, const void *host, size_t n, size_t size) {
 }
 
 // scale * normal draws; |x| when `positive` (second moments).
-static twin randn_abs(bc *c, size_t n, double scale, int positive) {
+static gm_real *host_normals(bc *c, size_t n, double scale, int positive) {
     gm_real *h = host_new(c, n * sizeof *h);
     const uint64_t st = c->stream++;
     for (size_t i = 0; i < n; i++) {
         const double x = scale * gm_rng_normal(c->seed, st, i);
         h[i] = (gm_real)(positive ? fabs(x) : x);
     }
-    return twin_new(c, h, n, sizeof *h);
+    return h;
+}
+static twin randn_abs(bc *c, size_t n, double scale, int positive) {
+    return twin_new(c, host_normals(c, n, scale, positive), n, sizeof(gm_real));
 }
 static twin randn(bc *c, size_t n, double scale) { return randn_abs(c, n, scale, 0); }
 
@@ -188,12 +191,7 @@ static twin act_new(bc *c, gm_real *host, size_t n) {
     }
     return t;
 }
-static twin randn_act(bc *c, size_t n, double scale) {
-    gm_real *h = host_new(c, n * sizeof *h);
-    const uint64_t st = c->stream++;
-    for (size_t i = 0; i < n; i++) h[i] = (gm_real)(scale * gm_rng_normal(c->seed, st, i));
-    return act_new(c, h, n);
-}
+static twin randn_act(bc *c, size_t n, double scale) { return act_new(c, host_normals(c, n, scale, 0), n); }
 
 static twin randint(bc *c, size_t n, int V) {
     int32_t *h = host_new(c, n * sizeof *h);
@@ -202,18 +200,15 @@ static twin randint(bc *c, size_t n, int V) {
     return twin_new(c, h, n, sizeof *h);
 }
 
-static twin values(bc *c, size_t n, double v) {
+static gm_real *host_values(bc *c, size_t n, double v) {
     gm_real *h = host_new(c, n * sizeof *h);
     for (size_t i = 0; i < n; i++) h[i] = (gm_real)v;
-    return twin_new(c, h, n, sizeof *h);
+    return h;
 }
+static twin values(bc *c, size_t n, double v) { return twin_new(c, host_values(c, n, v), n, sizeof(gm_real)); }
 // An output the kernel writes: NaN until it does.
 static twin nans(bc *c, size_t n) { return values(c, n, NAN); }
-static twin nans_act(bc *c, size_t n) {
-    gm_real *h = host_new(c, n * sizeof *h);
-    for (size_t i = 0; i < n; i++) h[i] = (gm_real)NAN;
-    return act_new(c, h, n);
-}
+static twin nans_act(bc *c, size_t n) { return act_new(c, host_values(c, n, NAN), n); }
 
 // An activation gradient's buffer for a backward kernel writing it as `w` says: NaN where it is set
 // (a kernel that read it would spread NaN), a random prior where it is added into.
