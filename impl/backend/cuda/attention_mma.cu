@@ -384,6 +384,31 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
         for (int e = 0; e < 4; e++) s[n][e] = exp2f(s[n][e] - (lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2]));
 }
 
+// One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
+// first step also for the query tile), issues the next tile's copies into the other stage once every
+// warp is done with it, and returns tile k0's stage and whether the block's queries see all of it.
+// Every thread calls it once per tile, in order (it holds the tile's one barrier).
+typedef struct {
+    const __nv_bfloat16 *K, *V;
+    const int32_t *doc;
+    bool full;
+} key_stage;
+static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
+                                                          const int32_t *sDocQ, const gm_cuda_act *__restrict__ k,
+                                                          const gm_cuda_act *__restrict__ v, const int32_t *doc,
+                                                          const gm_attn_mask *m, int q0, int qlast, int k0, int stage,
+                                                          int T, size_t rs, const int HD) {
+    const int P = PITCH(HD), next = stage ^ 1;
+    cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
+    __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
+    if (k0 + KEY_TILE <= qlast)
+        load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k, v, doc,
+                      k0 + KEY_TILE, T, rs, HD);
+    key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, false};
+    ks.full = tile_full(m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0, doc ? ks.doc[0] : 0);
+    return ks;
+}
+
 // ---- forward: grid (ceil(T / 128), NH, B), 256 threads ----
 
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
@@ -415,16 +440,11 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
     zero(o, HD / 8);
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
-        cp_async_wait_all();  // this thread's copies of tile k0 (and at first of sQ) have landed
-        __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
-        const int next = stage ^ 1;
-        if (k0 + KEY_TILE <= qlast)
-            load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k + head,
-                          v + head, doc, k0 + KEY_TILE, T, rs, HD);
-        const __nv_bfloat16 *cK = sK + stage * KEY_TILE * P, *cV = sV + stage * KEY_TILE * P;
-        const int32_t *cDocK = sDocK + stage * KEY_TILE;
-        const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
-                                    doc ? cDocK[0] : 0);
+        const key_stage ks =
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
+        const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
+        const int32_t *cDocK = ks.doc;
+        const bool full = ks.full;
 
         float s[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
@@ -510,16 +530,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     zero(acc, HD / 8);
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
-        cp_async_wait_all();  // this thread's copies of tile k0 (and at first of sQ, sO) have landed
-        __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
-        const int next = stage ^ 1;
-        if (k0 + KEY_TILE <= qlast)
-            load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k + head,
-                          v + head, doc, k0 + KEY_TILE, T, rs, HD);
-        const __nv_bfloat16 *cK = sK + stage * KEY_TILE * P, *cV = sV + stage * KEY_TILE * P;
-        const int32_t *cDocK = sDocK + stage * KEY_TILE;
-        const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
-                                    doc ? cDocK[0] : 0);
+        const key_stage ks =
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
+        const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
+        const int32_t *cDocK = ks.doc;
+        const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
@@ -633,7 +648,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
-// registers without spilling (123 to 229 with the bf16 element, 127 to 240 with fp32; 2026-11-27);
+// registers without spilling (122 to 229 with the bf16 element; 2026-11-27);
 // the head_dim 64 forward also fits in 128 without spilling, so it asks for two blocks per SM. The
 // others spilled at 128 (32 to 1256 bytes, measured before the ring).
 __global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {

@@ -55,6 +55,7 @@
 
 #include <type_traits>
 
+#include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
 
 #define XENT_MAX_THREADS 1024  // a multiple of 32
@@ -216,7 +217,7 @@ void gm_cuda_xent_fwd_bwd(const gm_backend *be, gm_real *losses, gm_actval *dlog
     const gm_cuda_act *l = (const gm_cuda_act *)logits;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (N <= 0 || V <= 0) return;
-    const int vec = V % GM_ACT_VEC == 0 && gm_act_vec_aligned(l) && gm_act_vec_aligned(dl);
+    const int vec = V % GM_ACT_VEC == 0 && gm_vec_aligned_all(l, dl);
     const int nv = vec ? V / GM_ACT_VEC : V;
     // ~4 vectors per thread, whole warps
     int threads = (nv / 4 + 31) / 32 * 32;
