@@ -67,6 +67,10 @@ cublasHandle_t gm_cuda_blas(gm_cuda_ctx *c) {
     cublasHandle_t h = NULL;
     cublasStatus_t st = cublasCreate(&h);
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetStream(h, c->stream);
+    // By default cuBLAS may sum split-K parts of a bf16 C in bf16 (one rounding per part); the
+    // product is to be rounded once, as plan_make asks of cuBLASLt.
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetMathMode(h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
     if (st != CUBLAS_STATUS_SUCCESS) {
         if (h) cublasDestroy(h);
         note_blas(c, __LINE__, "cuBLAS set-up", st);
@@ -159,6 +163,15 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2],
                                                   sizeof al[2]);
+    // Split-K parts summed in C's own type (cuBLASLt's in-place and output-type reduction schemes)
+    // would round a bf16 C once per part: a bf16 C takes only the schemes that sum in fp32. (Not
+    // enough at beta = 1: on an H200 a bf16 C is still rounded twice there, reports/gpu-h200/.)
+    const uint32_t schemes = q->ct == GM_GEMM_BF16
+                                 ? (uint32_t)(CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
+                                 : (uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                  sizeof schemes);
     if (st != CUBLAS_STATUS_SUCCESS) {
         if (pref) cublasLtMatmulPreferenceDestroy(pref);
         plan_release(p);
