@@ -15,7 +15,8 @@
 //                       [--ceilings=host|library] [--out=reports/bench] [--name=<file base>]
 //                       [--<run config key>=value ...]
 //   build/bench/kernels --count=1 [--seq_len=65536] [--rates=F] [--measured=F]   the step counted, not
-//                       computed, and its H100 time predicted (backend/predict.h), with the model's residual
+//                       computed, and its GPU time predicted (backend/predict.h) from the rates of one GPU
+//                       (default the H100's), with the model's residual
 //   build/bench/kernels --compare A.csv B.csv      ratio B/A per kernel and of the step
 //
 // Any other flag is a key of the run configuration (build/train --help), e.g. --backend=cuda,
@@ -487,7 +488,7 @@ static void compare(const char *pa, const char *pb) {
                b[j].med);
 }
 
-// ---- --count=1: the step counted, and its H100 time predicted -------------------------------
+// ---- --count=1: the step counted, and its GPU time predicted ---------------------------------
 
 // The fit of the step model on a measured table (predict.h): the memory-bound kernels' bytes over
 // their time, as a fraction of the copy bandwidth, and the fastest call's median time.
@@ -511,7 +512,7 @@ typedef struct {
     double predicted, measured, matched;
 } category_sum;
 
-// Counts the step's calls on the counting backend, predicts each kernel's H100 time, compares with
+// Counts the step's calls on the counting backend, predicts each kernel's time on the GPU of the rates, compares with
 // the measured table row by row, writes <base>.md and prints the totals, the last line for scripts.
 static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info *ri, const char *rates_path,
                        const char *measured_path, const char *md_path) {
@@ -539,7 +540,7 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     gm_atomic_file f;
     if (gm_atomic_open(&f, md_path)) gm_die_last();
     const gm_config *c = &ri->rc->model;
-    OUT(&f, "# The training step counted, and its H100 time predicted: %s / %s, B = %d, T = %d\n\n", c->name, c->scale,
+    OUT(&f, "# The training step counted, and its GPU time predicted: %s / %s, B = %d, T = %d\n\n", c->name, c->scale,
         c->batch, c->seq_len);
     OUT(&f, "- **Level: predicted**, on a machine without a GPU: the real step (`gm_trainer_step`) on the counting "
             "backend (`impl/backend/count`: every call recorded, nothing computed) through the timing backend, each "
@@ -597,7 +598,7 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     for (size_t k = 0; k < sizeof cats / sizeof cats[0]; k++)
         printf("%-14s predicted %9.2f ms, measured %9.2f ms\n", cats[k].cat, cats[k].predicted, cats[k].measured);
     printf("%s\n", md_path);
-    printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted H100 %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
+    printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
            predicted);
     gm_rates_free(rates);
 }
@@ -660,11 +661,12 @@ static void usage(void) {
            "  --name      report file base (default <machine or GPU>-<preset>-<scale>; with --count,\n"
            "              predicted-h100-<preset>-<scale>-T<seq_len>)\n"
            "  --count     1: count the step's calls without computing (default 0): the counting backend, any\n"
-           "              scale in seconds, activations in --backend's element (cuda: bf16, the H100\n"
-           "              step's); each kernel's H100 time predicted from --rates, fitted on and\n"
-           "              compared with --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB,\n"
-           "              <N> TFLOP, <N> launches; predicted H100 <N> ms' (launches: backend calls)\n"
-           "  --rates     the H100 rates of --count (default reports/gpu-h100/h100_rates.csv)\n"
+           "              scale in seconds, activations in --backend's element (cuda: bf16); each\n"
+           "              kernel's time predicted from --rates (one GPU's), fitted on and compared with\n"
+           "              --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB, <N> TFLOP,\n"
+           "              <N> launches; predicted <N> ms' (launches: backend calls)\n"
+           "  --rates     the rates of one GPU for --count (default reports/gpu-h100/h100_rates.csv; made from\n"
+           "              a GPU report folder by bench/gpu_rates.py: reports/gpu-h200/h200_rates.csv)\n"
            "  --measured  a measured CSV of this program for --count, the model's fit and check (default\n"
            "              reports/gpu-h100/h100-softcap-full-T65536.csv)\n"
            "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");

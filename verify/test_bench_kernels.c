@@ -165,7 +165,7 @@ Test(bench_kernels, count_mode_counts_the_timed_steps_calls, .timeout = 120) {
     const char *last = strstr(out, "step: ");
     cr_assert(last, "%s", out);
     double gb, tflop, launches, ms;
-    cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb, &tflop, &launches, &ms),
+    cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted %lf ms\n", &gb, &tflop, &launches, &ms),
                  4, "%s", last);
     cr_expect_eq(strchr(last, '\n')[1], '\0', "the step line is the last: %s", out);
     // printed to 4 significant digits
@@ -230,7 +230,7 @@ Test(bench_kernels, count_mode_prices_the_backends_activation_element, .timeout 
         cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
         const char *last = strstr(out, "step: ");
         cr_assert(last, "%s", out);
-        cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb[b], &tflop[b],
+        cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted %lf ms\n", &gb[b], &tflop[b],
                             &launches[b], &ms[b]),
                      4, "%s", last);
         snprintf(path, sizeof path, "%s/%s.md", dir, backends[b]);
@@ -247,6 +247,57 @@ Test(bench_kernels, count_mode_prices_the_backends_activation_element, .timeout 
     cr_expect(ms[1] <= ms[0], "cuda predicted %g ms against cpu %g ms", ms[1], ms[0]);
     cr_expect_eq(launches[1], launches[0]);
     cr_expect_eq(tflop[1], tflop[0]);
+    th_rmtree(dir);
+    free(dir);
+}
+
+// bench/gpu_rates.py turns a GPU report folder into the model's rates: on the committed H200 report,
+// every kind the model needs, the copy ceiling and a shared GEMM key as the report's own numbers, and
+// a file the counting run accepts. A report missing a file is refused with one line naming it, and
+// no rates file is written.
+Test(bench_kernels, gpu_rates_from_a_report_folder, .timeout = 120) {
+    char *dir = th_tmpdir();
+    char rates[4200], cmd[20000], script[4200], report[4200], *out, *err;
+    snprintf(script, sizeof script, "%s", th_root_path("bench/gpu_rates.py"));  // th_root_path: one static buffer
+    snprintf(report, sizeof report, "%s", th_root_path("reports/gpu-h200"));
+    snprintf(rates, sizeof rates, "%s/rates.csv", dir);
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s'", script, report, rates);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    free(out), free(err);
+    char *text;
+    size_t len;
+    cr_assert_eq(gm_read_all(rates, &text, &len), 0, "%s", gm_error());
+    // kernels-softcap.csv: ceiling.copy 4164.68 GB/s; ceiling.gemm_at 768x65536x768 TN 0.107298 and
+    // NN 0.116964 ms, one key (65536x768x768 row-major): their mean 0.112131.
+    const char *want[] = {"\ncopy,device-to-device,4164.68,GB/s,", "\ngemm,65536x768x768 bf16,0.112131,ms,",
+                          "\ngemm,65536x768x768 f32,", "\nattn_fwd,T 65536 window 14,114.7,TFLOP/s,",
+                          "\nattn_bwd,T 65536 window 14,120,TFLOP/s,", "\northogonalize,"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(text, want[i]), "no '%s' in\n%s", want[i] + 1, text);
+    free(text);
+    snprintf(cmd, sizeof cmd,
+             "OMP_NUM_THREADS=1 '%s' --count=1 --backend=cuda --preset=softcap --scale=test --out='%s' --name=p "
+             "--rates='%s'",
+             th_bin_path("bench/kernels"), dir, rates);
+    cr_expect_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "launches; predicted "), "%s", out);
+    free(out), free(err);
+
+    // A report folder without peers-gpu.csv.
+    char bad[4200], bad_rates[4300];
+    snprintf(bad, sizeof bad, "%s/report", dir);
+    snprintf(bad_rates, sizeof bad_rates, "%s/bad.csv", dir);
+    snprintf(cmd, sizeof cmd, "mkdir '%s' && cp '%s'/kernels-softcap.csv '%s'/attention-window.csv '%s'/", bad, report,
+             report, bad);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s'", script, bad, bad_rates);
+    cr_expect_eq(th_run(cmd, &out, &err), 1, "%s", err);
+    cr_expect(strstr(err, "gpu_rates.py: error: ") && strstr(err, "peers-gpu.csv: cannot read") &&
+                  strchr(err, '\n') == err + strlen(err) - 1,
+              "not one line naming the file: %s", err);
+    cr_expect_not(th_file_exists(bad_rates), "%s written on a fault", bad_rates);
+    free(out), free(err);
     th_rmtree(dir);
     free(dir);
 }

@@ -17,7 +17,7 @@
 
 // The script's stages, in its order.
 static const char *const STAGES[] = {"gpu-suite", "kernels-softcap", "kernels-normuon", "step-compare",
-                                     "peers", "backend-compare", "attention-window", "attention-causal",
+                                     "peers", "backend-compare", "attention-window", "predict", "attention-causal",
                                      "racecheck", "memcheck", "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 

@@ -15,6 +15,9 @@
 #                     step's shapes (where python3 imports torch)                 -> peers-gpu.{md,csv}
 #   backend-compare   every kernel of backend.h vs cpu-bf16 (its twin)           -> backend-compare.md
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
+#   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
+#                     bench/kernels --count=1 predicts the softcap step with them and sets the
+#                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
@@ -109,6 +112,12 @@ st_attention() {  # st_attention NAME FLAGS...
     shift
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
+st_predict() {
+    python3 "$GM_ROOT/bench/gpu_rates.py" "$out" "$out/rates.csv" &&
+        "$GM_BIN/bench/kernels" --count=1 --preset=softcap --scale=full --backend=cuda --recompute=off \
+            --seq_len=65536 --rates="$out/rates.csv" --measured="$out/kernels-softcap.csv" --out="$out" \
+            --name=predicted-softcap
+}
 sanitize() {  # sanitize TOOL FILTER
     "$sanitizer" --tool "$1" --target-processes all --error-exitcode 99 --print-limit 100 \
         "$V" --filter "$2" --jobs 1 --verbose
@@ -125,7 +134,7 @@ st_racecheck() {
 }
 st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "$SANITIZED_SUITES"; }
-export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention sanitize \
+export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention st_predict sanitize \
     st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
@@ -186,6 +195,13 @@ torch_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     timeout 60 python3 -c 'import torch' >/dev/null 2>&1 || echo "python3 cannot import torch"
 }
+predict_why() {  # the stages that write its inputs ran
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    local f
+    for f in kernels-softcap.csv peers-gpu.csv attention-window.csv; do
+        [ -f "$out/$f" ] || { echo "no $f (the stage that writes it did not)"; return; }
+    done
+}
 sanitizer_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     [ -n "$sanitizer" ] || echo "compute-sanitizer not found"
@@ -208,6 +224,7 @@ stage step-compare 60 30 gpu_why st_step_compare
 stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
+stage predict 60 10 predict_why st_predict
 stage attention-causal 90 30 gpu_why st_attention attention-causal --window=0 --reps=3
 stage racecheck 120 30 sanitizer_why st_racecheck
 stage memcheck 150 30 sanitizer_why st_memcheck
