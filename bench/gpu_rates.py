@@ -15,6 +15,7 @@ own measurements:
 - attn_fwd, attn_bwd: our tensor-core attention at the longest T of attention-window.csv.
 - orthogonalize: our batched Newton-Schulz row of kernels-softcap.csv (the model's only measurement
   of it, so its residual there is zero by construction).
+- device: the GPU's short name and memory, from info.log's nvidia-smi line.
 Every row names its file and what it is. Bad input: one line naming the file and the fault, exit 1,
 and OUT is not written."""
 import csv
@@ -110,16 +111,35 @@ def attention_rows(report):
     return out
 
 
+def device_row(report):
+    """The device row (the GPU's short name, its memory) from info.log's nvidia-smi query line
+    "NVIDIA H200, 580.159.04, 143771 MiB, ...", and the GPU's name with its driver."""
+    path = os.path.join(report, "info.log")
+    try:
+        with open(path) as f:
+            line = next((ln for ln in f if ln.startswith("NVIDIA ") and ln.count(",") >= 3), None)
+    except OSError as e:
+        raise Bad("%s: cannot read: %s" % (path, e.strerror))
+    if line is None:
+        raise Bad("%s: no nvidia-smi query line (NVIDIA <name>, <driver>, <memory> MiB, ...)" % path)
+    name, driver, memory = (x.strip() for x in line.split(",")[:3])
+    try:
+        mib = float(memory.split()[0])
+    except (IndexError, ValueError):
+        raise Bad("%s: memory '%s' is not '<N> MiB'" % (path, memory))
+    short = name.split()[1]  # NVIDIA H200 -> H200, NVIDIA H100 80GB HBM3 -> H100
+    gpu = "%s, driver %s" % (name, driver)
+    return ("device", short, mib, "MiB", "%s (nvidia-smi: %s)" % (os.path.basename(path), gpu)), gpu
+
+
 def main(argv):
     if len(argv) != 3 or argv[1].startswith("-"):
         print("usage: gpu_rates.py REPORT_DIR OUT.csv (the head of this script says more)", file=sys.stderr)
         return 2
     report, out = argv[1], argv[2]
     try:
-        rows = kernels_rows(report) + torch_f32_gemm_rows(report) + attention_rows(report)
-        info = os.path.join(report, "info.log")
-        gpu = next((ln.split(",")[0] + ", driver " + ln.split(",")[1].strip() for ln in open(info)
-                    if ln.startswith("NVIDIA ") and ln.count(",") >= 3), None) if os.path.exists(info) else None
+        device, gpu = device_row(report)
+        rows = [device] + kernels_rows(report) + torch_f32_gemm_rows(report) + attention_rows(report)
     except Bad as e:
         print("gpu_rates.py: error: %s" % e, file=sys.stderr)
         return 1

@@ -540,7 +540,7 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     gm_atomic_file f;
     if (gm_atomic_open(&f, md_path)) gm_die_last();
     const gm_config *c = &ri->rc->model;
-    OUT(&f, "# The training step counted, and its GPU time predicted: %s / %s, B = %d, T = %d\n\n", c->name, c->scale,
+    OUT(&f, "# The training step counted, and its %s time predicted: %s / %s, B = %d, T = %d\n\n", gm_rates_device(rates), c->name, c->scale,
         c->batch, c->seq_len);
     OUT(&f, "- **Level: predicted**, on a machine without a GPU: the real step (`gm_trainer_step`) on the counting "
             "backend (`impl/backend/count`: every call recorded, nothing computed) through the timing backend, each "
@@ -598,7 +598,8 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     for (size_t k = 0; k < sizeof cats / sizeof cats[0]; k++)
         printf("%-14s predicted %9.2f ms, measured %9.2f ms\n", cats[k].cat, cats[k].predicted, cats[k].measured);
     printf("%s\n", md_path);
-    printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
+    printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted %s %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
+           gm_rates_device(rates),
            predicted);
     gm_rates_free(rates);
 }
@@ -664,7 +665,8 @@ static void usage(void) {
            "              scale in seconds, activations in --backend's element (cuda: bf16); each\n"
            "              kernel's time predicted from --rates (one GPU's), fitted on and compared with\n"
            "              --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB, <N> TFLOP,\n"
-           "              <N> launches; predicted <N> ms' (launches: backend calls)\n"
+           "              <N> launches; predicted <GPU> <N> ms' (launches: backend calls; GPU: the\n"
+           "              rates' device, e.g. H100)\n"
            "  --rates     the rates of one GPU for --count (default reports/gpu-h100/h100_rates.csv; made from\n"
            "              a GPU report folder by bench/gpu_rates.py: reports/gpu-h200/h200_rates.csv)\n"
            "  --measured  a measured CSV of this program for --count, the model's fit and check (default\n"

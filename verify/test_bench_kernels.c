@@ -165,7 +165,7 @@ Test(bench_kernels, count_mode_counts_the_timed_steps_calls, .timeout = 120) {
     const char *last = strstr(out, "step: ");
     cr_assert(last, "%s", out);
     double gb, tflop, launches, ms;
-    cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted %lf ms\n", &gb, &tflop, &launches, &ms),
+    cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb, &tflop, &launches, &ms),
                  4, "%s", last);
     cr_expect_eq(strchr(last, '\n')[1], '\0', "the step line is the last: %s", out);
     // printed to 4 significant digits
@@ -190,7 +190,9 @@ Test(bench_kernels, bad_rates_file_is_refused_with_one_line, .timeout = 60) {
     const char *bad[][2] = {{"kind,key,value,unit,source\ngemm,65536x768 bf16,0.1,ms,x\n", ":2: a gemm key is MxNxK bf16|f32"},
                             {"kind,key,value,unit,source\ncopy,d2d,-3,GB/s,x\n", ":2: the value is not a positive number"},
                             {"kind,key,value\n", ":1: the header is not kind,key,value,unit,source"},
-                            {"kind,key,value,unit,source\ncopy,d2d,3000,GB/s,x\n", ": needs gemm, copy, attn_fwd"}};
+                            {"kind,key,value,unit,source\ndevice,H 100,81559,MiB,x\n",
+                             ":2: a device key is the GPU's short name"},
+                            {"kind,key,value,unit,source\ncopy,d2d,3000,GB/s,x\n", ": needs device, gemm, copy, attn_fwd"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[4200], args[9000], want[4400];
         snprintf(path, sizeof path, "%s/rates%zu.csv", dir, i);
@@ -230,7 +232,7 @@ Test(bench_kernels, count_mode_prices_the_backends_activation_element, .timeout 
         cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
         const char *last = strstr(out, "step: ");
         cr_assert(last, "%s", out);
-        cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted %lf ms\n", &gb[b], &tflop[b],
+        cr_assert_eq(sscanf(last, "step: %lf GB, %lf TFLOP, %lf launches; predicted H100 %lf ms\n", &gb[b], &tflop[b],
                             &launches[b], &ms[b]),
                      4, "%s", last);
         snprintf(path, sizeof path, "%s/%s.md", dir, backends[b]);
@@ -252,9 +254,9 @@ Test(bench_kernels, count_mode_prices_the_backends_activation_element, .timeout 
 }
 
 // bench/gpu_rates.py turns a GPU report folder into the model's rates: on the committed H200 report,
-// every kind the model needs, the copy ceiling and a shared GEMM key as the report's own numbers, and
-// a file the counting run accepts. A report missing a file is refused with one line naming it, and
-// no rates file is written.
+// every kind the model needs, the device, the copy ceiling and a shared GEMM key as the report's own
+// numbers, and a file the counting run accepts, naming the device in its last line. A report missing
+// a file is refused with one line naming it, and no rates file is written.
 Test(bench_kernels, gpu_rates_from_a_report_folder, .timeout = 120) {
     char *dir = th_tmpdir();
     char rates[4200], cmd[20000], script[4200], report[4200], *out, *err;
@@ -269,7 +271,7 @@ Test(bench_kernels, gpu_rates_from_a_report_folder, .timeout = 120) {
     cr_assert_eq(gm_read_all(rates, &text, &len), 0, "%s", gm_error());
     // kernels-softcap.csv: ceiling.copy 4164.68 GB/s; ceiling.gemm_at 768x65536x768 TN 0.107298 and
     // NN 0.116964 ms, one key (65536x768x768 row-major): their mean 0.112131.
-    const char *want[] = {"\ncopy,device-to-device,4164.68,GB/s,", "\ngemm,65536x768x768 bf16,0.112131,ms,",
+    const char *want[] = {"\ndevice,H200,143771,MiB,", "\ncopy,device-to-device,4164.68,GB/s,", "\ngemm,65536x768x768 bf16,0.112131,ms,",
                           "\ngemm,65536x768x768 f32,", "\nattn_fwd,T 65536 window 14,114.7,TFLOP/s,",
                           "\nattn_bwd,T 65536 window 14,120,TFLOP/s,", "\northogonalize,"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -280,14 +282,14 @@ Test(bench_kernels, gpu_rates_from_a_report_folder, .timeout = 120) {
              "--rates='%s'",
              th_bin_path("bench/kernels"), dir, rates);
     cr_expect_eq(th_run(cmd, &out, &err), 0, "%s", err);
-    cr_expect(strstr(out, "launches; predicted "), "%s", out);
+    cr_expect(strstr(out, "launches; predicted H200 "), "%s", out);
     free(out), free(err);
 
     // A report folder without peers-gpu.csv.
     char bad[4200], bad_rates[4300];
     snprintf(bad, sizeof bad, "%s/report", dir);
     snprintf(bad_rates, sizeof bad_rates, "%s/bad.csv", dir);
-    snprintf(cmd, sizeof cmd, "mkdir '%s' && cp '%s'/kernels-softcap.csv '%s'/attention-window.csv '%s'/", bad, report,
+    snprintf(cmd, sizeof cmd, "mkdir '%s' && cd '%s' && cp info.log kernels-softcap.csv attention-window.csv '%s'/", bad,
              report, bad);
     cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
     free(out), free(err);

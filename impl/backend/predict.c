@@ -21,6 +21,8 @@ struct gm_rates {
     int n_gemm;
     double copy_gbs, attn_fwd_tflops, attn_bwd_tflops, ortho_tflops;
     double efficiency, floor_ms;
+    char device[32];       // the device row's key: the GPU's short name
+    double device_mib;     // and its memory
 };
 
 static int bad(const char *path, int line, const char *what) { return gm_fail("%s:%d: %s", path, line, what); }
@@ -48,6 +50,15 @@ static int parse_line(gm_rates *r, char *line, const char *path, int ln) {
         r->gemm[r->n_gemm++] = g;
         return 0;
     }
+    if (!strcmp(kind, "device")) {
+        if (r->device[0]) return bad(path, ln, "a second device row");
+        if (!field[1][0] || strlen(field[1]) >= sizeof r->device || strpbrk(field[1], " \t"))
+            return bad(path, ln, "a device key is the GPU's short name, one word under 32 characters");
+        if (strcmp(unit, "MiB")) return bad(path, ln, "a device's unit is MiB (its memory)");
+        strcpy(r->device, field[1]);
+        r->device_mib = v;
+        return 0;
+    }
     struct {
         const char *kind, *unit;
         double *into;
@@ -61,7 +72,7 @@ static int parse_line(gm_rates *r, char *line, const char *path, int ln) {
             *scalars[i].into = v;
             return 0;
         }
-    return bad(path, ln, "unknown kind (gemm, copy, attn_fwd, attn_bwd, orthogonalize)");
+    return bad(path, ln, "unknown kind (device, gemm, copy, attn_fwd, attn_bwd, orthogonalize)");
 }
 
 gm_rates *gm_rates_load(const char *path) {
@@ -85,8 +96,8 @@ gm_rates *gm_rates_load(const char *path) {
         failed = parse_line(r, line, path, ln);
     }
     free(text);
-    if (!failed && !(r->n_gemm && r->copy_gbs && r->attn_fwd_tflops && r->attn_bwd_tflops && r->ortho_tflops))
-        failed = gm_fail("%s: needs gemm, copy, attn_fwd, attn_bwd and orthogonalize rows", path);
+    if (!failed && !(r->device[0] && r->n_gemm && r->copy_gbs && r->attn_fwd_tflops && r->attn_bwd_tflops && r->ortho_tflops))
+        failed = gm_fail("%s: needs device, gemm, copy, attn_fwd, attn_bwd and orthogonalize rows", path);
     if (failed) return free(r), NULL;
     return r;
 }
@@ -96,6 +107,7 @@ void gm_rates_fit(gm_rates *r, double memory_efficiency, double floor_ms) {
     r->efficiency = memory_efficiency, r->floor_ms = floor_ms;
 }
 double gm_rates_copy_gbs(const gm_rates *r) { return r->copy_gbs; }
+const char *gm_rates_device(const gm_rates *r) { return r->device; }
 double gm_predict_fit_efficiency(const gm_rates *r) { return r->efficiency; }
 double gm_predict_fit_floor(const gm_rates *r) { return r->floor_ms; }
 

@@ -1,6 +1,7 @@
-// A model of the CUDA backend's time per kernel call on an H100, from the call's cost
-// (backend/cost.h) and rates measured there (reports/gpu-h100/h100_rates.csv, each with its
-// source), so that a step can be predicted on a machine without a GPU (bench/kernels --count=1):
+// A model of the CUDA backend's time per kernel call on a GPU, from the call's cost
+// (backend/cost.h) and rates measured there (reports/gpu-h100/h100_rates.csv,
+// reports/gpu-h200/h200_rates.csv, each row with its source), so that a step can be predicted on a
+// machine without a GPU (bench/kernels --count=1):
 // - a matmul: its library GEMMs (gm_kernel_cost.gemm) at cuBLAS's measured time for the nearest
 //   measured shape (scaled by the FLOP ratio), with the output type the backend writes, plus the
 //   memory traffic the backend adds around them (every fp32 operand converted to a bf16 copy, read
@@ -17,9 +18,12 @@
 
 typedef struct gm_rates gm_rates;
 
-// The rates file (CSV: kind,key,value,unit,source; '#' lines are comments). NULL + gm_fail with
-// one line naming the file, the line and the fault.
+// The rates file (CSV: kind,key,value,unit,source; '#' lines are comments): one `device` row (key:
+// the GPU's short name, e.g. H100; value: its memory in MiB), then the measured rows. NULL +
+// gm_fail with one line naming the file, the line and the fault.
 gm_rates *gm_rates_load(const char *path);
+// The GPU the rates were measured on (the device row's key).
+const char *gm_rates_device(const gm_rates *r);
 void gm_rates_free(gm_rates *r);
 
 // The fitted part: memory-bound efficiency (fraction of the copy bandwidth) and the per-call floor.
