@@ -182,8 +182,8 @@ typedef struct {
        int B, int T, int NH, int HD),                                                                                  \
       (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD))                                                            \
     /* ---- QK-norm then rotary, fused: out = rotary(rmsnorm(inp)) per head row of (B, T, NH, HD), rstd (B*T*NH)       \
-       kept (HD even); the composition of rmsnorm_fwd and rotary_fwd, value for value (the normed tensor is never     \
-       stored).                                                                                                        \
+       kept (HD even); the composition of rmsnorm_fwd and rotary_fwd (the normed tensor is never stored), value for    \
+       value on the CPU backends; the CUDA kernels sum each row in their own order (equal to fp32 rounding).           \
        The backward is rotary_bwd then rmsnorm_bwd, dinp written as dinp_write says. ---- */                          \
     X(qknorm_rotary_fwd,                                                                                               \
       (gm_actval *out, gm_real * rstd, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,    \
