@@ -50,11 +50,12 @@ enum {
 // The key: everything the descriptors and the heuristic's choice depend on. The pointers'
 // alignments are in it because the heuristic picks an algorithm for the alignment it is told
 // (256 bytes unless told less), and a tensor view may start anywhere past 4 (2 for bf16) bytes.
-// beta is not: it is a host scalar given to cublasLtMatmul, which the heuristic never sees.
+// beta's value is not (the heuristic never sees it); whether alpha and beta go by device pointer is.
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc;
     int ab, ct;                         // gm_gemm_type of A and B, of C (= D)
     int align_a, align_b, align_c;      // bytes each pointer is aligned to, capped at 256
+    int device_scalars;                 // 1: a bf16 C added into, alpha and beta by device pointer (gemm.cu)
 } gm_cuda_lt_key;
 typedef struct {
     gm_cuda_lt_key key;
@@ -68,6 +69,8 @@ typedef struct {
 #define GM_CUDA_LT_PLANS 64
 // cuBLASLt's workspace, one for every plan (the stream orders the calls that share it).
 #define GM_CUDA_LT_WORKSPACE ((size_t)32 << 20)
+// Distinct alpha and beta values kept in device memory for the device-pointer plans.
+#define GM_CUDA_LT_SCALARS 64
 
 typedef struct {
     int device;
@@ -78,6 +81,9 @@ typedef struct {
     void *lt_ws;                // GM_CUDA_LT_WORKSPACE bytes of device memory
     gm_cuda_lt_plan lt_plan[GM_CUDA_LT_PLANS];
     int lt_plans, lt_next;      // plans made (<= GM_CUDA_LT_PLANS); the next one replaced when full
+    float *lt_scalars;          // GM_CUDA_LT_SCALARS device floats, made on first use (gemm.cu)
+    float lt_scalar_value[GM_CUDA_LT_SCALARS];  // their values, the first lt_nscalars set
+    int lt_nscalars;
     cusolverDnHandle_t solver;  // made on the first SVD orthogonalization (svd_polar.cu)
     gesvdjInfo_t svdj;
     void *scr[GM_SCR_COUNT];

@@ -135,6 +135,9 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
         st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
+    const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_DEVICE;
+    if (st == CUBLAS_STATUS_SUCCESS && q->device_scalars)
+        st = cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof mode);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&p->la, tab, q->ta ? q->k : q->m, q->ta ? q->m : q->k, q->lda);
     if (st == CUBLAS_STATUS_SUCCESS)
@@ -195,6 +198,42 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
     return 0;
 }
 
+// Device pointers to alpha and beta for a device-pointer plan (NULL, noted, when the table cannot
+// be made). Why such plans: a bf16 C added into at beta = 1 came out rounded twice on an H200
+// (reports/gpu-h200/) with host scalars, by the same algorithm (the plan's key holds no beta) that
+// rounds once at beta = 0.75, so cublasLtMatmul does something else when it sees beta = 1; by
+// device pointer it cannot see the value. Whether that rounds once is for the next GPU run to show
+// (verify/test_cuda_gemm.c's beta = 1 cases; compile-checked only). The values live in a table of
+// GM_CUDA_LT_SCALARS floats, each written once (a blocking copy, before any GEMM reads it); a full
+// table is emptied after the stream has drained, so no queued GEMM reads a slot being rewritten.
+static int device_scalars(gm_cuda_ctx *c, float alpha, float beta, const float **pa, const float **pb) {
+    if (!c->lt_scalars) {
+        const cudaError_t e = cudaMalloc(&c->lt_scalars, sizeof(float) * GM_CUDA_LT_SCALARS);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            c->lt_scalars = NULL;
+            gm_cuda_note(c, __FILE__, __LINE__, "cuBLASLt scalars: cudaMalloc", cudaGetErrorString(e));
+            return -1;
+        }
+    }
+    if (c->lt_nscalars > GM_CUDA_LT_SCALARS - 2) {
+        GM_CU(c, cudaStreamSynchronize(c->stream));
+        c->lt_nscalars = 0;
+    }
+    const float want[2] = {alpha, beta};
+    const float **at[2] = {pa, pb};
+    for (int w = 0; w < 2; w++) {
+        int i = 0;
+        while (i < c->lt_nscalars && memcmp(&c->lt_scalar_value[i], &want[w], sizeof want[w])) i++;
+        if (i == c->lt_nscalars) {
+            c->lt_scalar_value[c->lt_nscalars++] = want[w];
+            GM_CU(c, cudaMemcpy(c->lt_scalars + i, &want[w], sizeof want[w], cudaMemcpyHostToDevice));
+        }
+        *at[w] = c->lt_scalars + i;
+    }
+    return 0;
+}
+
 // The plan for key k, from the cache or made now (replacing the oldest when the cache is full);
 // NULL with the error noted.
 static const gm_cuda_lt_plan *plan_for(gm_cuda_ctx *c, cublasLtHandle_t h, const gm_cuda_lt_key *k) {
@@ -238,10 +277,13 @@ void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int 
         key.ta = ta, key.tb = tb, key.m = m, key.n = n, key.k = k, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
         key.ab = (int)ab, key.ct = (int)ct;
         key.align_a = align_of(A), key.align_b = align_of(B), key.align_c = align_of(C);
+        key.device_scalars = ct == GM_GEMM_BF16 && beta != 0.0f;
         const gm_cuda_lt_plan *p = plan_for(c, h, &key);
         if (!p) return;
         if (p->has_algo) {
-            const cublasStatus_t st = cublasLtMatmul(h, p->desc, &alpha, A, p->la, B, p->lb, &beta, C, p->lc, C, p->lc,
+            const float *pa = &alpha, *pb = &beta;
+            if (key.device_scalars && device_scalars(c, alpha, beta, &pa, &pb)) return;
+            const cublasStatus_t st = cublasLtMatmul(h, p->desc, pa, A, p->la, B, p->lb, pb, C, p->lc, C, p->lc,
                                                      &p->algo, c->lt_ws, GM_CUDA_LT_WORKSPACE, c->stream);
             if (st != CUBLAS_STATUS_SUCCESS) note_blas(c, __LINE__, "cublasLtMatmul", st);
             return;
