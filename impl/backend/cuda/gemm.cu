@@ -198,8 +198,8 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
     return 0;
 }
 
-// Device pointers to alpha and beta for a device-pointer plan (NULL, noted, when the table cannot
-// be made). Why such plans: a bf16 C added into at beta = 1 came out rounded twice on an H200
+// Device pointers to alpha and beta for a device-pointer plan: 0, or -1 with the error noted when
+// the table cannot be made. Why such plans: a bf16 C added into at beta = 1 came out rounded twice on an H200
 // (reports/gpu-h200/) with host scalars, by the same algorithm (the plan's key holds no beta) that
 // rounds once at beta = 0.75, so cublasLtMatmul does something else when it sees beta = 1; by
 // device pointer it cannot see the value. Whether that rounds once is for the next GPU run to show
