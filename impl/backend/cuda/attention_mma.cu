@@ -1,13 +1,14 @@
 // Flash attention on bf16 tensor cores: mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) for
 // head_dim 64 and 128, with the records' block mask, on the (B, T, NH, HD) activations of backend.h
-// (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf; reports/gpu-h100/): every test of
-// verify/test_cuda_attention_mma.c passed there, and memcheck and synccheck found nothing;
-// racecheck of these kernels has never completed (it did not finish in 100 s). Speed there: 88-106
-// TFLOP/s forward and 78-94 backward on softcap's mask, 119-165 / 97-130 on plain causal, a third
-// of FlashAttention-2's rate (issue 31). Before that the device code had only been run on a CPU
+// (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf, fp32
+// element; reports/gpu-h100/) and, with the bf16 element and the 2-stage cp.async ring below, on an
+// H200 (2026-11-27, commit 34feab9; reports/gpu-h200/): every test of
+// verify/test_cuda_attention_mma.c passed on both, memcheck found nothing; racecheck of these
+// kernels has never completed (126 s for counting_long_windows alone under racecheck). Speed on the
+// H200 at T 65536: 115 TFLOP/s forward and 120 backward on softcap's final window, 208 / 183 on
+// plain causal, where FlexAttention reaches 357 / 345 on the window and FlashAttention-2 333 / 321
+// on causal in the same run (issue 31). Before the H100 the device code had only been run on a CPU
 // under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository.
-// Since then (2026-11-27) the activation element and the 2-stage cp.async ring below: compile-
-// checked only (fp32 and bf16 element, sm_90a), never run.
 //
 // Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
 // (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
