@@ -14,7 +14,7 @@
 //   build/bench/kernels [--preset=softcap] [--scale=full] [--steps=3] [--doc_len=700]
 //                       [--ceilings=host|library] [--out=reports/bench] [--name=<file base>]
 //                       [--<run config key>=value ...]
-//   build/bench/kernels --count=1 [--seq_len=65536] [--rates=F] [--measured=F]   the step counted, not
+//   build/bench/kernels --count=1 [--seq_len=65536] [--rates=F] [--measured=F] [--fit=F]   the step counted, not
 //                       computed, and its GPU time predicted (backend/predict.h) from the rates of one GPU
 //                       (default the H100's), with the model's residual
 //   build/bench/kernels --compare A.csv B.csv      ratio B/A per kernel and of the step
@@ -491,8 +491,9 @@ static void compare(const char *pa, const char *pb) {
 // ---- --count=1: the step counted, and its GPU time predicted ---------------------------------
 
 // The fit of the step model on a measured table (predict.h): the memory-bound kernels' bytes over
-// their time, as a fraction of the copy bandwidth, and the fastest call's median time.
-static void fit_rates(gm_rates *rates, const csv_entry *m, int n) {
+// their time as a fraction of the copy bandwidth, over all of them and per op (every row of the op,
+// whatever its part and shape), and the fastest call's median time.
+static void fit_rates(gm_rates *rates, const csv_entry *m, int n, const char *path) {
     double bytes = 0, ms = 0, floor_ms = INFINITY;
     for (int i = 0; i < n; i++) {
         const char *op = strchr(m[i].name, ':');
@@ -501,8 +502,25 @@ static void fit_rates(gm_rates *rates, const csv_entry *m, int n) {
         if (!strcmp(gm_predict_category(op + 1), "memory") && strcmp(op + 1, "upload") && strcmp(op + 1, "download"))
             bytes += m[i].bytes * m[i].calls, ms += m[i].total;
     }
-    if (!(ms > 0) || !isfinite(floor_ms)) gm_die("kernels: --measured has no kernel rows to fit the model on");
-    gm_rates_fit(rates, bytes / (ms * 1e6) / gm_rates_copy_gbs(rates), floor_ms);
+    if (!(ms > 0) || !isfinite(floor_ms)) gm_die("kernels: %s has no kernel rows to fit the model on", path);
+    const double copy = gm_rates_copy_gbs(rates) * 1e6;  // bytes per ms
+    gm_rates_fit(rates, bytes / ms / copy, floor_ms);
+    for (int i = 0; i < n; i++) {
+        const char *op = strchr(m[i].name, ':');
+        if (!op || m[i].calls <= 0 || strcmp(gm_predict_category(op + 1), "memory") || !strcmp(op + 1, "upload") ||
+            !strcmp(op + 1, "download"))
+            continue;
+        double op_bytes = 0, op_ms = 0;  // every row of this op (the first row of it does the sum)
+        int first = 1;
+        for (int j = 0; j < n; j++) {
+            const char *o = strchr(m[j].name, ':');
+            if (!o || m[j].calls <= 0 || strcmp(o, op)) continue;
+            if (j < i) first = 0;
+            op_bytes += m[j].bytes * m[j].calls, op_ms += m[j].total;
+        }
+        if (first && op_bytes > 0 && op_ms > 0 && gm_rates_fit_op(rates, op + 1, op_bytes / op_ms / copy))
+            gm_die("kernels: %s: %s", path, gm_error());
+    }
 }
 
 typedef struct {
@@ -515,7 +533,7 @@ typedef struct {
 // Counts the step's calls on the counting backend, predicts each kernel's time on the GPU of the rates, compares with
 // the measured table row by row, writes <base>.md and prints the totals, the last line for scripts.
 static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info *ri, const char *rates_path,
-                       const char *measured_path, const char *md_path) {
+                       const char *measured_path, const char *fit_path, const char *md_path) {
     gm_timing *tm = ph->tm;
     double loss;
     // As the timed mode: the first step's one-off calls (uploads of tables made on first use) are not
@@ -530,9 +548,11 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
     gm_rates *rates = gm_rates_load(rates_path);
     if (!rates) gm_die_last();
     enum { CAP = 512 };
-    static csv_entry measured[CAP];
+    static csv_entry measured[CAP], fitted[CAP];
     const int nm = read_csv(measured_path, measured, CAP);
-    fit_rates(rates, measured, nm);
+    const int in_sample = !strcmp(fit_path, measured_path);
+    if (in_sample) fit_rates(rates, measured, nm, fit_path);
+    else fit_rates(rates, fitted, read_csv(fit_path, fitted, CAP), fit_path);
 
     const int n = gm_timing_count(tm);
     category_sum cats[] = {{"matmul", 0, 0, 0}, {"attention", 0, 0, 0}, {"orthogonalize", 0, 0, 0}, {"memory", 0, 0, 0}};
@@ -548,15 +568,22 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
             "`%s`. Activations and their gradients counted at %zu bytes an element, as `--backend=%s` stores them "
             "(the CUDA backend: bf16). Commit `%s`. Command: `%s`.\n",
         rates_path, gm_backend_act_size(ri->rc->backend), ri->rc->backend, gm_build_commit, ri->cmdline);
-    OUT(&f, "- Fitted on `%s`: memory-bound kernels at %.3f of the copy bandwidth (%.0f GB/s), no call under %.4g ms. "
-            "The model's error is its residual against that measured table below: the memory-bound total is fitted "
-            "(its residual is zero by construction, the rows' are not), the GEMMs and attention are predicted from "
-            "independent measurements. Where the measured table is of other code (its commit is in its own report), a "
-            "row is compared per call (measured: its time per call times this step's calls; its own calls beside it), "
-            "and a kernel rewritten since was measured as it was.\n\n",
-        measured_path, gm_predict_fit_efficiency(rates), gm_rates_copy_gbs(rates), gm_predict_fit_floor(rates));
-    OUT(&f, "| part:kernel | shape | calls | GFLOP | GB | predicted ms | measured ms (its calls) | predicted / measured |\n"
-            "|---|---|---|---|---|---|---|---|\n");
+    OUT(&f, "- Fitted on `%s`: each memory-bound op at its own fraction of the copy bandwidth (%.0f GB/s) there, "
+            "all its rows together (column `eff`), an op it lacks at their overall %.3f; no call under %.4g ms. ",
+        fit_path, gm_rates_copy_gbs(rates), gm_predict_fit_efficiency(rates), gm_predict_fit_floor(rates));
+    if (in_sample)
+        OUT(&f, "The model's error is its residual against that measured table below: each memory-bound op's total is "
+                "fitted (its residual is zero by construction, the rows' are not where an op has several shapes), the "
+                "GEMMs and attention are predicted from independent measurements. ");
+    else
+        OUT(&f, "Compared below with `%s`, a table it was not fitted on: every ratio is out of sample, the "
+                "memory-bound total's too. ",
+            measured_path);
+    OUT(&f, "Where the measured table is of other code (its commit is in its own report), a row is compared per call "
+            "(measured: its time per call times this step's calls; its own calls beside it), and a kernel rewritten "
+            "since was measured as it was.\n\n");
+    OUT(&f, "| part:kernel | shape | calls | GFLOP | GB | eff | predicted ms | measured ms (its calls) | predicted / "
+            "measured |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const gm_timing_record *rec = gm_timing_at(tm, i);
         const double ms = gm_predict_ms(rates, rec->op, &rec->cost) * rec->calls;
@@ -574,11 +601,13 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
         if (j >= 0) cs->measured += mt, cs->matched += ms;
         flops += rec->cost.flops * rec->calls, bytes += rec->cost.bytes * rec->calls, calls += rec->calls;
         predicted += ms;
-        char meas[48] = "not measured", ratio[24] = "-";
+        char meas[48] = "not measured", ratio[24] = "-", eff[16] = "-";
+        if (!strcmp(gm_predict_category(rec->op), "memory"))
+            snprintf(eff, sizeof eff, "%.3f", gm_predict_op_efficiency(rates, rec->op));
         if (j >= 0)
             snprintf(meas, sizeof meas, "%.4g (%ld)", mt, (long)measured[j].calls), snprintf(ratio, sizeof ratio, "%.2f", ms / mt);
-        OUT(&f, "| %s | %s | %ld | %.4g | %.4g | %.4g | %s | %s |\n", key.name, key.shape, rec->calls,
-            rec->cost.flops * rec->calls * 1e-9, rec->cost.bytes * rec->calls * 1e-9, ms, meas, ratio);
+        OUT(&f, "| %s | %s | %ld | %.4g | %.4g | %s | %.4g | %s | %s |\n", key.name, key.shape, rec->calls,
+            rec->cost.flops * rec->calls * 1e-9, rec->cost.bytes * rec->calls * 1e-9, eff, ms, meas, ratio);
     }
     OUT(&f, "\n| category | predicted ms | measured ms (rows found) | predicted / measured |\n|---|---|---|---|\n");
     double pm = 0, mm = 0;
@@ -640,7 +669,7 @@ static void write_synthetic_data(const char *dir, const gm_config *c, int doc_le
 static int bench_flag(const char *k) {
     return !strcmp(k, "preset") || !strcmp(k, "scale") || !strcmp(k, "steps") || !strcmp(k, "doc_len") ||
            !strcmp(k, "out") || !strcmp(k, "name") || !strcmp(k, "ceilings") || !strcmp(k, "count") ||
-           !strcmp(k, "rates") || !strcmp(k, "measured");
+           !strcmp(k, "rates") || !strcmp(k, "measured") || !strcmp(k, "fit");
 }
 
 static void usage(void) {
@@ -671,6 +700,8 @@ static void usage(void) {
            "              a GPU report folder by bench/gpu_rates.py: reports/gpu-h200/h200_rates.csv)\n"
            "  --measured  a measured CSV of this program for --count, the model's fit and check (default\n"
            "              reports/gpu-h100/h100-softcap-full-T65536.csv)\n"
+           "  --fit       fit the model on this measured CSV instead, and compare with --measured out of\n"
+           "              sample (default: --measured)\n"
            "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");
 }
 
@@ -685,6 +716,7 @@ int main(int argc, char **argv) {
     const char *preset = "softcap", *scale = "full", *out = "reports/bench", *name = NULL, *ceilings = NULL;
     int doc_len = 700, steps = 3, count = 0;
     const char *rates_path = "reports/gpu-h100/h100_rates.csv", *measured_path = "reports/gpu-h100/h100-softcap-full-T65536.csv";
+    const char *fit_path = NULL;
     for (int i = 1; i < argc;) {
         const char *key, *val;
         gm_arg_next(argc, argv, &i, &key, &val);
@@ -697,6 +729,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(key, "count")) count = (int)gm_arg_int(key, val, 0, 1);
         else if (!strcmp(key, "rates")) rates_path = val;
         else if (!strcmp(key, "measured")) measured_path = val;
+        else if (!strcmp(key, "fit")) fit_path = val;
         else if (!strcmp(key, "ceilings")) {
             if (strcmp(val, "host") && strcmp(val, "library")) gm_die("--ceilings: '%s' is not one of host, library", val);
             ceilings = val;
@@ -774,7 +807,7 @@ int main(int argc, char **argv) {
     const int s_mid = rc.steps / 2;
     if (count) {
         report_info ri = {&rc, be->name, cmdline, NULL, doc_len};
-        count_step(tr, &ph, s_mid, &ri, rates_path, measured_path, md);
+        count_step(tr, &ph, s_mid, &ri, rates_path, measured_path, fit_path ? fit_path : measured_path, md);
         gm_trainer_close(tr), gm_timing_close(tm), free(slug);
         return 0;
     }

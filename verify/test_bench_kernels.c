@@ -303,3 +303,36 @@ Test(bench_kernels, gpu_rates_from_a_report_folder, .timeout = 120) {
     th_rmtree(dir);
     free(dir);
 }
+
+// The step model prices each memory-bound op at its own efficiency in the table it is fitted on:
+// on the H200's softcap table, act_fwd (one shape, 12 calls far above the per-call floor) comes out
+// at its measured time and its measured fraction of the copy rate (3582.17 GB/s of 4164.68: 0.860).
+// --fit names another table: the report then says its ratios are out of sample.
+Test(bench_kernels, count_mode_fits_each_op_and_compares_out_of_sample, .timeout = 120) {
+    char *dir = th_tmpdir();
+    char root[4200], cmd[20000], path[4300], *out, *err, *md;
+    size_t len;
+    snprintf(root, sizeof root, "%s", th_root_path("reports/gpu-h200"));  // th_root_path: one static buffer
+    const char *fits[2] = {"softcap", "normuon"};
+    for (int f = 0; f < 2; f++) {
+        snprintf(cmd, sizeof cmd,
+                 "OMP_NUM_THREADS=1 '%s' --count=1 --backend=cuda --recompute=off --preset=softcap --scale=full "
+                 "--seq_len=65536 --rates='%s/h200_rates.csv' --fit='%s/kernels-%s.csv' "
+                 "--measured='%s/kernels-softcap.csv' --out='%s' --name=%s",
+                 th_bin_path("bench/kernels"), root, root, fits[f], root, dir, fits[f]);
+        cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
+        free(out), free(err);
+        snprintf(path, sizeof path, "%s/%s.md", dir, fits[f]);
+        cr_assert_eq(gm_read_all(path, &md, &len), 0, "%s", gm_error());
+        if (f == 0) {
+            cr_expect(strstr(md, "| model:act_fwd | 201326592 relu2 | 12 | 4.832 | 9.664 | 0.860 | 2.699 | 2.699 (12) | 1.00 |"),
+                      "%s", md);
+            cr_expect_null(strstr(md, "not fitted on"), "%s", md);
+        } else {
+            cr_expect(strstr(md, "a table it was not fitted on: every ratio is out of sample"), "%s", md);
+        }
+        free(md);
+    }
+    th_rmtree(dir);
+    free(dir);
+}

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/io.h"
 
-enum { MAX_GEMMS = 64 };
+enum { MAX_GEMMS = 64, MAX_OPS = 64 };
 
 typedef struct {
     double M, N, K, ms;  // row-major C (M, N) = A (M, K) B (K, N)
@@ -21,6 +21,11 @@ struct gm_rates {
     int n_gemm;
     double copy_gbs, attn_fwd_tflops, attn_bwd_tflops, ortho_tflops;
     double efficiency, floor_ms;
+    struct {
+        char op[32];
+        double efficiency;
+    } op_fit[MAX_OPS];  // a memory-bound op's own fraction of the copy bandwidth, where fitted
+    int n_op_fit;
     char device[32];       // the device row's key: the GPU's short name
     double device_mib;     // and its memory
 };
@@ -106,6 +111,21 @@ void gm_rates_free(gm_rates *r) { free(r); }
 void gm_rates_fit(gm_rates *r, double memory_efficiency, double floor_ms) {
     r->efficiency = memory_efficiency, r->floor_ms = floor_ms;
 }
+int gm_rates_fit_op(gm_rates *r, const char *op, double memory_efficiency) {
+    if (!(memory_efficiency > 0) || !isfinite(memory_efficiency) || strlen(op) >= sizeof r->op_fit[0].op)
+        return gm_fail("step model: op '%s': efficiency %g cannot be fitted", op, memory_efficiency);
+    int i = 0;
+    while (i < r->n_op_fit && strcmp(r->op_fit[i].op, op)) i++;
+    if (i == MAX_OPS) return gm_fail("step model: more than %d ops fitted", MAX_OPS);
+    if (i == r->n_op_fit) strcpy(r->op_fit[r->n_op_fit++].op, op);
+    r->op_fit[i].efficiency = memory_efficiency;
+    return 0;
+}
+double gm_predict_op_efficiency(const gm_rates *r, const char *op) {
+    for (int i = 0; i < r->n_op_fit; i++)
+        if (!strcmp(r->op_fit[i].op, op)) return r->op_fit[i].efficiency;
+    return r->efficiency;
+}
 double gm_rates_copy_gbs(const gm_rates *r) { return r->copy_gbs; }
 const char *gm_rates_device(const gm_rates *r) { return r->device; }
 double gm_predict_fit_efficiency(const gm_rates *r) { return r->efficiency; }
@@ -132,7 +152,9 @@ static double gemm_ms(const gm_rates *r, gm_gemm_shape s, int f32_out) {
     return ms;
 }
 
-static double memory_ms(const gm_rates *r, double bytes) { return bytes / (r->copy_gbs * r->efficiency * 1e6); }
+static double memory_ms(const gm_rates *r, double bytes, double efficiency) {
+    return bytes / (r->copy_gbs * efficiency * 1e6);
+}
 
 // The CUDA matmul (cuda/matmul.cu): the weight, fp32, converted to a bf16 copy on every call (4 bytes
 // read, 2 written an element, 2 read by the GEMM: 6 counted beside the GEMM's own time); an
@@ -155,7 +177,7 @@ static double matmul_ms(const gm_rates *r, const char *op, const gm_kernel_cost 
         else bytes += (is_dW ? 6.0 * convert_act : 6.0) * mk + s.reads_c * (is_dW ? 4.0 : E) * mn;
     }
     if (strcmp(op, "matmul_fwd") && c->n_gemm) bytes += 6.0 * convert_act * c->gemm[0].n * c->gemm[0].k;
-    return ms + memory_ms(r, bytes);
+    return ms + memory_ms(r, bytes, r->efficiency);
 }
 
 double gm_predict_ms(const gm_rates *r, const char *op, const gm_kernel_cost *c) {
@@ -165,6 +187,6 @@ double gm_predict_ms(const gm_rates *r, const char *op, const gm_kernel_cost *c)
     else if (!strcmp(cat, "attention"))
         ms = c->flops / ((!strcmp(op, "attn_fwd") ? r->attn_fwd_tflops : r->attn_bwd_tflops) * 1e9);
     else if (!strcmp(cat, "orthogonalize")) ms = c->flops / (r->ortho_tflops * 1e9);
-    else ms = memory_ms(r, c->bytes);
+    else ms = memory_ms(r, c->bytes, gm_predict_op_efficiency(r, op));
     return ms > r->floor_ms ? ms : r->floor_ms;
 }

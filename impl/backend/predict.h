@@ -8,8 +8,9 @@
 //   4 and written 2 bytes an element: the weights always, activations where they are stored fp32;
 //   beta = 1 reads of the gradients it adds into);
 // - attention and Muon's orthogonalize: FLOPs at our own kernels' measured rates;
-// - every other call: its bytes at the measured device copy bandwidth times an efficiency, the one
-//   parameter fitted on a measured step table (what today's memory-bound kernels reach);
+// - every other call: its bytes at the measured device copy bandwidth times an efficiency fitted on
+//   a measured step table: the op's own (its bytes over its time in that table, all its calls),
+//   or for an op the table lacks, the table's overall one (what its memory-bound kernels reach);
 // - no call takes less than `floor_ms` (launch and synchronisation), also fitted on that table.
 #ifndef GM_BACKEND_PREDICT_H
 #define GM_BACKEND_PREDICT_H
@@ -28,6 +29,11 @@ void gm_rates_free(gm_rates *r);
 
 // The fitted part: memory-bound efficiency (fraction of the copy bandwidth) and the per-call floor.
 void gm_rates_fit(gm_rates *r, double memory_efficiency, double floor_ms);
+// A memory-bound op's own efficiency (a backend.h name; its calls then use it instead of the
+// overall one). 0, or -1 + gm_fail for a value that is not positive and finite or too many ops.
+int gm_rates_fit_op(gm_rates *r, const char *op, double memory_efficiency);
+// The efficiency op's memory-bound calls are priced at: its own where fitted, else the overall one.
+double gm_predict_op_efficiency(const gm_rates *r, const char *op);
 double gm_rates_copy_gbs(const gm_rates *r);
 double gm_predict_fit_efficiency(const gm_rates *r);
 double gm_predict_fit_floor(const gm_rates *r);
