@@ -53,6 +53,14 @@ Test(cuda_backend, memory_ops) {
     g->fill(g, d, 2.5f, n - 1);
     for (size_t i = 0; i + 1 < n; i++) want[i] = 2.5f;
     cc_expect_equal(&e, "fill", d, want, n);
+    // +0 goes to the driver's memset, -0 to the kernel: each leaves its own bits, and only its range
+    // (from an element past a 16-byte boundary, to one before the end).
+    g->fill(g, d + 1, 0.0f, n - 3);
+    for (size_t i = 1; i + 2 < n; i++) want[i] = 0.0f;
+    cc_expect_equal(&e, "fill +0", d, want, n);
+    g->fill(g, d + 2, -0.0f, n - 5);
+    for (size_t i = 2; i + 3 < n; i++) want[i] = -0.0f;
+    cc_expect_equal(&e, "fill -0", d, want, n);
     g->free(g, d), g->free(g, d2);
     cc_sync(&e, "free");
     free(zero), free(x), free(want);
