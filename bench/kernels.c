@@ -693,15 +693,15 @@ static void usage(void) {
            "  --count     1: count the step's calls without computing (default 0): the counting backend, any\n"
            "              scale in seconds, activations in --backend's element (cuda: bf16); each\n"
            "              kernel's time predicted from --rates (one GPU's), fitted on and compared with\n"
-           "              --measured; writes OUT/NAME.md; the last line reads 'step: <N> GB, <N> TFLOP,\n"
-           "              <N> launches; predicted <GPU> <N> ms' (launches: backend calls; GPU: the\n"
-           "              rates' device, e.g. H100)\n"
+           "              the --measured table; writes OUT/NAME.md; the last line reads 'step: <N> GB,\n"
+           "              <N> TFLOP, <N> launches; predicted <GPU> <N> ms' (launches: backend calls;\n"
+           "              GPU: the rates' device, e.g. H100)\n"
            "  --rates     the rates of one GPU for --count (default reports/gpu-h100/h100_rates.csv; made from\n"
            "              a GPU report folder by bench/gpu_rates.py: reports/gpu-h200/h200_rates.csv)\n"
            "  --measured  a measured CSV of this program for --count, the model's fit and check (default\n"
            "              reports/gpu-h100/h100-softcap-full-T65536.csv)\n"
-           "  --fit       fit the model on this measured CSV instead, and compare with --measured out of\n"
-           "              sample (default: --measured)\n"
+           "  --fit       a measured CSV to fit the model on (default: --measured's); another one makes the\n"
+           "              comparison out of sample\n"
            "  --compare   print B/A per kernel and of the step for two CSVs of this program (default: off)\n");
 }
 
