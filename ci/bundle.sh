@@ -6,7 +6,8 @@
 #
 # OUT/ holds bin/ (train, make_data, dump_refmodel; bench/ below it, where the tests look), prog/ (test-only programs), verify/
 # (the Criterion binaries), root/ (the files tests read: refdata/, the Python and gnuplot scripts of
-# bench/ and verify/, README.md and impl/ for the source checks), the
+# bench/ (and its shell scripts) and verify/, README.md, Makefile and impl/ for the source checks, reports/ for the step
+# model's rates and measured tables and the README's links), the
 # scripts of ci/bundle/ and lib.tar.gz: the shared libraries those programs load except glibc and
 # CUDA's own (OpenBLAS, LAPACKE, gfortran, Criterion and its dependencies, Open MPI, zlib, libgomp,
 # libstdc++), plus Open MPI's runtime (mpirun, its plugins and help files) under mpi/. env.sh, which
@@ -37,10 +38,10 @@ for p in train make_data dump_refmodel; do [ -x "$BUILD/$p" ] && copy_prog "$BUI
 for p in "$BUILD"/bench/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/bin/bench"; done
 for p in "$BUILD"/verify/prog/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/prog"; done
 for p in gm_verify gm_verify64; do [ -x "$BUILD/verify/$p" ] && copy_prog "$BUILD/verify/$p" "$OUT/verify"; done
-cp -r "$ROOT/refdata" "$ROOT/impl" "$ROOT/README.md" "$OUT/root/"
+cp -r "$ROOT/refdata" "$ROOT/impl" "$ROOT/reports" "$ROOT/README.md" "$ROOT/Makefile" "$OUT/root/"
 mkdir -p "$OUT/root/bench"
 cp "$ROOT"/verify/*.py "$OUT/root/verify/"
-cp "$ROOT"/bench/*.py "$ROOT"/bench/*.gp "$OUT/root/bench/"
+cp "$ROOT"/bench/*.py "$ROOT"/bench/*.gp "$ROOT"/bench/*.sh "$OUT/root/bench/"
 cp "$ROOT"/ci/bundle/*.sh "$ROOT/ci/bundle/README.txt" "$OUT/"
 
 # ---- Open MPI's runtime, relocated by env.sh (OPAL_PREFIX and friends) ----
