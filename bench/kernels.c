@@ -490,35 +490,44 @@ static void compare(const char *pa, const char *pb) {
 
 // ---- --count=1: the step counted, and its GPU time predicted ---------------------------------
 
+// The op of a measured kernel row ("part:op"), NULL for step.* and ceiling.* rows.
+static const char *row_op(const csv_entry *e) {
+    const char *op = strchr(e->name, ':');
+    return op && e->calls > 0 ? op + 1 : NULL;
+}
+// The op of a row the memory-bound fit reads (a memory-bound kernel, not a host transfer), else NULL.
+static const char *memory_op(const csv_entry *e) {
+    const char *op = row_op(e);
+    if (!op || strcmp(gm_predict_category(op), "memory") || !strcmp(op, "upload") || !strcmp(op, "download")) return NULL;
+    return op;
+}
+
 // The fit of the step model on a measured table (predict.h): the memory-bound kernels' bytes over
 // their time as a fraction of the copy bandwidth, over all of them and per op (every row of the op,
 // whatever its part and shape), and the fastest call's median time.
 static void fit_rates(gm_rates *rates, const csv_entry *m, int n, const char *path) {
     double bytes = 0, ms = 0, floor_ms = INFINITY;
     for (int i = 0; i < n; i++) {
-        const char *op = strchr(m[i].name, ':');
-        if (!op || m[i].calls <= 0) continue;  // step.* and ceiling.* rows
-        floor_ms = fmin(floor_ms, m[i].med);
-        if (!strcmp(gm_predict_category(op + 1), "memory") && strcmp(op + 1, "upload") && strcmp(op + 1, "download"))
-            bytes += m[i].bytes * m[i].calls, ms += m[i].total;
+        if (row_op(&m[i])) floor_ms = fmin(floor_ms, m[i].med);
+        if (memory_op(&m[i])) bytes += m[i].bytes * m[i].calls, ms += m[i].total;
     }
     if (!(ms > 0) || !isfinite(floor_ms)) gm_die("kernels: %s has no kernel rows to fit the model on", path);
     const double copy = gm_rates_copy_gbs(rates) * 1e6;  // bytes per ms
     gm_rates_fit(rates, bytes / ms / copy, floor_ms);
-    for (int i = 0; i < n; i++) {
-        const char *op = strchr(m[i].name, ':');
-        if (!op || m[i].calls <= 0 || strcmp(gm_predict_category(op + 1), "memory") || !strcmp(op + 1, "upload") ||
-            !strcmp(op + 1, "download"))
-            continue;
-        double op_bytes = 0, op_ms = 0;  // every row of this op (the first row of it does the sum)
-        int first = 1;
-        for (int j = 0; j < n; j++) {
-            const char *o = strchr(m[j].name, ':');
-            if (!o || m[j].calls <= 0 || strcmp(o, op)) continue;
-            if (j < i) first = 0;
-            op_bytes += m[j].bytes * m[j].calls, op_ms += m[j].total;
+    for (int i = 0; i < n; i++) {  // each op once, at its first row, over all its rows
+        const char *op = memory_op(&m[i]);
+        int first = op != NULL;
+        for (int j = 0; j < i && first; j++) {
+            const char *o = memory_op(&m[j]);
+            first = !o || strcmp(o, op);
         }
-        if (first && op_bytes > 0 && op_ms > 0 && gm_rates_fit_op(rates, op + 1, op_bytes / op_ms / copy))
+        if (!first) continue;
+        double op_bytes = 0, op_ms = 0;
+        for (int j = i; j < n; j++) {
+            const char *o = memory_op(&m[j]);
+            if (o && !strcmp(o, op)) op_bytes += m[j].bytes * m[j].calls, op_ms += m[j].total;
+        }
+        if (op_bytes > 0 && op_ms > 0 && gm_rates_fit_op(rates, op, op_bytes / op_ms / copy))
             gm_die("kernels: %s: %s", path, gm_error());
     }
 }
@@ -628,8 +637,7 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
         printf("%-14s predicted %9.2f ms, measured %9.2f ms\n", cats[k].cat, cats[k].predicted, cats[k].measured);
     printf("%s\n", md_path);
     printf("step: %.4g GB, %.4g TFLOP, %.0f launches; predicted %s %.1f ms\n", bytes * 1e-9, flops * 1e-12, calls,
-           gm_rates_device(rates),
-           predicted);
+           gm_rates_device(rates), predicted);
     gm_rates_free(rates);
 }
 

@@ -92,6 +92,8 @@ int32_t *cc_randint(cc_env *e, size_t n, int V) {
     return x;
 }
 
+int cc_attn_case_fits(const cc_attn_case *c) { return cc_case_fits(c->what, 2.0 * c->NH * c->T * c->T * c->HD); }
+
 int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B) {
     const int T = c->T;
     int32_t *ids = calloc((size_t)B * T, sizeof(int32_t)), *doc = malloc(sizeof(int32_t) * B * T);

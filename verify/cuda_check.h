@@ -135,6 +135,9 @@ typedef struct {
 } cc_attn_case;
 // Doc ids (B, T) of a case (gm_doc_ids with EOT id 1); malloc'd.
 int32_t *cc_attn_docs(cc_env *e, const cc_attn_case *c, int B);
+// cc_case_fits for an attention case (both suites run B = 2): its work is every (query, key, dim)
+// product of both batch rows and the heads, masks ignored.
+int cc_attn_case_fits(const cc_attn_case *c);
 // Bit-for-bit equality (kernels whose operation order is the CPU's by construction).
 int cc_expect_equal(const cc_env *e, const char *what, const gm_real *dev, const gm_real *ref, size_t n);
 

@@ -333,21 +333,17 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
     free(bgn), free(per_key);
 }
 
-// Work of a case for GM_GPU_TEST_MAX_WORK, as verify/test_cuda_attention.c counts it: every (query,
-// key, dim) product of both batch rows and the heads, masks ignored. Unset on a GPU, so every case
-// runs; the GPU report's racecheck sets 6e7 for these tests (under a sanitizer that multiplies
-// their time by ~40: reports/gpu-h200/), which keeps the cases up to T ~330, tile edges and masks
-// among them. The
-// long-window and record-shape tests, whose point is their length, take no cap: the racecheck
-// stage leaves them out by name.
-static int case_fits(const cc_attn_case *c) { return cc_case_fits(c->what, 2.0 * c->NH * c->T * c->T * c->HD); }
-
-// Every case both ways: against the references at the bf16 bars, and counting.
+// Every case both ways: against the references at the bf16 bars, and counting; a case above
+// GM_GPU_TEST_MAX_WORK left out (cc_attn_case_fits). Unset on a GPU, so every case runs; the GPU
+// report's racecheck sets 6e7 for these tests (under a sanitizer that multiplies their time by ~40:
+// reports/gpu-h200/), which keeps the cases up to T ~330, tile edges and masks among them. The
+// long-window and record-shape tests, whose point is their length, take no cap: the racecheck stage
+// leaves them out by name.
 static void run_cases(const cc_attn_case *cases, size_t count) {
     cc_env e = cc_begin();
     int ran = 0;
     for (size_t i = 0; i < count; i++) {
-        if (!case_fits(&cases[i])) continue;
+        if (!cc_attn_case_fits(&cases[i])) continue;
         run_case(&e, &cases[i]), run_counting_case(&e, &cases[i]);
         ran++;
     }

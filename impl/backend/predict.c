@@ -26,8 +26,7 @@ struct gm_rates {
         double efficiency;
     } op_fit[MAX_OPS];  // a memory-bound op's own fraction of the copy bandwidth, where fitted
     int n_op_fit;
-    char device[32];       // the device row's key: the GPU's short name
-    double device_mib;     // and its memory
+    char device[32];  // the device row's key, the GPU's short name (its value, the memory, is not kept)
 };
 
 static int bad(const char *path, int line, const char *what) { return gm_fail("%s:%d: %s", path, line, what); }
@@ -61,7 +60,6 @@ static int parse_line(gm_rates *r, char *line, const char *path, int ln) {
             return bad(path, ln, "a device key is the GPU's short name, one word under 32 characters");
         if (strcmp(unit, "MiB")) return bad(path, ln, "a device's unit is MiB (its memory)");
         strcpy(r->device, field[1]);
-        r->device_mib = v;
         return 0;
     }
     struct {
@@ -101,7 +99,8 @@ gm_rates *gm_rates_load(const char *path) {
         failed = parse_line(r, line, path, ln);
     }
     free(text);
-    if (!failed && !(r->device[0] && r->n_gemm && r->copy_gbs && r->attn_fwd_tflops && r->attn_bwd_tflops && r->ortho_tflops))
+    if (!failed &&
+        !(r->device[0] && r->n_gemm && r->copy_gbs && r->attn_fwd_tflops && r->attn_bwd_tflops && r->ortho_tflops))
         failed = gm_fail("%s: needs device, gemm, copy, attn_fwd, attn_bwd and orthogonalize rows", path);
     if (failed) return free(r), NULL;
     return r;

@@ -21,6 +21,12 @@
 #define CHUNK 16         // elements of a line in registers at a time
 #define LINES_BLOCK 32   // lines per block: one warp
 
+// Elements j0 .. j0 + CHUNK - 1 of the line x (stride step) into c; 0 past len.
+static __device__ __forceinline__ void load_chunk(float *c, const float *x, int j0, int len, size_t step) {
+#pragma unroll
+    for (int u = 0; u < CHUNK; u++) c[u] = j0 + u < len ? x[(size_t)(j0 + u) * step] : 0.0f;
+}
+
 __global__ static void lines_kernel(float *V, float *v2, double *ss, int nlines, int len, size_t step, size_t next,
                                     float w) {
     const int l = blockIdx.x * blockDim.x + threadIdx.x;
@@ -29,8 +35,7 @@ __global__ static void lines_kernel(float *V, float *v2, double *ss, int nlines,
     double s = 0, t = 0;
     for (int j0 = 0; j0 < len; j0 += CHUNK) {
         float c[CHUNK];
-#pragma unroll
-        for (int u = 0; u < CHUNK; u++) c[u] = j0 + u < len ? x[(size_t)(j0 + u) * step] : 0.0f;
+        load_chunk(c, x, j0, len, step);
 #pragma unroll
         for (int u = 0; u < CHUNK; u++)
             if (j0 + u < len) s = __dadd_rn(s, __dmul_rn((double)c[u], (double)c[u]));
@@ -41,8 +46,7 @@ __global__ static void lines_kernel(float *V, float *v2, double *ss, int nlines,
     const float r = (float)__ddiv_rn(1.0, __dsqrt_rn(fmax((double)v, 1e-10)));
     for (int j0 = 0; j0 < len; j0 += CHUNK) {
         float c[CHUNK];
-#pragma unroll
-        for (int u = 0; u < CHUNK; u++) c[u] = j0 + u < len ? x[(size_t)(j0 + u) * step] : 0.0f;
+        load_chunk(c, x, j0, len, step);
 #pragma unroll
         for (int u = 0; u < CHUNK; u++) {
             if (j0 + u >= len) break;

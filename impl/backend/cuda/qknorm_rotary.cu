@@ -1,20 +1,20 @@
 // QK-norm then rotary, fused (backend.h qknorm_rotary_fwd/bwd), on activations (B, T, NH, HD); rstd
 // and the cos/sin tables fp32. Each lane owns W rotated pairs (x[i..i+W), x[i+HD/2..i+HD/2+W)), as
-// in rotary.cu, i = p W for its pair vectors p = g, g + G, ... of the row's HD/2/W, g its place in a
-// group of G lanes per head row (G the smallest power of two >= HD/2/W, at most 32: 8 at the model's
-// HD 128 with 8-element bf16 vectors, so a warp holds 4 rows and every lane loads its two 16-byte
-// halves at once). A row's sum of squares (forward) or dot of the rotated-back gradient with x
-// (backward) is each lane's, x1 then x2 per pair vector, then a butterfly over the group's lanes
-// (shfl_xor: every lane gets the same sum, since each level adds the same two values in either
-// order). The second pass reloads its own elements (L1) and writes them: each element is read and
-// written by one lane, reads first, so out may alias inp and dinp may alias dout or inp.
-// Forward: reads x once from DRAM, writes out and rstd (2 N C + N elements where rmsnorm_fwd then
-// rotary_fwd moved 4 N C + N); backward: reads dout, x and rstd, writes dinp (3 N C + N, plus the
-// read of dinp when added into, where the pair moved 5 N C + N). The sums are in another order than
-// rmsnorm.cu's (which strides whole warps over the row): the fused kernels equal the composition of
-// the separate ones to fp32 rounding, not bitwise. (The first version, one warp per row, kept 8 of
-// 32 lanes busy in its rotary loop at HD 128 and ran at 0.30-0.34 of the copy bandwidth on an H200:
-// reports/gpu-h200/kernels-softcap.md.)
+// in rotary.cu, and rotates them with its arithmetic (rotary.cuh): i = p W for its pair vectors p =
+// g, g + G, ... of the row's HD/2/W, g its place in a group of G lanes per head row (G the smallest
+// power of two >= HD/2/W, at most 32: 8 at the model's HD 128 with 8-element bf16 vectors, so a
+// warp holds 4 rows and every lane loads its two 16-byte halves at once). A row's sum of squares
+// (forward) or dot of the rotated-back gradient with x (backward) is each lane's, x1 then x2 per
+// pair vector, then a butterfly over the group's lanes (shfl_xor: every lane gets the same sum,
+// since each level adds the same two values in either order). The second pass reloads its own
+// elements (L1) and writes them: each element is read and written by one lane, reads first, so out
+// may alias inp and dinp may alias dout or inp. Forward: reads x once from DRAM, writes out and
+// rstd (2 N C + N elements where rmsnorm_fwd then rotary_fwd moved 4 N C + N); backward: reads
+// dout, x and rstd, writes dinp (3 N C + N, plus the read of dinp when added into, where the pair
+// moved 5 N C + N). The sums are in another order than rmsnorm.cu's (which strides whole warps over
+// the row): the fused kernels equal the composition of the separate ones to fp32 rounding, not
+// bitwise. (The first version, one warp per row, kept 8 of 32 lanes busy in its rotary loop at HD
+// 128 and ran at 0.30-0.34 of the copy bandwidth on an H200: reports/gpu-h200/kernels-softcap.md.)
 //
 // W = GM_ACT_VEC (16-byte accesses to both halves and to the tables' rows) where HD/2 % GM_ACT_VEC
 // == 0 and every pointer is 16-byte aligned (the model's HD 64 and 128), else W = 1.
@@ -23,6 +23,7 @@
 
 #include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/rotary.cuh"
 
 #define THREADS 256
 
@@ -44,16 +45,6 @@ static int group_lanes(int pair_vectors) {
     int G = 1;
     while (G < pair_vectors && G < 32) G *= 2;
     return G;
-}
-
-// The rotation of the pair (x1, x2) by theta (sign 1) or -theta (sign -1), W elements each.
-template <int W>
-static __device__ __forceinline__ void rotate(float *x1, float *x2, const float *c, const float *s, float sign) {
-#pragma unroll
-    for (int j = 0; j < W; j++) {
-        const float sj = sign * s[j], y1 = x1[j] * c[j] + x2[j] * sj, y2 = -x1[j] * sj + x2[j] * c[j];
-        x1[j] = y1, x2[j] = y2;
-    }
 }
 
 template <int W>
@@ -86,7 +77,7 @@ __global__ static void qknorm_rotary_fwd_kernel(gm_cuda_act *out, float *rstd, c
         gm_act_ldw<W>(inp, base + (size_t)p * W + h2, x2);
 #pragma unroll
         for (int j = 0; j < W; j++) x1[j] *= r, x2[j] *= r;
-        rotate<W>(x1, x2, c, s, 1.0f);
+        gm_rotate<W>(x1, x2, c, s, 1.0f);
         gm_act_stw<W>(out, base + (size_t)p * W, x1);
         gm_act_stw<W>(out, base + (size_t)p * W + h2, x2);
     }
@@ -105,7 +96,7 @@ static __device__ __forceinline__ void rotated_back(const gm_cuda_act *dout, con
     gm_act_ldw<W>(dout, base + (size_t)p * W + h2, dy2);
     gm_act_ldw<W>(inp, base + (size_t)p * W, x1);
     gm_act_ldw<W>(inp, base + (size_t)p * W + h2, x2);
-    rotate<W>(dy1, dy2, c, s, -1.0f);
+    gm_rotate<W>(dy1, dy2, c, s, -1.0f);
 }
 
 template <int W>

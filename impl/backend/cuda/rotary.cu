@@ -7,6 +7,7 @@
 
 #include "backend/cuda/act_vec.cuh"
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/rotary.cuh"
 
 // sign = +1: y1 = x1 c + x2 s, y2 = -x1 s + x2 c; sign = -1: the transpose. out written as `write` says.
 template <int W>
@@ -24,11 +25,7 @@ __global__ static void rotary_kernel(gm_cuda_act *out, const gm_cuda_act *inp, c
         gm_f32_ldw<W>(sin_t, (size_t)t * h2 + i, s);
         gm_act_ldw<W>(inp, base + i, x1);  // read both halves before writing (out may alias inp)
         gm_act_ldw<W>(inp, base + i + h2, x2);
-#pragma unroll
-        for (int j = 0; j < W; j++) {
-            const float sj = sign * s[j], y1 = x1[j] * c[j] + x2[j] * sj, y2 = -x1[j] * sj + x2[j] * c[j];
-            x1[j] = y1, x2[j] = y2;
-        }
+        gm_rotate<W>(x1, x2, c, s, sign);
         gm_act_putw<W>(out, base + i, write, x1);
         gm_act_putw<W>(out, base + i + h2, write, x2);
     }
