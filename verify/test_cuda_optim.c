@@ -414,6 +414,31 @@ static double orth_ratio(const gm_real *Q, int rows, int cols) {
     return worst / (k * EPS32);
 }
 
+// A Gaussian (rows, cols) matrix that the rank rule keeps whole: s_min > 2 max(m, n) eps32 s_0.
+// A square Gaussian n x n has s_min near x / sqrt(n) with P(x < t) ~ t, so at 768 x 768 about one
+// draw in eight falls under the rule's tolerance; its polar factor then drops a direction (the
+// partial isometry that svd_polar_rank_deficient checks) and ||I - Q Q^T|| ~ 1 is no rounding error.
+// Such a draw is replaced, and the log says so.
+static gm_real *full_rank_randn(cc_env *e, int rows, int cols) {
+    const int k = rows < cols ? rows : cols, mx = rows < cols ? cols : rows;
+    double *s = malloc(sizeof(double) * k);
+    cr_assert(s);
+    for (int draw = 1;; draw++) {
+        gm_real *G = cc_randn(e, (size_t)rows * cols, 1.0);
+        singular_values(G, rows, cols, s);
+        const double tol = mx * EPS32 * s[0];
+        if (s[k - 1] > 2 * tol) {
+            free(s);
+            return G;
+        }
+        cr_log_info("svd %dx%d: draw %d has s_min %.3g <= 2 x the rank tolerance %.3g; drawn again", rows, cols,
+                    draw, s[k - 1], tol);
+        cr_assert_lt(draw, 16, "svd %dx%d: 16 draws near rank-deficient (seed %llu)", rows, cols,
+                     (unsigned long long)e->seed);
+        free(G);
+    }
+}
+
 Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
