@@ -168,8 +168,10 @@ Test(cuda_optim, muon_update_bitwise_equal) {
 Test(cuda_optim, normuon_matches_cpu) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
-    // The model's c_fc, attention and c_proj (out, in), and odd small shapes of both axes.
-    const int dims[][2] = {{3072, 768}, {768, 768}, {768, 3072}, {37, 5}, {5, 37}, {33, 33}, {1, 40}};
+    // The model's c_fc, attention and c_proj (out, in), odd small shapes of both axes, and lines longer
+    // than the kernel's 256-element segment, by row and by column (the last segment partial).
+    const int dims[][2] = {{3072, 768}, {768, 768}, {768, 3072}, {37, 5},    {5, 37},
+                           {33, 33},    {1, 40},    {700, 600},  {600, 700}};
     int ran = 0;
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
         const int rows = dims[d][0], cols = dims[d][1], by_row = rows > cols, lines = by_row ? rows : cols;
@@ -454,7 +456,7 @@ Test(cuda_optim, svd_polar_matches_cpu_lapack_style) {
     }
     cc_expect_some_ran(count);
     gm_real *G[NALL], *cpu[NALL], *gpu[NALL];
-    for (int i = 0; i < count; i++) G[i] = cc_randn(&e, (size_t)sh[i].rows * sh[i].cols, 1.0);
+    for (int i = 0; i < count; i++) G[i] = full_rank_randn(&e, sh[i].rows, sh[i].cols);
     gm_ortho cfg = {.method = GM_ORTHO_SVD};
     run_both(&e, &cfg, count, sh, G, cpu, gpu);
     for (int i = 0; i < count; i++) {
