@@ -1,7 +1,7 @@
 // ci/bundle/run_gpu_report.sh, the whole GPU report in one command, on a machine without a GPU: an
 // nvidia-smi that finds no driver stands first on PATH, so the test means the same on a GPU node.
 // Every stage line is in summary.txt in order and says "skipped: no GPU" (info runs anywhere),
-// OUTDIR.tar.gz holds summary.txt, exit 0; bad arguments give one line, a non-zero exit and nothing
+// OUTDIR.tar.gz holds summary.txt, exit 0; --stages leaves the others out, saying so; bad arguments give one line, a non-zero exit and nothing
 // written. And the shapes bench/peers_gpu.py times PyTorch at are the calls the model makes: its
 // --list-shapes against bench/kernels' rows of the real step (on the CPU, at test scale, with a
 // sequence longer than one head chunk, and with a fused QKV matrix Muon takes whole or split); and
@@ -89,6 +89,27 @@ Test(gpu_report_script, without_a_gpu_every_stage_is_skipped_and_the_archive_is_
     th_rmtree(dir);
 }
 
+// --stages: the stages it names run (here: skip for want of a GPU), every other one says it was left
+// out, in the script's order; info runs whatever the list.
+Test(gpu_report_script, stages_runs_only_the_stages_named, .timeout = 120) {
+    char *dir = th_tmpdir(), args[4200], path[4300], line[512], *out, *err;
+    snprintf(args, sizeof args, "'%s/rep' --stages=peers,gpu-suite", dir);
+    cr_assert_eq(report(dir, args, &out, &err), 0, "%s%s", out, err);
+    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
+    char *summary = read_file(path);
+    const char *p = next_line(summary, line, sizeof line);
+    cr_expect(!strncmp(line, "info: exit 0, ", 14), "first line: '%s'\n%s", line, summary);
+    for (size_t i = 0; i < NSTAGES; i++) {
+        char want[128];
+        const int named = !strcmp(STAGES[i], "peers") || !strcmp(STAGES[i], "gpu-suite");
+        snprintf(want, sizeof want, "%s: skipped: %s", STAGES[i], named ? "no GPU" : "not in --stages");
+        p = next_line(p, line, sizeof line);
+        cr_expect_str_eq(line, want, "line %zu of:\n%s", i + 2, summary);
+    }
+    free(out), free(err), free(summary);
+    th_rmtree(dir);
+}
+
 Test(gpu_report_script, bad_arguments_get_one_line_and_write_nothing, .timeout = 120) {
     const struct {
         const char *args, *want;
@@ -99,6 +120,10 @@ Test(gpu_report_script, bad_arguments_get_one_line_and_write_nothing, .timeout =
         {"REP --budget-s 12x", "--budget-s '12x'"},
         {"REP --budget-s 1234567", "--budget-s '1234567'"},
         {"REP --budget-s", "--budget-s needs a value"},
+        {"REP --stages gpu-suite,bogus", "--stages: no stage 'bogus'"},
+        {"REP --stages=", "--stages '': not a comma-separated list"},
+        {"REP --stages gpu-suite,,peers", "--stages 'gpu-suite,,peers': not a comma-separated list"},
+        {"REP --stages", "--stages needs a value"},
         {"REP --bogus", "unknown option '--bogus'"},
         {"", "no OUTDIR"},
         {"REP REP2", "one OUTDIR only"},

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole GPU report of a node in one command, within a time budget:
-#   run_gpu_report.sh OUTDIR [--budget-s N]        (default 480: one H100 in 8 minutes)
+#   run_gpu_report.sh OUTDIR [--budget-s N] [--stages A,B,...]
+# --budget-s: seconds for the whole report (default 480: one H100 in 8 minutes). --stages: run only
+# these stages (names below; default all), e.g. a short follow-up on the same node after a fix:
+# --stages gpu-suite,kernels-softcap,attention-window. info always runs.
 # OUTDIR must be new or empty. Stages run in order of importance, each under its own time limit
 # (timeout), each writing NAME.log (its output) and its files into OUTDIR and one line to
-# OUTDIR/summary.txt: "NAME: exit RC, S s", "NAME: timed out after N s" or "NAME: skipped: WHY"; a
+# OUTDIR/summary.txt: "NAME: exit RC, S s", "NAME: timed out after N s" or "NAME: skipped: WHY"
+# (a stage left out by --stages: "skipped: not in --stages"); a
 # last line "total: ...". After every stage OUTDIR is packed into OUTDIR.tar.gz (written beside it,
 # then renamed), so a job stopped early leaves what it finished.
 #   info              the machine, nvidia-smi (GPU, driver, clocks), the commit
@@ -34,14 +38,19 @@
 # (reports/gpu-h200/: 535 s at --budget-s 545, every stage before the sanitizers well inside its limit).
 set -uo pipefail
 me=run_gpu_report.sh
-usage="usage: $me OUTDIR [--budget-s N]"
+usage="usage: $me OUTDIR [--budget-s N] [--stages A,B,...]"
 fail() { echo "$me: error: $*" >&2; exit 2; }
 
-out= budget=480
+# The stages, in their order (the calls at the end of this script).
+ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window predict
+attention-causal racecheck memcheck synccheck"
+out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
     case $1 in
     --budget-s) [ $# -ge 2 ] || fail "--budget-s needs a value ($usage)"; budget=$2; shift 2 ;;
     --budget-s=*) budget=${1#*=}; shift ;;
+    --stages) [ $# -ge 2 ] || fail "--stages needs a value ($usage)"; stages=$2 stages_given=1; shift 2 ;;
+    --stages=*) stages=${1#*=} stages_given=1; shift ;;
     -h | --help) echo "$usage (the head of $0 says more)"; exit 0 ;;
     -*) fail "unknown option '$1' ($usage)" ;;
     *) [ -z "$out" ] || fail "one OUTDIR only, got '$out' and '$1' ($usage)"; out=$1; shift ;;
@@ -51,6 +60,13 @@ done
 [[ $budget =~ ^[0-9]{1,6}$ ]] && [ "$((10#$budget))" -gt 0 ] ||
     fail "--budget-s '$budget': not a whole number of seconds from 1 to 999999"
 budget=$((10#$budget))
+if [ -n "$stages_given" ]; then
+    [[ $stages =~ ^[a-z-]+(,[a-z-]+)*$ ]] || fail "--stages '$stages': not a comma-separated list of stage names"
+    for s in ${stages//,/ }; do
+        [[ " "$(echo $ALL_STAGES)" " == *" $s "* ]] || fail "--stages: no stage '$s' (stages: $(echo $ALL_STAGES | tr ' ' ','))"
+    done
+    stages=",$stages,"
+fi
 [ ! -e "$out" ] || { [ -d "$out" ] && [ -z "$(ls -A "$out")" ]; } || fail "$out exists and is not an empty folder"
 mkdir -p "$out" || fail "cannot create $out"
 out=$(cd "$out" && pwd)
@@ -159,7 +175,15 @@ stage() {
     local name=$1 limit=$2 min=$3 check=$4 note= line why= rc t0 tests errs own
     shift 4
     local left=$((budget - SECONDS - RESERVE)) log=$out/$name.log
-    [ "$left" -lt "$min" ] || why=$($check)
+    [ "$name" = info ] || [[ " "$(echo $ALL_STAGES)" " == *" $name "* ]] || {
+        echo "$me: internal error: stage '$name' is not in ALL_STAGES" >&2
+        exit 3
+    }
+    if [ "$name" != info ] && [ -n "$stages" ] && [[ $stages != *",$name,"* ]]; then
+        why="not in --stages"
+    elif [ "$left" -ge "$min" ]; then
+        why=$($check)
+    fi
     left=$((budget - SECONDS - RESERVE))  # CHECK may have taken a while (torch's import)
     if [ -n "$why" ]; then
         line="skipped: $why"
