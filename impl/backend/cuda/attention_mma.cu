@@ -40,11 +40,15 @@
 //   found by a warp-wide 32-ary search), and ends at the diagonal; the dk/dv kernel's query range
 //   ends where the window (and the last key's document) ends. With the records' 128-token blocks
 //   the tiles align with the mask's blocks, so fully masked blocks cost nothing.
-// - inside a visited tile each warp classifies its own 16 rows against the tile (tile_kind_of):
-//   rows that see none of it skip its math, rows that see all of it run unmasked, and only the
-//   rest apply gm_attn_allowed (attn_mask.h, the CPU's rule) to every (query, key) pair, so any
-//   block size is exact, not only 128. (Before 2026-11-27 a tile was classified for the block's
-//   128 rows at once: full or element-masked, never skipped.)
+// - a tile pair where every query sees every key (tile_full) runs unmasked; any other one applies
+//   gm_attn_allowed (attn_mask.h, the CPU's rule) to every (query, key) pair, so any block size
+//   is exact, not only 128. Measured and undone: each warp classifying its own 16 rows against the
+//   tile (skip the math where they see none of it, no element mask where they see all), which
+//   skips ~11-14% of the warp-tiles on the records' masks, ran 3-6% slower on the H200 at 26112b6
+//   (reports/gpu-h200/run-26112b6/: window 14 at T 65536 3.10 / 7.67 ms fwd / bwd against 3.01 /
+//   7.21 the run before, plain causal 33.5 / 93.6 against 31.7 / 89.6, the step's record mask
+//   1.40 / 3.37 against 1.34 / 3.40): a skipping warp still waits at the tile's barrier, and the
+//   classification sits between that barrier and the first MMA.
 // Padding: rows past T are loaded as zeros; their lse is +inf (P = 0) in the backward, keys past
 // T are always masked (causal), and nothing past T is stored.
 //
@@ -354,26 +358,6 @@ static __device__ __forceinline__ bool tile_full(const gm_attn_mask *m, int T, i
     return m->window_blocks <= 0 || qlast / m->block - k0 / m->block < m->window_blocks;
 }
 
-// What one warp's 16 rows see of a tile: nothing (the warp skips the tile's math), every pair (the
-// mask is not evaluated), or some pairs (the mask is applied element by element).
-typedef enum { TILE_EMPTY, TILE_PARTIAL, TILE_FULL } tile_kind;
-
-// What the queries [qa, qa + nq) see of the keys [ka, ka + nk), both clipped to T; qdoc, kdoc: their
-// doc ids in shared memory, from qa and ka on (unread without documents). EMPTY is answered only
-// where it is certain, each test on the nearest pair (doc ids are nondecreasing): every key after
-// every query (causal), every key's document before the first query's, or the last key's block
-// already out of the first query's window. Skipping such a tile changes no bit: its P would be 0
-// (the forward's online-softmax correction exp2(0) = 1, every dq, dk, dv term +0).
-static __device__ __forceinline__ tile_kind tile_kind_of(const gm_attn_mask *m, int T, int qa, int nq, int ka,
-                                                         int nk, const int32_t *qdoc, const int32_t *kdoc) {
-    const int ql = min(qa + nq, T) - 1, kl = min(ka + nk, T) - 1;
-    if (ql < qa || kl < ka || ka > ql) return TILE_EMPTY;  // padding only, or causal
-    if (m->doc && kdoc[kl - ka] < qdoc[0]) return TILE_EMPTY;
-    if (m->window_blocks > 0 && qa / m->block - kl / m->block >= m->window_blocks) return TILE_EMPTY;
-    return tile_full(m, T, qa, nq, ka, nk, m->doc ? qdoc[ql - qa] : 0, m->doc ? kdoc[0] : 0) ? TILE_FULL
-                                                                                               : TILE_PARTIAL;
-}
-
 // Scale a 16 x 8*NT score tile to log2 units and, unless the tile is full, set every pair the
 // mask refuses to -inf. Rows are `rows0 + (warp row)`, columns `cols0 + (column)`; `rows_are_q`
 // says which side the queries are on (rows in the forward and dq kernels, columns in dk/dv);
@@ -409,27 +393,26 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
 // first step also for the query tile), issues the next tile's copies into the other stage once every
-// warp is done with it, and returns tile k0's stage and what this warp's 16 queries (from sDocQ's
-// row warp * 16 on) see of it. Every thread calls it once per tile, in order (it holds the tile's
-// one barrier), whatever its warp then does with the tile.
+// warp is done with it, and returns tile k0's stage and whether the block's queries see all of it.
+// Every thread calls it once per tile, in order (it holds the tile's one barrier).
 typedef struct {
     const __nv_bfloat16 *K, *V;
     const int32_t *doc;
-    tile_kind kind;
+    bool full;
 } key_stage;
 static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
                                                           const int32_t *sDocQ, const gm_cuda_act *__restrict__ k,
                                                           const gm_cuda_act *__restrict__ v, const int32_t *doc,
                                                           const gm_attn_mask *m, int q0, int qlast, int k0, int stage,
                                                           int T, size_t rs, const int HD) {
-    const int P = PITCH(HD), next = stage ^ 1, warp = threadIdx.x / 32;
+    const int P = PITCH(HD), next = stage ^ 1;
     cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
     __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
     if (k0 + KEY_TILE <= qlast)
         load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k, v, doc,
                       k0 + KEY_TILE, T, rs, HD);
-    key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, TILE_EMPTY};
-    ks.kind = tile_kind_of(m, T, q0 + warp * 16, 16, k0, KEY_TILE, sDocQ + warp * 16, ks.doc);
+    key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, false};
+    ks.full = tile_full(m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0, doc ? ks.doc[0] : 0);
     return ks;
 }
 
@@ -466,10 +449,9 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
             key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
-        if (ks.kind == TILE_EMPTY) continue;
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
-        const bool full = ks.kind == TILE_FULL;
+        const bool full = ks.full;
 
         float s[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
@@ -557,10 +539,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
             key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
-        if (ks.kind == TILE_EMPTY) continue;
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
-        const bool full = ks.kind == TILE_FULL;
+        const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
@@ -630,10 +611,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int32_t *cDocQ = sDocQ + stage * QT;
-        // what the tile's queries see of this warp's 16 keys
-        const tile_kind kind = tile_kind_of(&m, T, qa, QT, k0 + warp * 16, 16, cDocQ, sDocK + warp * 16);
-        if (kind == TILE_EMPTY) continue;
-        const bool full = kind == TILE_FULL;
+        const int qlast = min(qa + QT, T) - 1;
+        const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? cDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
 
         float st[QUERY_TILE(64) / 8][4], dpt[QUERY_TILE(64) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
         zero(st, QT / 8);
