@@ -18,7 +18,7 @@
 // The script's stages, in its order.
 static const char *const STAGES[] = {"gpu-suite", "kernels-softcap", "kernels-normuon", "step-compare",
                                      "peers", "backend-compare", "attention-window", "predict", "attention-causal",
-                                     "racecheck", "memcheck", "synccheck"};
+                                     "profile", "racecheck", "memcheck", "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set

@@ -23,6 +23,10 @@
 #                     bench/kernels --count=1 predicts the softcap step with them and sets the
 #                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
+#   profile           Nsight Compute (ncu, where the node has it) on the tensor-core attention's three
+#                     head_dim-128 kernels at the record's mask (T 65536, window 14, documents of mean
+#                     700) and on the forward at plain causal T 16384: speed of light, occupancy, warp
+#                     stall reasons, memory                                       -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -43,7 +47,7 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window predict
-attention-causal racecheck memcheck synccheck"
+attention-causal profile racecheck memcheck synccheck"
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -92,7 +96,8 @@ export out work V build_id
 # The GPU suites the sanitizers run: all but cuda_fault, whose test faults on purpose.
 export SANITIZED_SUITES='cuda_!(fault)/*'
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-export sanitizer
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+export sanitizer ncu
 
 # ---- the stages (each runs in its own bash under timeout: exported) ----
 st_info() {
@@ -103,6 +108,7 @@ st_info() {
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap,persistence_mode,power.limit,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv
     nvidia-smi -q -d CLOCK,PERFORMANCE
     echo "== compute-sanitizer: ${sanitizer:-not found}"
+    echo "== ncu: ${ncu:-not found}"
     echo "== python3: $(python3 --version 2>&1)"
     echo "== GM_ROOT=$GM_ROOT GM_BIN=$GM_BIN LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     return 0  # a missing nvidia-smi is what this stage reports, not a failure
@@ -128,6 +134,20 @@ st_attention() {  # st_attention NAME FLAGS...
     shift
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
+# One ncu pass per kernel (-c 1: its first launch, the bench's warm-up call), each over a whole
+# attention_gpu run at one length (its naive kernels are not profiled). Why: the windowed masks run
+# at ~55% of plain causal's TFLOP/s per tile (reports/gpu-h200/), and the stall reasons say why.
+st_profile() {
+    local sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
+    sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+    local k bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
+    for k in attn_fwd_128 attn_dq_128 attn_dkdv_128; do
+        echo "==== $k: record mask (T 65536, window 14, documents of mean 700)"
+        "$ncu" -k "regex:^$k\$" -c 1 $sections $bench --tmin=65536 --tmax=65536 --doc_len=700 || return
+    done
+    echo "==== attn_fwd_128: plain causal T 16384"
+    "$ncu" -k 'regex:^attn_fwd_128$' -c 1 $sections $bench --tmin=16384 --tmax=16384 --window=0
+} >"$out/profile-attention.txt" 2>&1
 st_predict() {
     python3 "$GM_ROOT/bench/gpu_rates.py" "$out" "$out/rates.csv" &&
         "$GM_BIN/bench/kernels" --count=1 --preset=softcap --scale=full --backend=cuda --recompute=off \
@@ -232,6 +252,10 @@ predict_why() {  # the stages that write its inputs ran
         [ -f "$out/$f" ] || { echo "no $f (the stage that writes it did not)"; return; }
     done
 }
+ncu_why() {
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    [ -n "$ncu" ] || echo "ncu (Nsight Compute) not found"
+}
 sanitizer_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     [ -n "$sanitizer" ] || echo "compute-sanitizer not found"
@@ -256,6 +280,7 @@ stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
 stage predict 60 10 predict_why st_predict
 stage attention-causal 90 30 gpu_why st_attention attention-causal --window=0 --reps=3
+stage profile 90 30 ncu_why st_profile
 stage racecheck 120 30 sanitizer_why st_racecheck
 stage memcheck 150 30 sanitizer_why st_memcheck
 stage synccheck 120 30 sanitizer_why st_synccheck
