@@ -1,7 +1,8 @@
 // ci/bundle/run_gpu_report.sh, the whole GPU report in one command, on a machine without a GPU: an
 // nvidia-smi that finds no driver stands first on PATH, so the test means the same on a GPU node.
 // Every stage line is in summary.txt in order and says "skipped: no GPU" (info runs anywhere),
-// OUTDIR.tar.gz holds summary.txt, exit 0; --stages leaves the others out, saying so; bad arguments give one line, a non-zero exit and nothing
+// OUTDIR.tar.gz holds summary.txt, exit 0; --stages leaves the others out, saying so; the profile
+// stage runs ncu (a stand-in) on each attention kernel; bad arguments give one line, a non-zero exit and nothing
 // written. And the shapes bench/peers_gpu.py times PyTorch at are the calls the model makes: its
 // --list-shapes against bench/kernels' rows of the real step (on the CPU, at test scale, with a
 // sequence longer than one head chunk, and with a fused QKV matrix Muon takes whole or split); and
@@ -107,6 +108,29 @@ Test(gpu_report_script, stages_runs_only_the_stages_named, .timeout = 120) {
         cr_expect_str_eq(line, want, "line %zu of:\n%s", i + 2, summary);
     }
     free(out), free(err), free(summary);
+    th_rmtree(dir);
+}
+
+// The profile stage as a GPU node runs it, with stand-ins: an nvidia-smi that lists a GPU and an ncu
+// that writes down its arguments: one ncu run per attention kernel at the record's mask and one at
+// plain causal, each naming its kernel, into profile-attention.txt; the stage's line says exit 0.
+Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
+    char *dir = th_tmpdir(), cmd[9000], path[4300], *out, *err;
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/fake' && printf '#!/bin/sh\\necho \"GPU 0: stand-in (UUID: GPU-0)\"\\n' > '%s/fake/nvidia-smi' "
+             "&& printf '#!/bin/sh\\necho \"ncu $*\"\\n' > '%s/fake/ncu' && chmod +x '%s/fake/nvidia-smi' '%s/fake/ncu' "
+             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages profile",
+             dir, dir, dir, dir, dir, dir, script(), dir);
+    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s%s", out, err);
+    cr_expect(strstr(out, "\nprofile: exit 0, "), "summary:\n%s", out);
+    snprintf(path, sizeof path, "%s/rep/profile-attention.txt", dir);
+    char *prof = read_file(path);
+    const char *want[] = {"-k regex:^attn_fwd_128$ -c 1", "-k regex:^attn_dq_128$ -c 1", "-k regex:^attn_dkdv_128$ -c 1",
+                          "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
+    cr_expect_eq(th_count_lines(prof), 8, "4 headings and 4 ncu runs:\n%s", prof);
+    free(out), free(err), free(prof);
     th_rmtree(dir);
 }
 

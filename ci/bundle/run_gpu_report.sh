@@ -176,8 +176,8 @@ st_racecheck() {
 }
 st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "$SANITIZED_SUITES"; }
-export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention st_predict sanitize \
-    st_racecheck st_memcheck st_synccheck
+export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention st_profile st_predict \
+    sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
