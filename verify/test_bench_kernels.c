@@ -59,7 +59,7 @@ Test(bench_kernels, rows_are_the_calls_of_the_real_step, .timeout = 120) {
     cr_expect_gt(calls_of(csv, "model:matmul_fwd", &rows), 0, "%s", csv);
     cr_expect_gt(calls_of(csv, "optimizer:adam_update", &rows), 0, "%s", csv);
     const char *parts[] = {"step.model,", "step.data,", "step.allreduce,", "step.optimizer,", "step.loss,",
-                           "step.total,", "ceiling.sgemm,", "ceiling.memcpy,"};
+                           "step.total,", "step.free,", "ceiling.sgemm,", "ceiling.memcpy,"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) cr_expect(strstr(csv, parts[i]), "no %s row", parts[i]);
     // Every kernel row is filed under a part of the step.
     for (const char *p = strchr(csv, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
