@@ -44,7 +44,9 @@ int cc_case_fits(const char *what, double work);
 // A test with one size whose point is not the size (repeatability): n elements, or fewer so that
 // n * work_per_element stays within GM_GPU_TEST_MAX_WORK (at least 1; an info line when reduced).
 size_t cc_capped(const char *what, size_t n, double work_per_element);
-// Fails the test when none of its cases ran (all above GM_GPU_TEST_MAX_WORK).
+// Fails the test when none of its cases ran (all above GM_GPU_TEST_MAX_WORK); skips it instead where
+// GM_GPU_TEST_EMPTY_SKIPS=1: a sanitizer run that sizes the tests down for the tool's sake
+// (run_gpu_report.sh's racecheck), where a test with nothing at that size has nothing to show it.
 void cc_expect_some_ran(int ran);
 // n normal draws times `scale` (malloc'd host memory; a fresh stream per call).
 gm_real *cc_randn(cc_env *e, size_t n, double scale);

@@ -125,7 +125,7 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     cr_expect(strstr(out, "\nprofile: exit 0, "), "summary:\n%s", out);
     snprintf(path, sizeof path, "%s/rep/profile-attention.txt", dir);
     char *prof = read_file(path);
-    const char *want[] = {"-k regex:^attn_fwd_128$ -c 1", "-k regex:^attn_dq_128$ -c 1", "-k regex:^attn_dkdv_128$ -c 1",
+    const char *want[] = {"--clock-control none", "-k regex:^attn_fwd_128$ -c 1", "-k regex:^attn_dq_128$ -c 1", "-k regex:^attn_dkdv_128$ -c 1",
                           "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
