@@ -85,3 +85,25 @@ Test(attn_mask, token_rule_by_hand) {
     const int32_t want[6] = {0, 1, 1, 1, 2, 3};  // an EOT opens its document
     cr_expect(memcmp(got, want, sizeof want) == 0);
 }
+
+// The window clause as per-row bounds (attn_mask.h: what the tensor-core kernels test instead of
+// dividing per pair) against the rule itself, every causal pair of every position up to 700, for
+// block sizes 1, 3, 64, 128 and windows 0 (none), 1, 2, 7, 14 and one wider than the sequence.
+Test(attn_mask, window_bounds_equal_the_rule) {
+    const int blocks[] = {1, 3, 64, 128}, windows[] = {0, 1, 2, 7, 14, 1000000000};
+    long long checked = 0;
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+            const gm_attn_mask m = {NULL, blocks[b], windows[w]};
+            for (int q = 0; q < 700; q++) {
+                const long long lo = gm_attn_first_key(&m, q);
+                for (int k = 0; k <= q; k++, checked++) {
+                    const int rule = gm_attn_allowed(&m, q, k, 0, 0);
+                    if (rule != (k >= lo) || rule != (q < gm_attn_query_end(&m, k)))
+                        cr_assert_fail("block %d window %d: q %d k %d: rule %d, first key %lld, query end %lld",
+                                       blocks[b], windows[w], q, k, rule, lo, gm_attn_query_end(&m, k));
+                }
+            }
+        }
+    cr_expect_gt(checked, 5000000);
+}

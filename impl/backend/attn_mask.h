@@ -18,6 +18,24 @@ GM_HD static inline int gm_attn_allowed(const gm_attn_mask *m, int q, int k, int
     return 1;
 }
 
+// The window clause as a bound per row, for a kernel that tests many pairs of one query or one key
+// (no division per pair): with documents compared separately and k <= q,
+//   gm_attn_allowed(m, q, k, dq, dk) == (k >= gm_attn_first_key(m, q) && doc test)
+//                                    == (q < gm_attn_query_end(m, k) && doc test),
+// because q / block - k / block < window <=> k / block >= q / block - window + 1 <=> q / block <
+// k / block + window, for q, k >= 0 (verify/test_attn_mask.c checks both against the rule).
+// The first key query q's window admits (0 without a window).
+GM_HD static inline long long gm_attn_first_key(const gm_attn_mask *m, int q) {
+    if (m->window_blocks <= 0) return 0;
+    const long long lo = ((long long)(q / m->block) - m->window_blocks + 1) * m->block;
+    return lo > 0 ? lo : 0;
+}
+// One past the last query whose window admits key k (no bound without a window).
+GM_HD static inline long long gm_attn_query_end(const gm_attn_mask *m, int k) {
+    if (m->window_blocks <= 0) return (long long)INT32_MAX + 1;
+    return ((long long)(k / m->block) + m->window_blocks) * m->block;
+}
+
 // doc (B, T) from token ids (B, T): per row, the running count of `eot` tokens (inclusive).
 static inline void gm_doc_ids(int32_t *doc, const int32_t *ids, int B, int T, int32_t eot) {
     for (int b = 0; b < B; b++) {
