@@ -26,7 +26,7 @@
 #   profile           Nsight Compute (ncu, where the node has it) on the tensor-core attention's three
 #                     head_dim-128 kernels at the record's mask (T 65536, window 14, documents of mean
 #                     700) and on the forward at plain causal T 16384: speed of light, occupancy, warp
-#                     stall reasons, memory                                       -> profile-attention.txt
+#                     stall reasons, memory, instruction mix and the stalls by source line -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -141,6 +141,7 @@ st_profile() {
     # --clock-control none: ncu's default locks the clocks, and the card's settings are not ours to change
     local sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
     sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+    sections+=" --section InstructionStats --section SourceCounters"
     local k bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
     for k in attn_fwd_128 attn_dq_128 attn_dkdv_128; do
         echo "==== $k: record mask (T 65536, window 14, documents of mean 700)"
