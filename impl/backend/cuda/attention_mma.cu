@@ -41,8 +41,9 @@
 //   ends where the window (and the last key's document) ends. With the records' 128-token blocks
 //   the tiles align with the mask's blocks, so fully masked blocks cost nothing.
 // - a tile pair where every query sees every key (tile_full) runs unmasked; any other one applies
-//   gm_attn_allowed (attn_mask.h, the CPU's rule) to every (query, key) pair, so any block size
-//   is exact, not only 128. Measured and undone: each warp classifying its own 16 rows against the
+//   the CPU's rule (attn_mask.h: gm_attn_allowed, its window clause as bounds per row, see
+//   scale_mask) to every (query, key) pair, so any block size is exact, not only 128. Measured and
+//   undone: each warp classifying its own 16 rows against the
 //   tile (skip the math where they see none of it, no element mask where they see all), which
 //   skips ~11-14% of the warp-tiles on the records' masks, ran 3-6% slower on the H200 at 26112b6
 //   (reports/gpu-h200/run-26112b6/: window 14 at T 65536 3.10 / 7.67 ms fwd / bwd against 3.01 /
@@ -371,13 +372,14 @@ static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, f
     // This lane's rows g and g + 8: the other side's range [lo, hi) the rule leaves them (queries:
     // keys from the window's first to the query itself; keys: queries from the key itself to the
     // window's end and T), and their doc ids.
-    long long lo[2], hi[2];
+    // Every bound is at most T or the row itself (a query's first key is at most the query): ints.
+    int lo[2], hi[2];
     int32_t rd[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int x = rows0 + g + 8 * h;
-        lo[h] = rows_are_q ? (x < T ? gm_attn_first_key(m, x) : 1) : x;
-        hi[h] = rows_are_q ? (x < T ? (long long)x + 1 : 0) : min(gm_attn_query_end(m, x), (long long)T);
+        lo[h] = rows_are_q ? (x < T ? (int)gm_attn_first_key(m, x) : 1) : x;
+        hi[h] = rows_are_q ? (x < T ? x + 1 : 0) : (int)min(gm_attn_query_end(m, x), (long long)T);
         rd[h] = m->doc ? rdoc[g + 8 * h] : 0;
     }
 #pragma unroll
