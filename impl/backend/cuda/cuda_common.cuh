@@ -127,9 +127,11 @@ static inline unsigned gm_cuda_blocks(size_t n, unsigned threads) {
 
 #ifdef __CUDACC__
 #define GM_FULL_MASK 0xffffffffu
-// Warp sum in a fixed order (a tree down to lane 0, then broadcast), so every lane gets the same
-// bits and every run the same result. All 32 lanes must call it.
-static __device__ __forceinline__ float gm_warp_sum(float v) {
+// Warp sum in a fixed order (a tree down to lane 0: lane t adds lane t + 16, then t + 8, ...; then
+// broadcast), so every lane gets the same bits and every run the same result. All 32 lanes must call
+// it. float for the kernels' row sums, double for reduce.cuh's block sum.
+template <typename T>
+static __device__ __forceinline__ T gm_warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(GM_FULL_MASK, v, o);
     return __shfl_sync(GM_FULL_MASK, v, 0);
 }

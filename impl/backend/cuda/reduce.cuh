@@ -35,7 +35,7 @@ int gm_cuda_dot_partials(gm_cuda_ctx *c, const float *u, const float *v, size_t 
 // The order is the halving tree: level 1 adds value t + 128 into t (t < 128), level 2 t + 64 into t,
 // ..., level 8 value 1 into 0. The first warp forms levels 1-3 from shared memory, lane t the node
 // t = ((v[t] + v[t+128]) + (v[t+64] + v[t+192])) + ((v[t+32] + v[t+160]) + (v[t+96] + v[t+224])),
-// and levels 4-8 with shuffles (lane t adds lane t + 16, then t + 8, ...): the same additions in
+// and levels 4-8 with gm_warp_sum (lane t adds lane t + 16, then t + 8, ...): the same additions in
 // the same grouping as a shared-memory loop with a barrier per level, so the same bits, with 3
 // barriers instead of 10.
 static_assert(GM_RED_THREADS == 256, "gm_block_sum's first warp folds 8 values per lane");
@@ -46,7 +46,7 @@ static __device__ double gm_block_sum(double v, double *sh) {
         const int t = threadIdx.x;
         double r = ((sh[t] + sh[t + 128]) + (sh[t + 64] + sh[t + 192])) +
                    ((sh[t + 32] + sh[t + 160]) + (sh[t + 96] + sh[t + 224]));
-        for (int off = 16; off > 0; off >>= 1) r += __shfl_down_sync(GM_FULL_MASK, r, off);
+        r = gm_warp_sum(r);
         if (t == 0) sh[0] = r;  // no other lane reads sh[0]
     }
     __syncthreads();
