@@ -200,10 +200,10 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
 
 // Device pointers to alpha and beta for a device-pointer plan: 0, or -1 with the error noted when
 // the table cannot be made. Why such plans: a bf16 C added into at beta = 1 came out rounded twice on an H200
-// (reports/gpu-h200/) with host scalars, by the same algorithm (the plan's key holds no beta) that
+// (reports/gpu-h200/, 34feab9) with host scalars, by the same algorithm (the plan's key holds no beta) that
 // rounds once at beta = 0.75, so cublasLtMatmul does something else when it sees beta = 1; by
-// device pointer it cannot see the value. Whether that rounds once is for the next GPU run to show
-// (verify/test_cuda_gemm.c's beta = 1 cases; compile-checked only). The values live in a table of
+// device pointer it cannot see the value, and it rounds once: verify/test_cuda_gemm.c's beta = 1
+// cases pass on the H200 since 8826418 (reports/gpu-h200/run-8826418/). The values live in a table of
 // GM_CUDA_LT_SCALARS floats, each written once (a blocking copy, before any GEMM reads it); a full
 // table is emptied after the stream has drained, so no queued GEMM reads a slot being rewritten.
 static int device_scalars(gm_cuda_ctx *c, float alpha, float beta, const float **pa, const float **pb) {

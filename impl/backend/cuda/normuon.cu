@@ -1,7 +1,7 @@
 // NorMuon's per-line second-moment normalization (backend.h; record #43, modded-nanogpt
 // records/track_1_short/2025-11-10_CautiousWD): the per-line statements of cpu/normuon.c, one
-// thread per line, with explicitly rounded fp32 and fp64 operations (no FMA contraction), so each line's sums, its
-// second moment and its scaled values are the CPU's bit for bit. The two Frobenius norms add the
+// thread per line, with explicitly rounded fp32 and fp64 operations (no FMA contraction), so each
+// line's sums, its second moment and its scaled values are the CPU's bit for bit. The two Frobenius norms add the
 // lines' fp64 sums with reduce.cuh's fixed tree, not the CPU's line order: equal to rounding of
 // fp64 sums, then one fp32 rounding of the rescale.
 //
