@@ -48,6 +48,7 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window predict
 attention-causal profile racecheck memcheck synccheck"
+is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -67,7 +68,7 @@ budget=$((10#$budget))
 if [ -n "$stages_given" ]; then
     [[ $stages =~ ^[a-z-]+(,[a-z-]+)*$ ]] || fail "--stages '$stages': not a comma-separated list of stage names"
     for s in ${stages//,/ }; do
-        [[ " "$(echo $ALL_STAGES)" " == *" $s "* ]] || fail "--stages: no stage '$s' (stages: $(echo $ALL_STAGES | tr ' ' ','))"
+        is_stage "$s" || fail "--stages: no stage '$s' (stages: $(echo $ALL_STAGES | tr ' ' ','))"
     done
     stages=",$stages,"
 fi
@@ -199,7 +200,7 @@ stage() {
     local name=$1 limit=$2 min=$3 check=$4 note= line why= rc t0 tests errs own
     shift 4
     local left=$((budget - SECONDS - RESERVE)) log=$out/$name.log
-    [ "$name" = info ] || [[ " "$(echo $ALL_STAGES)" " == *" $name "* ]] || {
+    [ "$name" = info ] || is_stage "$name" || {
         echo "$me: internal error: stage '$name' is not in ALL_STAGES" >&2
         exit 3
     }
