@@ -373,10 +373,11 @@ static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, f
     // keys from the window's first to the query itself; keys: queries from the key itself to the
     // window's end and T), and their doc ids.
     // Every bound is at most T or the row itself (a query's first key is at most the query): ints.
-    int lo[2], hi[2];
-    int32_t rd[2];
+    // A full tile needs none of them.
+    int lo[2] = {0, 0}, hi[2] = {0, 0};
+    int32_t rd[2] = {0, 0};
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < 2 && !full; h++) {
         const int x = rows0 + g + 8 * h;
         lo[h] = rows_are_q ? (x < T ? (int)gm_attn_first_key(m, x) : 1) : x;
         hi[h] = rows_are_q ? (x < T ? x + 1 : 0) : (int)min(gm_attn_query_end(m, x), (long long)T);
