@@ -313,6 +313,7 @@ typedef struct {
     const gm_run_config *rc;
     const char *backend, *cmdline, *png;
     int doc_len;
+    const char *memory;  // the memory choices (gm_train_resolve_memory's line)
 } report_info;
 
 static void write_md(row *rows, int n, const phases *ph, const results *r, const report_info *ri, const char *path) {
@@ -330,7 +331,7 @@ static void write_md(row *rows, int n, const phases *ph, const results *r, const
         OUT(&f, "- Device: **%s**. Its ceilings are its library's, measured in this run (below); the host's "
                 "thread counts above do not apply to them.\n",
             gm_lib_ceilings_device(r->lib));
-    OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, ri->cmdline);
+    OUT(&f, "- Commit: `%s`. Command: `%s`. The step's %s.\n", gm_build_commit, ri->cmdline, ri->memory);
     OUT(&f, "- Load average (1 min): %.2f at start, %.2f at end, on %ld hardware threads. Anything above ~0 means "
             "other work shared the CPU and every time below is inflated by it; compare runs only at similar load.\n",
         r->load[0], r->load[1], sysconf(_SC_NPROCESSORS_ONLN));
@@ -582,8 +583,8 @@ static void count_step(gm_trainer *tr, phases *ph, int s_mid, const report_info 
             "backend (`impl/backend/count`: every call recorded, nothing computed) through the timing backend, each "
             "call priced by `impl/backend/cost.c` and timed by the model of `impl/backend/predict.h` with the rates of "
             "`%s`. Activations and their gradients counted at %zu bytes an element, as `--backend=%s` stores them "
-            "(the CUDA backend: bf16). Commit `%s`. Command: `%s`.\n",
-        rates_path, gm_backend_act_size(ri->rc->backend), ri->rc->backend, gm_build_commit, ri->cmdline);
+            "(the CUDA backend: bf16). Commit `%s`. Command: `%s`. The step's %s.\n",
+        rates_path, gm_backend_act_size(ri->rc->backend), ri->rc->backend, gm_build_commit, ri->cmdline, ri->memory);
     OUT(&f, "- Fitted on `%s`: each memory-bound op at its own fraction of the copy bandwidth (%.0f GB/s) there, "
             "all its rows together (column `eff`), an op it lacks at their overall %.3f; no call under %.4g ms. ",
         fit_path, gm_rates_copy_gbs(rates), gm_predict_fit_efficiency(rates), gm_predict_fit_floor(rates));
@@ -706,7 +707,8 @@ static void usage(void) {
            "  --name      report file base (default <machine or GPU>-<preset>-<scale>; with --count,\n"
            "              predicted-h100-<preset>-<scale>-T<seq_len>)\n"
            "  --count     1: count the step's calls without computing (default 0): the counting backend, any\n"
-           "              scale in seconds, activations in --backend's element (cuda: bf16); each\n"
+           "              scale in seconds, activations in --backend's element (cuda: bf16), --recompute\n"
+           "              and --head_rows left to auto decided for an 80 GB H100 (cuda); each\n"
            "              kernel's time predicted from --rates (one GPU's), fitted on and compared with\n"
            "              the --measured table; writes OUT/NAME.md; the last line reads 'step: <N> GB,\n"
            "              <N> TFLOP, <N> launches; predicted <GPU> <N> ms' (launches: backend calls;\n"
@@ -772,13 +774,11 @@ int main(int argc, char **argv) {
         gm_die_last();
     }
     write_synthetic_data(dir, &rc.model, doc_len);
-    // The step is the one train would run here: --recompute=auto decided as train decides it (also
-    // when counted: name --recompute=off for the choice of an 80 GB H100 at the record's shape).
-    char recompute_why[320] = "";
-    if (rc.recompute == GM_RECOMPUTE_AUTO &&
-        gm_train_resolve_recompute(&rc, 1, 0, recompute_why, sizeof recompute_why))
-        gm_die_last();
-    if (recompute_why[0] && !count) fprintf(stderr, "kernels: %s\n", recompute_why);
+    // The step is the one train would run here: --recompute and --head_rows left to auto decided as
+    // train decides them; counted, --backend=cuda's against an 80 GB H100 (the budget of mem_plan.h).
+    char memory_why[320];
+    if (gm_train_resolve_memory(&rc, 1, 0, count ? GM_MEM_BUDGET_BYTES : 0, memory_why, sizeof memory_why)) gm_die_last();
+    if (!count) fprintf(stderr, "kernels: %s\n", memory_why);
 
     char cmdline[1024] = "";
     for (int i = 0; i < argc; i++) {
@@ -821,7 +821,7 @@ int main(int argc, char **argv) {
     // Every step at mid-schedule (the window and the learning rates of step steps/2).
     const int s_mid = rc.steps / 2;
     if (count) {
-        report_info ri = {&rc, be->name, cmdline, NULL, doc_len};
+        report_info ri = {&rc, be->name, cmdline, NULL, doc_len, memory_why};
         count_step(tr, &ph, s_mid, &ri, rates_path, measured_path, fit_path ? fit_path : measured_path, md);
         gm_trainer_close(tr), gm_timing_close(tm), free(slug);
         return 0;
@@ -865,7 +865,7 @@ int main(int argc, char **argv) {
     else r.gemm = fmax(r.sgemm_at[0][1], r.sgemm_at[1][1]), r.copy = fmax(r.memcpy_at[0][1], r.memcpy_at[1][1]);
 
     const char *png_name = strrchr(png, '/') ? strrchr(png, '/') + 1 : png;
-    report_info ri = {&rc, be->name, cmdline, png_name, doc_len};
+    report_info ri = {&rc, be->name, cmdline, png_name, doc_len, memory_why};
     write_csv(rows, n, &ph, &r, csv);
     write_md(rows, n, &ph, &r, &ri, md);
     printf("%s\n", csv);

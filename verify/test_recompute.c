@@ -45,17 +45,22 @@ Test(recompute, keeping_the_inputs_is_bitwise_recomputing_them) {
     }
 }
 
-// train --plan_memory=1 names the choice: given, or what auto decided and from which figures.
+// train --plan_memory=1 names the choices: given, or what auto decided and from which figures.
 Test(recompute, plan_memory_names_the_choice) {
     char *dir = th_tmpdir(), *out, *err;
     th_make_train_data(dir);
-    cr_assert_eq(th_train(dir, "muon-v2", "--plan_memory=1 --recompute=off", &out, &err), 0, "%s", err);
-    cr_expect(strstr(out, "\nrecompute: off (--recompute)\n"), "%s", out);
+    cr_assert_eq(th_train(dir, "muon-v2", "--plan_memory=1 --recompute=off --head_rows=3", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "\nmemory: recompute off (--recompute), head chunk 3 rows (--head_rows)\n"), "%s", out);
     free(out), free(err);
     cr_assert_eq(th_train(dir, "muon-v2", "--plan_memory=1", &out, &err), 0, "%s", err);
-    cr_expect(strstr(out, "\nrecompute: off (the plan without it, ") &&
-                  strstr(out, " GB, fits in the host memory the process may fill: "),
-              "auto on a test model: off, since it fits: %s", out);
+    // auto on a test model: off, and one chunk of all of the micro-batch's rows, since that fits
+    int B = 0, T = 0;
+    const char *bt = strstr(out, "(B ");
+    cr_assert(bt && sscanf(bt, "(B %d x T %d", &B, &T) == 2, "%s", out);
+    char expected[160];
+    snprintf(expected, sizeof expected, "\nmemory: recompute off (auto), head chunk %d rows (auto); the plan, ", B * T);
+    cr_expect(strstr(out, expected) && strstr(out, " GB, fits in the host memory the process may fill: "),
+              "expected '%s' in: %s", expected + 1, out);
     free(out), free(err);
     th_rmtree(dir);
     free(dir);

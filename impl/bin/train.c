@@ -120,9 +120,8 @@ int main(int argc, char **argv) {
     // it) must fit in what it may use, checked before anything is created. The CUDA backend's
     // buffers are device memory, which these limits do not cover.
     const int host_backend = strcmp(rc.backend, "cuda") != 0;
-    char recompute_why[320] = "";
-    if (rc.recompute == GM_RECOMPUTE_AUTO &&
-        gm_train_resolve_recompute(&rc, comm.world, comm.rank, recompute_why, sizeof recompute_why))
+    char memory_why[320];
+    if (gm_train_resolve_memory(&rc, comm.world, comm.rank, 0, memory_why, sizeof memory_why))
         gm_die("rank %d: %s", comm.rank, gm_error());
     gm_mem_plan plan;
     gm_host_plan host;
@@ -135,8 +134,7 @@ int main(int argc, char **argv) {
             snprintf(title, sizeof title, "%s/%s, B = %d, T = %d per rank, rank 0 of %d, %s", preset, scale,
                      rc.model.batch, rc.model.seq_len, comm.world, GM_REAL_NAME);
             gm_mem_plan_print(&plan, title, GM_MEM_BUDGET_BYTES, stdout);
-            if (recompute_why[0]) printf("%s\n", recompute_why);
-            else printf("recompute: %s (--recompute)\n", rc.recompute == GM_RECOMPUTE_OFF ? "off" : "on");
+            printf("%s\n", memory_why);
             if (host_backend) {
                 gm_mem_plan_print(&host.filled, "host memory the process fills beyond the backend's", 0, stdout);
                 gm_mem_plan_print(&host.mapped, "address space the process maps beyond that, mostly untouched", 0, stdout);

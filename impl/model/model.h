@@ -31,8 +31,9 @@
 #include "model/params.h"
 #include "model/table.h"
 
-// Rows of the logits chunk unless gm_model_set_head_rows says otherwise: at full scale
-// 8192 x 50304 fp32 logits are 1.65 GB instead of 13.2 GB for the 65,536 rows of a record step.
+// Rows of the logits chunk unless gm_model_set_head_rows says otherwise (train's --head_rows=0, auto,
+// takes all of a micro-batch's rows where they fit, this where they do not): at full scale 8192 x
+// 50304 fp32 logits are 1.65 GB instead of 13.2 GB for the 65,536 rows of a record step.
 enum { GM_HEAD_ROWS = 8192 };
 
 // Where an activation lives: the kept table (acts), the shared scratch table, the head table (all

@@ -106,6 +106,10 @@ static const gm_field FIELDS[] = {
            "layer (off: more memory, ~23 fewer elementwise passes a step); the same values bit for bit either way; auto: "
            "off where the memory plan without it fits the backend's memory (host: what the process may fill; CUDA: the "
            "device's free memory less 4 GB of workspace), else on"),
+    R_INT("head_rows", head_rows, 0, 1 << 30,
+          "rows of logits the head computes at a time (its matmuls and the cross-entropy run chunk by chunk); 0: "
+          "auto: a micro-batch's B*T rows in one chunk (as the records compute them) where the memory plan with them "
+          "fits the backend's memory (as for --recompute, which keeps the first claim on it), else 8192"),
     R_DOUBLE("comm_timeout", comm_timeout, 0.1, 1e6, "seconds before a stuck collective stops the job"),
     R_INT("log_every", log_every, 0, 3600, "seconds between progress lines"),
     R_INT("plan_memory", plan_memory, 0, 1, "print the backend memory plan (bytes per category) and exit"),

@@ -62,6 +62,7 @@ typedef struct {
     char backend[16];    // cpu | cuda | guarded (backend/select.h)
     int device;          // CUDA device of --backend=cuda
     gm_recompute recompute;
+    int head_rows;       // rows of logits per head chunk; 0: auto (train.c: all B*T where they fit, else GM_HEAD_ROWS)
     double comm_timeout; // seconds a collective may take before the job is stopped
     int log_every;       // progress line at most every N seconds
     int plan_memory;     // train: print the memory plan (train/mem_plan.h) and exit

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static char *config_core_json(const gm_run_config *rc, int world) {
     core.grad_sync = GM_GRAD_SYNC_ALL_REDUCE;  // the same values either way, so a checkpoint resumes under both
     core.device = 0;
     // Left out, so that checkpoints of builds before it resume too: bit for bit the same training either way.
-    static const char *const not_identity[] = {"recompute", NULL};
+    static const char *const not_identity[] = {"recompute", "head_rows", NULL};
     char *json = gm_run_config_json_without(&core, not_identity), tail[48];
     int n = snprintf(tail, sizeof tail, ",\"world_size\":%d}", world);
     size_t len = strlen(json);
@@ -342,7 +343,7 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
     memset(out, 0, sizeof *out);
     const gm_config *c = &rc->model;
     gm_model_mem mm;
-    if (gm_model_plan(c, c->batch, c->seq_len, GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF,
+    if (gm_model_plan(c, c->batch, c->seq_len, rc->head_rows > 0 ? rc->head_rows : GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF,
                       gm_backend_act_size(rc->backend), &mm))
         return -1;
     gm_table tab;
@@ -371,36 +372,72 @@ int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_pl
 }
 
 // CUDA: what the plan leaves out (cuBLAS's workspace, the matmuls' bf16 operand copies, the CUDA
-// context), held back from the device's free memory when --recompute=auto decides.
+// context), held back from the device's free memory when an auto choice is decided.
 #define CUDA_UNPLANNED_BYTES 4e9
 
-int gm_train_resolve_recompute(gm_run_config *rc, int world, int rank, char *why, size_t len) {
-    const int host_backend = strcmp(rc->backend, "cuda") != 0;
-    rc->recompute = GM_RECOMPUTE_OFF;
+// The memory rc's plan is held against (host backends: both limits train holds a run to, what it
+// fills and all it maps; CUDA: the device's free memory less what the plan leaves out, or `budget`
+// when > 0), and whether the plan fits: 1 fits, 0 does not, -1 (gm_fail) no plan or no figure.
+static int plan_fits(const gm_run_config *rc, int world, int rank, double budget, double *need, double *have,
+                     const char **what) {
     gm_mem_plan plan;
     gm_host_plan host;
     if (gm_train_memory_plan(rc, world, rank, &plan)) return -1;
-    double need = (double)plan.total, have;
-    const char *what;
-    if (host_backend) {  // both limits train holds a run to: what it fills, and all it maps
+    *need = (double)plan.total;
+    if (strcmp(rc->backend, "cuda") != 0) {
         if (gm_train_host_plan(rc, &host)) return -1;
         const gm_host_memory lim = gm_host_memory_limit();
-        const gm_host_limit *over = gm_host_over_limit(&lim, need, &host, &need);
+        const gm_host_limit *over = gm_host_over_limit(&lim, *need, &host, need);
         const gm_host_limit *l = over ? over : &lim.filled;
-        have = l->bytes, what = l == &lim.filled ? "the host memory the process may fill" : "the address space it may map";
+        *have = l->bytes, *what = l == &lim.filled ? "the host memory the process may fill" : "the address space it may map";
+    } else if (budget > 0) {
+        *have = budget, *what = "the budget of an 80 GB H100 less its workspace";
     } else {
         size_t free_bytes, total_bytes;
-        if (gm_cuda_device_memory(rc->device, &free_bytes, &total_bytes)) {
-            rc->recompute = GM_RECOMPUTE_ON;
-            snprintf(why, len, "recompute: on (device %d's memory unknown: %s)", rc->device, gm_error());
-            return 0;
-        }
-        have = (double)free_bytes - CUDA_UNPLANNED_BYTES, what = "the device's free memory less 4 GB of workspace";
+        if (gm_cuda_device_memory(rc->device, &free_bytes, &total_bytes))
+            return gm_fail("device %d's memory unknown: %s", rc->device, gm_error());
+        *have = (double)free_bytes - CUDA_UNPLANNED_BYTES, *what = "the device's free memory less 4 GB of workspace";
     }
-    if (need > have) rc->recompute = GM_RECOMPUTE_ON;
-    snprintf(why, len, "recompute: %s (the plan without it, %.2f GB, %s %s: %.2f GB)",
-             rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", need / 1e9, need > have ? "exceeds" : "fits in", what,
-             have / 1e9);
+    return *need <= *have;
+}
+
+// "recompute off (auto), head chunk 8192 rows (--head_rows)": the choices and who made them.
+static int say_choices(const gm_run_config *rc, int auto_recompute, int auto_head, char *why, size_t len) {
+    return snprintf(why, len, "memory: recompute %s (%s), head chunk %d rows (%s)",
+                    rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", auto_recompute ? "auto" : "--recompute",
+                    rc->head_rows, auto_head ? "auto" : "--head_rows");
+}
+
+int gm_train_resolve_memory(gm_run_config *rc, int world, int rank, double budget, char *why, size_t len) {
+    const int auto_recompute = rc->recompute == GM_RECOMPUTE_AUTO, auto_head = rc->head_rows == 0;
+    const long long all_rows = (long long)rc->model.batch * rc->model.seq_len;
+    if (!auto_recompute && !auto_head) return say_choices(rc, 0, 0, why, len), 0;
+    // Keeping the recomputed inputs saves ~23 passes a step, one chunk of logits a few: the former
+    // has the first claim on the memory.
+    if (auto_recompute) rc->recompute = GM_RECOMPUTE_OFF;
+    if (auto_head) rc->head_rows = all_rows > INT_MAX ? INT_MAX : (int)all_rows;
+    double need = 0, have = 0;
+    const char *what = "";
+    int fits = plan_fits(rc, world, rank, budget, &need, &have, &what);
+    if (fits < 0) {  // no figure to hold the plan against: the smaller choices
+        if (auto_recompute) rc->recompute = GM_RECOMPUTE_ON;
+        if (auto_head && rc->head_rows > GM_HEAD_ROWS) rc->head_rows = GM_HEAD_ROWS;
+        const int n = say_choices(rc, auto_recompute, auto_head, why, len);
+        if (n >= 0 && (size_t)n < len) snprintf(why + n, len - (size_t)n, "; %s", gm_error());
+        return 0;
+    }
+    if (!fits && auto_head && rc->head_rows > GM_HEAD_ROWS) {
+        rc->head_rows = GM_HEAD_ROWS;
+        if ((fits = plan_fits(rc, world, rank, budget, &need, &have, &what)) < 0) return -1;
+    }
+    if (!fits && auto_recompute) {
+        rc->recompute = GM_RECOMPUTE_ON;
+        if ((fits = plan_fits(rc, world, rank, budget, &need, &have, &what)) < 0) return -1;
+    }
+    const int n = say_choices(rc, auto_recompute, auto_head, why, len);
+    if (n >= 0 && (size_t)n < len)
+        snprintf(why + n, len - (size_t)n, "; the plan, %.2f GB, %s %s: %.2f GB", need / 1e9, fits ? "fits in" : "exceeds",
+                 what, have / 1e9);
     return 0;
 }
 
@@ -705,6 +742,7 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     }
     if (gm_model_create(&t->model, c, be)) goto fail;
     gm_model_set_recompute(&t->model, rc->recompute != GM_RECOMPUTE_OFF);  // auto unresolved (not by train.c): on
+    gm_model_set_head_rows(&t->model, rc->head_rows > 0 ? rc->head_rows : GM_HEAD_ROWS);
     if (gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
         gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
         goto fail;

@@ -54,11 +54,14 @@ int gm_trainer_step(gm_trainer *t, int s, double *loss, gm_phase_fn phase, void 
 // The backend bytes gm_train allocates for rc on `rank` of `world`, per category, without
 // allocating (the model's plan plus the optimizers' states). -1 (gm_fail) on a bad configuration.
 int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out);
-// --recompute=auto decided: off where the plan without recompute fits the memory the backend has
-// (host backends: what the process may fill, the host plan beyond the backend's included; CUDA: the
-// device's free memory less 4 GB the plan leaves out), else on; rc->recompute is set to the choice
-// and `why` says which and from which figures. -1 (gm_fail) when the plan cannot be made.
-int gm_train_resolve_recompute(gm_run_config *rc, int world, int rank, char *why, size_t len);
+// The memory choices left to auto decided, each set in rc: --head_rows=0 (a micro-batch's B*T rows in
+// one chunk, else GM_HEAD_ROWS) and --recompute=auto (off, else on), recompute off having the first
+// claim; each is taken where the plan with it fits the memory the backend has (host backends: what
+// the process may fill and map, the host plan beyond the backend's included; CUDA: the device's free
+// memory less 4 GB the plan leaves out, or `budget` bytes when > 0: a device not present, as when
+// counting). Where that memory is unknown: recompute on, GM_HEAD_ROWS. `why` says each choice, whether
+// auto or the flag made it, and the figures auto went by. -1 (gm_fail) when no plan can be made.
+int gm_train_resolve_memory(gm_run_config *rc, int world, int rank, double budget, char *why, size_t len);
 // Length of the parameter buffer gm_train will use for rc (for sizing res->params).
 size_t gm_train_params_len(const gm_run_config *rc, const gm_backend *be);
 
