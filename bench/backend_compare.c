@@ -353,8 +353,11 @@ static void k_matmul(bc *c, const shape_set *sh) {
         const int OC = ocs[o];
         begin(c, "%s: N=%d C=%d OC=%d", sh->name, N, C, OC);
         twin inp = randn_act(c, (size_t)N * C, 1), W = randn(c, (size_t)OC * C, 1 / sqrt(C)), out = nans_act(c, (size_t)N * OC);
-        CALL(c, be->matmul_fwd(be, A(out, s), A(inp, s), R(W, s), N, C, OC));
+        CALL(c, be->matmul_fwd(be, A(out, s), A(inp, s), R(W, s), N, C, OC, 1, NULL));
         row(c, "matmul_fwd", "out", out);
+        twin res = randn_act(c, (size_t)N * OC, 1), out_res = nans_act(c, (size_t)N * OC);
+        CALL(c, be->matmul_fwd(be, A(out_res, s), A(inp, s), R(W, s), N, C, OC, 0.5, A(res, s)));
+        row(c, "matmul_fwd", "out = 0.5 acc + res", out_res);
         twin dout = randn_act(c, (size_t)N * OC, 1);
         // Both gradients, then each alone (a backend may take another path when one is not wanted),
         // dinp set and added into.

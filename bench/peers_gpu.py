@@ -45,7 +45,6 @@ import sys
 import time
 import traceback
 
-HEAD_ROWS = 8192  # impl/model/model.h GM_HEAD_ROWS: the head's logits are made this many rows at a time
 WARMUP_S = 3.0
 SAMPLES = 5
 SAMPLE_S = 0.02
@@ -84,18 +83,22 @@ def has_attn(cfg, layer):
 
 
 def matmuls(cfg, B, T):
-    """{(kind, N, C, OC): calls per step} of model.c's training step: matmul_fwd(out, inp, W, N, C, OC) is
-    out (N, OC) = inp (N, C) W^T with W (OC, C); matmul_bwd the same call's dinp and dW."""
+    """{(kind, N, C, OC, res): calls per step} of model.c's training step: matmul_fwd(out, inp, W, N, C, OC,
+    scale, res) is out (N, OC) = inp (N, C) W^T with W (OC, C), plus the residual res (N, OC) for the two
+    output projections (res = 1); matmul_bwd the same call's dinp and dW. The head in one chunk of all N
+    rows, as train's --head_rows=0 (auto) takes it where the memory plan fits (an 80 GB GPU at the
+    record's shape, and the test scale)."""
     N, C, H, Vp = B * T, cfg["d_model"], cfg["d_mlp"], cfg["vocab_padded"]
     calls = collections.Counter()
     for kind in ("matmul_fwd", "matmul_bwd"):
+        proj = int(kind == "matmul_fwd")
         for layer in range(cfg["n_layer"]):
             if has_attn(cfg, layer):
-                calls[(kind, N, C, C)] += 4  # q, k, v (a fused QKV matrix too: one call per third), c_proj
-            calls[(kind, N, C, H)] += 1  # MLP fc
-            calls[(kind, N, H, C)] += 1  # MLP proj
-        for r0 in range(0, N, HEAD_ROWS):  # the head, chunk by chunk
-            calls[(kind, min(HEAD_ROWS, N - r0), C, Vp)] += 1
+                calls[(kind, N, C, C, 0)] += 3  # q, k, v (a fused QKV matrix too: one call per third)
+                calls[(kind, N, C, C, proj)] += 1  # c_proj
+            calls[(kind, N, C, H, 0)] += 1  # MLP fc
+            calls[(kind, N, H, C, proj)] += 1  # MLP proj
+        calls[(kind, N, C, Vp, 0)] += 1  # the head
     return calls
 
 
@@ -113,13 +116,13 @@ def muon_matrices(cfg):
     return out
 
 
-def shape_name(N, C, OC):
-    return "%dx%d @ %dx%d^T" % (N, C, OC, C)
+def shape_name(N, C, OC, res):
+    return "%dx%d @ %dx%d^T%s" % (N, C, OC, C, " +res" if res else "")
 
 
 def list_shapes(cfg, B, T):
-    for (kind, N, C, OC), n in sorted(matmuls(cfg, B, T).items()):
-        print("%s,%s,%d" % (kind, shape_name(N, C, OC), n))
+    for (kind, N, C, OC, res), n in sorted(matmuls(cfg, B, T).items()):
+        print("%s,%s,%d" % (kind, shape_name(N, C, OC, res), n))
     mats = muon_matrices(cfg)
     if mats:
         print("orthogonalize,%d matrices %d elements" % (len(mats), sum(r * c for r, c in mats)))
@@ -196,9 +199,9 @@ def tflops(flops, ms):
 
 def part_gemm(torch, time_ms, rep, cfg, B, T, ours):
     calls = matmuls(cfg, B, T)
-    # Each call's GEMMs as torch's a (m x k) @ b (k x n).
-    gemms = {"matmul_fwd": lambda N, C, OC: [("out = inp W^T", N, C, OC)],
-             "matmul_bwd": lambda N, C, OC: [("dinp = dout W", N, OC, C), ("dW = dout^T inp", OC, N, C)]}
+    # Each call's GEMMs as torch's a (m x k) @ b (k x n) (+ r, torch.addmm's epilogue, for a residual).
+    gemms = {"matmul_fwd": lambda N, C, OC, res: [("out = inp W^T + res" if res else "out = inp W^T", N, C, OC)],
+             "matmul_bwd": lambda N, C, OC, res: [("dinp = dout W", N, OC, C), ("dW = dout^T inp", OC, N, C)]}
     big = max(calls, key=lambda k: k[1] * k[2] * k[3])
     a = torch.randn(big[1], big[2], device="cuda", dtype=torch.bfloat16)
     b = torch.randn(big[2], big[3], device="cuda", dtype=torch.bfloat16)
@@ -227,13 +230,14 @@ def part_gemm(torch, time_ms, rep, cfg, B, T, ours):
              "|---|---|---|---|---|---|---|---|---|"]
     step = [0.0, 0.0, 0.0]  # ms per step: torch bf16 out, torch fp32 out, ours
     for key in sorted(calls):
-        kind, N, C, OC = key
-        shape = shape_name(N, C, OC)
+        kind, N, C, OC, res = key
+        shape = shape_name(N, C, OC, res)
         tot, tot32, flops, dims = 0.0, 0.0, 0.0, []
-        for what, m, k, n in gemms[kind](N, C, OC):
+        for what, m, k, n in gemms[kind](N, C, OC, res):
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             y = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-            ms = time_ms(lambda: x @ y)
+            r = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) if "+ res" in what else None
+            ms = time_ms((lambda: torch.addmm(r, x, y)) if r is not None else (lambda: x @ y))
             rep.row("gemm", what, "%dx%dx%d" % (m, k, n), calls[key], ms, tflops(2.0 * m * k * n, ms[0]), note="bf16 out")
             tot += ms[0]
             if fp32_out:
@@ -243,7 +247,7 @@ def part_gemm(torch, time_ms, rep, cfg, B, T, ours):
                 tot32 += ms32[0]
             flops += 2.0 * m * k * n
             dims.append("%dx%dx%d" % (m, k, n))
-            del x, y
+            del x, y, r
         mine = ours.get((kind, shape))
         step[0] += calls[key] * tot
         step[1] += calls[key] * tot32

@@ -78,15 +78,29 @@ void mc_check_matmul(cc_env *e, int N, int C, int OC) {
     gm_real *out = malloc(sizeof(gm_real) * no), *out_r = malloc(sizeof(gm_real) * no);
     gm_real *s_out = malloc(sizeof(gm_real) * no), *s_out_r = malloc(sizeof(gm_real) * no);
     cr_assert(out && out_r && s_out && s_out_r);
-    e->cpu->matmul_fwd(e->cpu, gm_as_act(out), gm_as_act(inp), W, N, C, OC);
-    gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC);
-    gm_cpu_matmul_fwd_naive(s_out, inp_a, W_a, N, C, OC);
-    gm_cpu_matmul_fwd_naive(s_out_r, inp_ra, W_ra, N, C, OC);
+    e->cpu->matmul_fwd(e->cpu, gm_as_act(out), gm_as_act(inp), W, N, C, OC, 1, NULL);
+    gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC, 1, NULL);
+    gm_cpu_matmul_fwd_naive(s_out, inp_a, W_a, N, C, OC, 1, NULL);
+    gm_cpu_matmul_fwd_naive(s_out_r, inp_ra, W_ra, N, C, OC, 1, NULL);
     gm_real *gW = cc_to_gpu(e, W, sizeof(gm_real) * nw);
     gm_actval *gout = cc_act_poisoned(e, no);
-    e->gpu->matmul_fwd(e->gpu, gout, ginp, gW, N, C, OC);
+    e->gpu->matmul_fwd(e->gpu, gout, ginp, gW, N, C, OC, 1, NULL);
     snprintf(what, sizeof what, "matmul_fwd %dx%dx%d", N, C, OC);
     expect_both(e, what, gout, 1, out, out_r, NULL, s_out, s_out_r, no, C, 1);
+
+    // With a scale and a residual, as the output projections call it: out = s acc + res, rounded once.
+    // s = 0.5 scales exactly (so does S with it); res is the prior the product adds to. out is
+    // poisoned again, so an epilogue that read out instead of res fails.
+    gm_real *res = cc_randn(e, no, 1.0);
+    gm_actval *gres = cc_act_to_gpu(e, res, no), *gout_res = cc_act_poisoned(e, no);
+    e->cpu->matmul_fwd(e->cpu, gm_as_act(out), gm_as_act(inp), W, N, C, OC, 0.5, gm_as_act(res));
+    gm_cpu_matmul_fwd_naive(out_r, inp_r, W_r, N, C, OC, 0.5, res);
+    for (size_t i = 0; i < no; i++) s_out[i] *= 0.5f, s_out_r[i] *= 0.5f;
+    e->gpu->matmul_fwd(e->gpu, gout_res, ginp, gW, N, C, OC, 0.5, gres);
+    snprintf(what, sizeof what, "matmul_fwd %dx%dx%d, 0.5 acc + res", N, C, OC);
+    expect_both(e, what, gout_res, 1, out, out_r, res, s_out, s_out_r, no, C, 1);
+    e->gpu->free(e->gpu, gres), e->gpu->free(e->gpu, gout_res);
+    free(res);
 
     // Backward: dinp (N, C) += dout @ W, S = |dout| @ |W| (K = OC); dW (OC, C) += dout^T @ inp,
     // S = |dout|^T @ |inp| (K = N). Both gradients, only dinp, only dW, then only dinp set (over NaN

@@ -47,7 +47,7 @@ static void run_embed_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     (void)w, be->embed_bwd(be, a->b[G], a->ids, gm_as_act(a->b[DOUT]), N, V, C);
 }
 static void run_matmul_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->matmul_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[W], N, C, OC);
+    (void)w, be->matmul_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[W], N, C, OC, 1, NULL);
 }
 static void run_matmul_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     be->matmul_bwd(be, gm_as_act(a->b[OUT]), w, a->b[G], gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[W], N, C, OC);

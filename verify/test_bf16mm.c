@@ -27,7 +27,7 @@ static void run(const gm_backend *be, const gm_real *inp, const gm_real *W, cons
                 gm_real *dinp, gm_real *dW) {
     gm_real *seed_dinp = randn((size_t)N * C, 7, 0), *seed_dW = randn((size_t)OC * C, 8, 0);
     memcpy(dinp, seed_dinp, sizeof *dinp * N * C), memcpy(dW, seed_dW, sizeof *dW * OC * C);
-    be->matmul_fwd(be, gm_as_act(out), gm_as_act(inp), W, N, C, OC);
+    be->matmul_fwd(be, gm_as_act(out), gm_as_act(inp), W, N, C, OC, 1, NULL);
     be->matmul_bwd(be, gm_as_act(dinp), GM_GRAD_ADD, dW, gm_as_act(dout), gm_as_act(inp), W, N, C, OC);
     free(seed_dinp), free(seed_dW);
 }

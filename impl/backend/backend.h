@@ -157,8 +157,12 @@ typedef struct {
     X(embed_fwd, (gm_actval *out, const int32_t *ids, const gm_real *table, int N, int C), (out, ids, table, N, C))     \
     X(embed_bwd, (gm_real * dtable, const int32_t *ids, const gm_actval *dout, int N, int V, int C),                     \
       (dtable, ids, dout, N, V, C))                                                                                    \
-    /* ---- matmul: out (N, OC) = inp (N, C) @ W^T, W (OC, C) ---- */                                                  \
-    X(matmul_fwd, (gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC), (out, inp, W, N, C, OC)) \
+    /* ---- matmul: out (N, OC) = scale * inp (N, C) @ W^T (+ res when res is not NULL: a residual added in the same  \
+       pass, out = s acc + res rounded once; out aliases neither res nor inp), W (OC, C); scale rounded to gm_real    \
+       once ---- */                                                                                                   \
+    X(matmul_fwd,                                                                                                      \
+      (gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC, double scale, const gm_actval *res), \
+      (out, inp, W, N, C, OC, scale, res))                                                                             \
     /* dinp (N, C) (+)= dout @ W ; dW (OC, C) += dout^T @ inp. Either may be NULL (not wanted). */                    \
     X(matmul_bwd,                                                                                                      \
       (gm_actval *dinp, gm_grad_write dinp_write, gm_real * dW, const gm_actval *dout, const gm_actval *inp,                \

@@ -57,14 +57,15 @@ void gm_cost_embed_bwd(gm_kernel_cost *c, gm_real *dtable, const int32_t *ids, c
     shape(c, "%lldx%lld into %lldx%lld", N, C, V, C);
 }
 
-// fwd: 2 N C OC flops, reads inp and W, writes out. bwd: each wanted product 2 N C OC, reads dout
-// and the other operand, writes its output (dW and an added dinp: read-modify-writes).
-void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC) {
-    (void)out, (void)inp, (void)W;
-    begin(c, 2.0 * N * C * OC, E * ((double)N * C + (double)N * OC) + F * (double)OC * C);
-    shape(c, "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
-    // out^T (OC, N) = W inp^T: row-major (R, C) is column-major (C, R)
-    c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C, 0};
+// fwd: 2 N C OC flops, reads inp and W (and the residual), writes out. bwd: each wanted product 2 N C
+// OC, reads dout and the other operand, writes its output (dW and an added dinp: read-modify-writes).
+void gm_cost_matmul_fwd(gm_kernel_cost *c, gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C, int OC,
+                        double scale, const gm_actval *res) {
+    (void)out, (void)inp, (void)W, (void)scale;
+    begin(c, 2.0 * N * C * OC, E * ((double)N * C + (1.0 + (res != NULL)) * N * OC) + F * (double)OC * C);
+    shape(c, res ? "%lldx%lld @ %lldx%lld^T +res" : "%lldx%lld @ %lldx%lld^T", N, C, OC, C);
+    // out^T (OC, N) = W inp^T (+ res^T): row-major (R, C) is column-major (C, R)
+    c->gemm[c->n_gemm++] = (gm_gemm_shape){1, 0, OC, N, C, res != NULL};
 }
 void gm_cost_matmul_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_actval *dout,
                         const gm_actval *inp, const gm_real *W, int N, int C, int OC) {
@@ -247,8 +248,11 @@ void gm_cost_muon_update(gm_kernel_cost *c, gm_real *p, const gm_real *u, size_t
 }
 
 // Newton-Schulz per item (gm_cost_ns_flops), bytes: every pass over the (m, n) matrix and the (m, m)
-// Gram matrices, about steps (8 m n + 10 m^2) elements of the iterates (bf16 with cfg->bf16, as the
-// CUDA backend stores them: cuda/newton_schulz.cu), plus reading G and writing out (gm_real). Gram NS is priced
+// Gram matrices, per step (cuda/newton_schulz.cu, bf16 with cfg->bf16 as it stores them): A = X X^T
+// reads X twice, writes A (2 m n + m^2); B = c A A + b A reads A three times, writes B (4 m^2);
+// X' = B X + a X reads B, X twice, writes X' (3 m n + m^2): steps (5 m n + 6 m^2) elements (each
+// product reading C beside its operands and writing D, no copy between), plus reading G and
+// writing out (gm_real). Gram NS is priced
 // as plain NS (NS-equivalent flops: how fast it delivers what NS computes), so the two compare. The SVD path is
 // priced as 4 m^2 n + 8 m^3 (a Golub-Kahan bidiagonalization and the products), a rough figure.
 void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, const gm_ortho_item *items) {
@@ -258,7 +262,7 @@ void gm_cost_orthogonalize(gm_kernel_cost *c, const gm_ortho *cfg, int count, co
         const double m = r < k ? r : k, n = r < k ? k : r;
         if (cfg->method != GM_ORTHO_SVD) {
             c->flops += gm_cost_ns_flops(r, k, cfg->steps);
-            c->bytes += (cfg->bf16 ? 2 : F) * cfg->steps * (8 * m * n + 10 * m * m) + F * 2 * m * n;
+            c->bytes += (cfg->bf16 ? 2 : F) * cfg->steps * (5 * m * n + 6 * m * m) + F * 2 * m * n;
         } else {
             c->flops += 4 * m * m * n + 8 * m * m * m;
             c->bytes += F * 4 * m * n;

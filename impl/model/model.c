@@ -126,16 +126,14 @@ static int layout(gm_model *m, int B, int T) {
 
     // scratch: one of each, whichever layer runs; the recomputed inputs only with recompute on
     const int rc = m->recompute;
-    gm_slot s_ln1 = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_ao = {0}, s_stream[2] = {{0}};
+    gm_slot s_ln1 = {0}, s_vmix = {0}, s_qr = {0}, s_kr = {0}, s_stream[2] = {{0}};
     gm_slot s_ln2 = {0}, s_act = {0};
     if (any_attn) {
         if (rc) s_ln1 = put(sc, GM_AT_SCRATCH, "ln1", 0, NC);
         if (rc && vmix) s_vmix = put(sc, GM_AT_SCRATCH, "vmix", 0, NC);
         if (rc) s_qr = put(sc, GM_AT_SCRATCH, "qr", 0, NC), s_kr = put(sc, GM_AT_SCRATCH, "kr", 0, NC);
-        s_ao = put(sc, GM_AT_SCRATCH, "ao", 0, NC);
     }
     if (rc) s_ln2 = put(sc, GM_AT_SCRATCH, "ln2", 0, NC), s_act = put(sc, GM_AT_SCRATCH, "act", 0, N * H);
-    gm_slot s_mo = put(sc, GM_AT_SCRATCH, "mo", 0, NC);
     for (int i = 0; i < 2; i++)
         if (stream_used[i]) s_stream[i] = put(sc, GM_AT_SCRATCH, "stream.%d", i, NC);
     x->lnf = put(sc, GM_AT_SCRATCH, "lnf", 0, NC);
@@ -160,11 +158,11 @@ static int layout(gm_model *m, int B, int T) {
             if (vmix) a->vmix = input_slot(ka, s_vmix, "h.%d.vmix", l, NC);
             a->qr = input_slot(ka, s_qr, "h.%d.qr", l, NC), a->kr = input_slot(ka, s_kr, "h.%d.kr", l, NC);
             a->att = put(ka, GM_AT_KEPT, "h.%d.att", l, NC), a->lse = put(st, GM_AT_STATS, "h.%d.lse", l, N * NH);
-            a->ao = s_ao, a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
+            a->res_attn = put(ka, GM_AT_KEPT, "h.%d.res_attn", l, NC);
         }
         a->ln2 = input_slot(ka, s_ln2, "h.%d.ln2", l, NC);
         a->ln2_rstd = put(st, GM_AT_STATS, "h.%d.ln2.rstd", l, N);
-        a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H), a->mo = s_mo;
+        a->fc = put(ka, GM_AT_KEPT, "h.%d.fc", l, N * H);
         a->act = input_slot(ka, s_act, "h.%d.act", l, N * H);
         a->res_mlp = output_read(c, l) ? put(ka, GM_AT_KEPT, "h.%d.res_mlp", l, NC) : s_stream[l % 2];
     }
@@ -402,9 +400,9 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     if (recompute) {
         be->rmsnorm_fwd(be, A(m, a->ln1), S(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
     } else {
-        be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C);
-        be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C);
-        be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C);
+        be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C, 1, NULL);
+        be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C, 1, NULL);
+        be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C, 1, NULL);
     }
     if (c->qk_norm) {
         be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD,
@@ -430,7 +428,7 @@ static void mlp_inputs(const gm_model *m, int l, const layer_io *io, int recompu
     const gm_layer_acts *a = &m->aix.layer[l];
     const int N = m->B * m->T, C = c->d_model, H = c->d_mlp;
     if (recompute) be->rmsnorm_fwd(be, A(m, a->ln2), S(m, a->ln2_rstd), io->xa, N, C, c->norm_eps);
-    else be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H);
+    else be->matmul_fwd(be, A(m, a->fc), A(m, a->ln2), P(m, m->pix.layer[l].fc), N, C, H, 1, NULL);
     be->act_fwd(be, c->mlp_act, A(m, a->act), A(m, a->fc), (size_t)N * H);
 }
 
@@ -468,14 +466,17 @@ static void forward_layers(const gm_model *m) {
             attn_inputs(m, l, &io, 0);
             be->attn_fwd(be, A(m, a->att), S(m, a->lse), A(m, a->qr), A(m, a->kr), vs_of(m, a), B, T, NH, HD,
                          1.0 / sqrt(HD), mask);
-            be->matmul_fwd(be, A(m, a->ao), A(m, a->att), P(m, p->c_proj), N, C, C);
-            stream_op(m, io.xa, (stream_norm){A(m, a->ln2), S(m, a->ln2_rstd)}, 1, NULL, io.xm, attn_branch_scale(c),
-                      NULL, A(m, a->ao));
+            // xa = xm + s att W^T: the residual added in the projection's epilogue, then ln2
+            be->matmul_fwd(be, io.xa, A(m, a->att), P(m, p->c_proj), N, C, C, attn_branch_scale(c), io.xm);
+            be->rmsnorm_fwd(be, A(m, a->ln2), S(m, a->ln2_rstd), io.xa, N, C, c->norm_eps);
         }
         mlp_inputs(m, l, &io, 0);
-        be->matmul_fwd(be, A(m, a->mo), A(m, a->act), P(m, p->mlp_proj), N, H, C);
-        stream_op(m, A(m, a->res_mlp), makes_its_input(m, l + 1) ? none : first_norm(m, l + 1), 1, NULL, io.xa, 1,
-                  NULL, A(m, a->mo));
+        // res_mlp = xa + act W^T, the same way; then the next block's first norm, unless its own op makes its input
+        be->matmul_fwd(be, A(m, a->res_mlp), A(m, a->act), P(m, p->mlp_proj), N, H, C, 1, io.xa);
+        if (!makes_its_input(m, l + 1)) {
+            const stream_norm next = first_norm(m, l + 1);
+            be->rmsnorm_fwd(be, next.out, next.rstd, A(m, a->res_mlp), N, C, c->norm_eps);
+        }
     }
 }
 
@@ -493,7 +494,7 @@ static void head_loss(const gm_model *m, int train, double dloss) {
     for (int r0 = 0; r0 < N; r0 += R) {
         const int n = N - r0 < R ? N - r0 : R;
         const gm_actval *in = gm_act_at(be, lnf, (size_t)r0 * C);  // (n, C)
-        be->matmul_fwd(be, logits, in, head, n, C, Vp);
+        be->matmul_fwd(be, logits, in, head, n, C, Vp, 1, NULL);
         be->xent_fwd_bwd(be, losses + r0, train ? logits : NULL, logits, m->targets + r0, n, Vp, c->softcap,
                          train ? dloss / N : 0);
         if (train)
@@ -564,8 +565,8 @@ static void backward(const gm_model *m) {
             gm_actval *dao = dres;
             if (g->ao >= 0) {
                 dao = D(m, g->ao);
-                be->lincomb_bwd(be, NULL, GM_GRAD_SET, dao, GM_GRAD_SET, NULL, NULL, dres, 1, NULL, io.xm,
-                                attn_branch_scale(c), NULL, A(m, a->ao), NC);
+                be->lincomb_bwd(be, dao, GM_GRAD_SET, NULL, GM_GRAD_SET, NULL, NULL, dres, attn_branch_scale(c), NULL,
+                                NULL, 0, NULL, NULL, NC);
             }
             be->matmul_bwd(be, D(m, g->att), GM_GRAD_SET, G(m, p->c_proj), dao, A(m, a->att), P(m, p->c_proj), N, C,
                            C);

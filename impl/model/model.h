@@ -48,7 +48,8 @@ typedef struct {
 // The activations of one block. Kept: what the backward reads (stream tensors normed or mixed,
 // q, k, v, attention output and lse, the MLP pre-activation). Scratch: ln1, ln2, vmix, qr, kr, act
 // (with recompute on: recomputed by the backward from kept tensors; kept per layer without it),
-// ao, mo (never read by it), and the block output when the backward does not read it either.
+// and the block output when the backward does not read it either. The output projections write
+// the stream itself (the residual added in the GEMM's epilogue): no projection output is stored.
 typedef struct {
     gm_slot skip_out;                  // (N, C) x + w * encoder output (U-net decoder layers)
     gm_slot mix;                       // (N, C) l0 * x + l1 * x0
@@ -58,12 +59,10 @@ typedef struct {
     gm_slot vmix;                      // (N, C) a0 * v + a1 * ve
     gm_slot qr, kr;                    // rotated (N, C)
     gm_slot att, lse;                  // (N, C), (B, NH, T)
-    gm_slot ao;                        // (N, C) attention output projection
-    gm_slot res_attn;                  // (N, C) x + s * ao
+    gm_slot res_attn;                  // (N, C) x + s * att W_proj^T
     gm_slot ln2, ln2_rstd;             // (N, C), (N)
     gm_slot fc, act;                   // (N, H) pre- and post-activation
-    gm_slot mo;                        // (N, C) MLP output projection
-    gm_slot res_mlp;                   // (N, C) the block's output
+    gm_slot res_mlp;                   // (N, C) the block's output: res_attn + act W_mlp_proj^T
 } gm_layer_acts;
 
 typedef struct {

@@ -30,7 +30,7 @@ typedef struct {
 } mm_ctx;
 static void mm_fwd(void *c, gm_real *out) {
     mm_ctx *m = c;
-    gm_backend_cpu()->matmul_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(m->inp), m->W, m->N, m->C, m->OC);
+    gm_backend_cpu()->matmul_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(m->inp), m->W, m->N, m->C, m->OC, 1, NULL);
 }
 static gc_input *g_in;  // the gradient buffers of the input list being checked
 static void mm_bwd(void *c, const gm_real *dout) {

@@ -23,13 +23,14 @@ static const gm_real *rounded(int slot, const gm_real *src, size_t n) {
     return buf[slot];
 }
 
+// The residual is no GEMM operand: added in fp32 to the product as it is.
 static void matmul_fwd(const gm_backend *be, gm_actval *out, const gm_actval *inp, const gm_real *W, int N, int C,
-                       int OC) {
+                       int OC, double scale, const gm_actval *res) {
     (void)be;
     const gm_backend *cpu = gm_backend_cpu();
-    if (N <= 0 || C <= 0 || OC <= 0) return cpu->matmul_fwd(cpu, out, inp, W, N, C, OC);
+    if (N <= 0 || C <= 0 || OC <= 0) return cpu->matmul_fwd(cpu, out, inp, W, N, C, OC, scale, res);
     const gm_real *w = rounded(OPERAND_A, W, (size_t)OC * C), *x = rounded(OPERAND_B, gm_as_real(inp), (size_t)N * C);
-    if (w && x) cpu->matmul_fwd(cpu, out, gm_as_act(x), w, N, C, OC);
+    if (w && x) cpu->matmul_fwd(cpu, out, gm_as_act(x), w, N, C, OC, scale, res);
 }
 
 static void matmul_bwd(const gm_backend *be, gm_actval *dinp, gm_grad_write dinp_write, gm_real *dW,

@@ -11,7 +11,8 @@
 const gm_backend *gm_backend_cpu(void);
 
 // ---- naive references (plain loops, no BLAS, no blocking) ----
-void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC);
+void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC, double scale,
+                             const gm_real *res);
 void gm_cpu_matmul_bwd_naive(gm_real *dinp, gm_grad_write dinp_write, gm_real *dW, const gm_real *dout,
                              const gm_real *inp, const gm_real *W, int N, int C, int OC);
 // Attention with an explicit dense mask (B, T, T) of 0/1 bytes, mask[b][q][k]; materialises the

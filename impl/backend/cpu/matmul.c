@@ -1,5 +1,7 @@
-// Linear layer without bias: out (N, OC) = inp (N, C) @ W^T with W (OC, C), through BLAS, and the
-// plain triple loop it is tested against.
+// Linear layer without bias: out (N, OC) = scale inp (N, C) @ W^T (+ res) with W (OC, C), through
+// BLAS, and the plain triple loop it is tested against. The residual is added to the finished
+// product (s acc + res, what lincomb_fwd computed from a stored product: the same value where
+// activations are gm_real), never fed to BLAS as C, whose K-blocked accumulation would add it first.
 // Each OpenMP thread multiplies its own slice of rows with a single-threaded BLAS (blas.h).
 #include <omp.h>
 
@@ -16,9 +18,12 @@ static void slice(int rows, int t, int nt, int *lo, int *hi) {
 
 static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_get_max_threads() : 1; }
 
-void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N, int C, int OC) {
+void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N, int C, int OC,
+                       double scale, const gm_actval *res_act) {
     gm_real *out = gm_as_real(out_act);
     const gm_real *inp = gm_as_real(inp_act);
+    const gm_real *res = gm_as_real(res_act);
+    const gm_real s = (gm_real)scale;
     (void)be;
     gm_cpu_blas_single_thread();
     int nt = threads_for((size_t)N * C * OC);
@@ -29,6 +34,8 @@ void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval
         if (hi > lo)
             GM_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C, 1.0, inp + (size_t)lo * C, C, W, C, 0.0,
                  out + (size_t)lo * OC, OC);
+        if (res || s != 1)
+            for (size_t i = (size_t)lo * OC; i < (size_t)hi * OC; i++) out[i] = s * out[i] + (res ? res[i] : 0);
     }
 }
 
@@ -56,12 +63,14 @@ void gm_cpu_matmul_bwd(const gm_backend *be, gm_actval *dinp_act, gm_grad_write 
     }
 }
 
-void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC) {
+void gm_cpu_matmul_fwd_naive(gm_real *out, const gm_real *inp, const gm_real *W, int N, int C, int OC, double scale,
+                             const gm_real *res) {
     for (int n = 0; n < N; n++)
         for (int o = 0; o < OC; o++) {
             double acc = 0;
             for (int c = 0; c < C; c++) acc += (double)inp[(size_t)n * C + c] * W[(size_t)o * C + c];
-            out[(size_t)n * OC + o] = (gm_real)acc;
+            const size_t at = (size_t)n * OC + o;
+            out[at] = (gm_real)scale * (gm_real)acc + (res ? res[at] : 0);
         }
 }
 

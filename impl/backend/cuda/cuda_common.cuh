@@ -54,18 +54,21 @@ enum {
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc;
     int ab, ct;                         // gm_gemm_type of A and B, of C (= D)
-    int align_a, align_b, align_c;      // bytes each pointer is aligned to, capped at 256
+    int align_a, align_b, align_c;      // bytes each pointer is aligned to, capped at 256 (c: C's and D's)
     int device_scalars;                 // 1: a bf16 C added into, alpha and beta by device pointer (gemm.cu)
+    int nb;                             // matrices in the batch (1: one)
+    long long sa, sb, sc;               // their element strides (nb > 1)
 } gm_cuda_lt_key;
 typedef struct {
     gm_cuda_lt_key key;
     int has_algo;  // 0: the heuristic found none (cublasGemmStridedBatchedEx serves this key)
     cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;  // lc describes both C and D (in place)
+    cublasLtMatrixLayout_t la, lb, lc;  // lc describes both C and D (one layout; D may be C)
     cublasLtMatmulAlgo_t algo;
 } gm_cuda_lt_plan;
 // The model makes a few dozen distinct GEMMs (matmul forward / dinp / dW per weight shape, the
-// head's chunks, Newton-Schulz groups of one); beyond this many plans the oldest is replaced.
+// head's chunks, Newton-Schulz's three products per group shape); beyond this many plans the oldest
+// is replaced.
 #define GM_CUDA_LT_PLANS 64
 // cuBLASLt's workspace, one for every plan (the stream orders the calls that share it).
 #define GM_CUDA_LT_WORKSPACE ((size_t)32 << 20)
@@ -104,11 +107,11 @@ void *gm_cuda_scratch(gm_cuda_ctx *c, int slot, size_t bytes);
 // The cuBLAS handle on the backend's stream, made on first use; NULL (noted) when it cannot be, or
 // under GM_CUDA_LIBS=ref.
 cublasHandle_t gm_cuda_blas(gm_cuda_ctx *c);
-// The backend's GEMM (gemm.h: column-major C = alpha op(A) op(B) + beta C on nb matrices), by
-// cuBLAS or by the reference kernel (impl).
+// The backend's GEMM (gemm.h: column-major D = alpha op(A) op(B) + beta C on nb matrices, D and C of
+// one layout and type; D may be C), by cuBLAS or by the reference kernel (impl).
 void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int n, int k, float alpha,
                   gm_gemm_type ab, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
-                  float beta, gm_gemm_type ct, void *C, int ldc, long long sc, int nb);
+                  float beta, gm_gemm_type ct, const void *C, void *D, int ldc, long long sc, int nb);
 
 #define GM_CU(c, call)                                                                       \
     do {                                                                                     \

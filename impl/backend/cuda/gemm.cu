@@ -3,15 +3,18 @@
 // leading-dimension conventions (gemm.h). The reference is checked against OpenBLAS with the same
 // arguments on the host, and against cuBLAS where a GPU runs it (verify/test_cuda_gemm.c).
 //
-// cuBLAS here is two libraries. A single matrix (nb = 1: the matmuls, the SVD polar product) goes
-// to cuBLASLt's cublasLtMatmul with a plan cached per key (cuda_common.cuh's gm_cuda_lt_plan: the
-// matmul descriptor, the three layouts and the algorithm the heuristic chose for them, so a
-// repeated shape costs one lookup, no descriptor calls and no heuristic) and the backend's one
+// cuBLAS here is two libraries. A GEMM (the matmuls, the SVD polar product) or a strided batch of
+// them (Newton-Schulz's groups) goes to cuBLASLt's cublasLtMatmul with a plan cached per key
+// (cuda_common.cuh's gm_cuda_lt_plan: the matmul descriptor, the three layouts with the batch's count
+// and strides, and the algorithm the heuristic chose for them, so a repeated shape costs one
+// lookup, no descriptor calls and no heuristic) and the backend's one
 // 32 MiB workspace (what the heuristic may ask of it; cuBLASLt's split-K and stream-K algorithms
-// need one). C and D are the same matrix, so beta = 1 accumulates in place (fp32 parameter
-// gradients) and beta = 0 overwrites without reading C. A batch (nb > 1: Newton-Schulz groups),
-// k = 0, and a key for which the heuristic has no algorithm go to cublasGemmStridedBatchedEx,
-// the cuBLAS handle being made only then.
+// need one). D, the output, is C (beta = 1 accumulates in place: fp32 parameter gradients) or
+// another matrix of C's layout (a residual added in the epilogue, D = alpha AB + C; Newton-Schulz's
+// B = c A A + b A and X' = B X + a X, which read C as an operand too and so cannot update it in
+// place); beta = 0 never reads C. k = 0 and a key for which the heuristic has no algorithm go to
+// cublasGemmStridedBatchedEx, the cuBLAS handle being made only then; it computes in place, so a D
+// other than C gets C's values copied first there (what Newton-Schulz did on every product before).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -28,12 +31,12 @@ static __device__ __forceinline__ float load_elem(const void *p, int bf16, size_
     return ((const float *)p)[i];
 }
 
-// grid (blocks, nb): element e = i + j m of C in matrix blockIdx.y; the k products summed in order
+// grid (blocks, nb): element e = i + j m of D in matrix blockIdx.y; the k products summed in order
 // by one fused multiply-add each, then alpha acc + beta C with two roundings and one addition
-// (beta C only when beta != 0), rounded once more to bf16 when C is bf16.
+// (beta C only when beta != 0), rounded once more to bf16 when C and D are bf16.
 __global__ static void gemm_ref_kernel(int ta, int tb, int m, int n, int k, float alpha, int abf, const void *A,
                                        int lda, long long sa, const void *B, int ldb, long long sb, float beta, int cbf,
-                                       void *C, int ldc, long long sc) {
+                                       const void *C, void *D, int ldc, long long sc) {
     const size_t a0 = (size_t)blockIdx.y * sa, b0 = (size_t)blockIdx.y * sb, c0 = (size_t)blockIdx.y * sc;
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < (size_t)m * n;
          e += (size_t)gridDim.x * blockDim.x) {
@@ -48,9 +51,9 @@ __global__ static void gemm_ref_kernel(int ta, int tb, int m, int n, int k, floa
         float r = __fmul_rn(alpha, acc);
         if (beta != 0.0f) r = __fadd_rn(r, __fmul_rn(beta, load_elem(C, cbf, at)));
         if (cbf)
-            ((__nv_bfloat16 *)C)[at] = __float2bfloat16_rn(r);
+            ((__nv_bfloat16 *)D)[at] = __float2bfloat16_rn(r);
         else
-            ((float *)C)[at] = r;
+            ((float *)D)[at] = r;
     }
 }
 
@@ -143,6 +146,17 @@ static int plan_make(gm_cuda_ctx *c, cublasLtHandle_t h, gm_cuda_lt_plan *p) {
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatrixLayoutCreate(&p->lb, tab, q->tb ? q->n : q->k, q->tb ? q->k : q->n, q->ldb);
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatrixLayoutCreate(&p->lc, tc, q->m, q->n, q->ldc);
+    if (q->nb > 1) {  // a strided batch: the same count on every layout, each with its stride
+        const int32_t count = q->nb;
+        const cublasLtMatrixLayout_t lay[3] = {p->la, p->lb, p->lc};
+        const int64_t stride[3] = {q->sa, q->sb, q->sc};
+        for (int i = 0; i < 3 && st == CUBLAS_STATUS_SUCCESS; i++) {
+            st = cublasLtMatrixLayoutSetAttribute(lay[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+            if (st == CUBLAS_STATUS_SUCCESS)
+                st = cublasLtMatrixLayoutSetAttribute(lay[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                      &stride[i], sizeof stride[i]);
+        }
+    }
     if (st != CUBLAS_STATUS_SUCCESS) {
         plan_release(p);
         note_blas(c, __LINE__, "cuBLASLt descriptors", st);
@@ -260,30 +274,33 @@ static const gm_cuda_lt_plan *plan_for(gm_cuda_ctx *c, cublasLtHandle_t h, const
 
 void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int n, int k, float alpha,
                   gm_gemm_type ab, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
-                  float beta, gm_gemm_type ct, void *C, int ldc, long long sc, int nb) {
+                  float beta, gm_gemm_type ct, const void *C, void *D, int ldc, long long sc, int nb) {
     if (m <= 0 || n <= 0 || nb <= 0) return;
     if (impl == GM_CUDA_LIBS_REF) {
         const dim3 grid(gm_cuda_blocks((size_t)m * n, 128), (unsigned)nb);
         gemm_ref_kernel<<<grid, 128, 0, c->stream>>>(ta, tb, m, n, k, alpha, ab == GM_GEMM_BF16, A, lda, sa, B, ldb, sb,
-                                                     beta, ct == GM_GEMM_BF16, C, ldc, sc);
+                                                     beta, ct == GM_GEMM_BF16, C, D, ldc, sc);
         GM_CU_LAUNCHED(c);
         return;
     }
-    if (nb == 1 && k > 0) {
+    if (k > 0) {
         cublasLtHandle_t h = lt_handle(c);
         if (!h) return;
         gm_cuda_lt_key key;
         memset(&key, 0, sizeof key);  // compared bytewise
         key.ta = ta, key.tb = tb, key.m = m, key.n = n, key.k = k, key.lda = lda, key.ldb = ldb, key.ldc = ldc;
         key.ab = (int)ab, key.ct = (int)ct;
-        key.align_a = align_of(A), key.align_b = align_of(B), key.align_c = align_of(C);
+        key.align_a = align_of(A), key.align_b = align_of(B);
+        key.align_c = align_of(C) < align_of(D) ? align_of(C) : align_of(D);
         key.device_scalars = ct == GM_GEMM_BF16 && beta != 0.0f;
+        key.nb = nb;
+        if (nb > 1) key.sa = sa, key.sb = sb, key.sc = sc;
         const gm_cuda_lt_plan *p = plan_for(c, h, &key);
         if (!p) return;
         if (p->has_algo) {
             const float *pa = &alpha, *pb = &beta;
             if (key.device_scalars && device_scalars(c, alpha, beta, &pa, &pb)) return;
-            const cublasStatus_t st = cublasLtMatmul(h, p->desc, pa, A, p->la, B, p->lb, pb, C, p->lc, C, p->lc,
+            const cublasStatus_t st = cublasLtMatmul(h, p->desc, pa, A, p->la, B, p->lb, pb, C, p->lc, D, p->lc,
                                                      &p->algo, c->lt_ws, GM_CUDA_LT_WORKSPACE, c->stream);
             if (st != CUBLAS_STATUS_SUCCESS) note_blas(c, __LINE__, "cublasLtMatmul", st);
             return;
@@ -291,10 +308,14 @@ void gm_cuda_gemm(gm_cuda_ctx *c, gm_cuda_libs impl, int ta, int tb, int m, int 
     }
     cublasHandle_t h = gm_cuda_blas(c);
     if (!h) return;
+    if (D != C && beta != 0.0f) {  // in place only: C's values into D (the span its nb matrices cover)
+        const size_t span = (size_t)(nb - 1) * (size_t)sc + (size_t)(n - 1) * (size_t)ldc + (size_t)m;
+        GM_CU(c, cudaMemcpyAsync(D, C, span * (ct == GM_GEMM_BF16 ? 2 : 4), cudaMemcpyDeviceToDevice, c->stream));
+    }
     const cudaDataType_t tab = cuda_type(ab), tc = cuda_type(ct);
     cublasStatus_t st = cublasGemmStridedBatchedEx(
         h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A, tab, lda, sa, B, tab,
-        ldb, sb, &beta, C, tc, ldc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        ldb, sb, &beta, D, tc, ldc, sc, nb, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) note_blas(c, __LINE__, "cublasGemmStridedBatchedEx", st);
 }
 
@@ -304,6 +325,6 @@ extern "C" void gm_cuda_gemm_with(gm_cuda_libs impl, const gm_backend *be, int t
                                   float alpha, gm_gemm_type ab, const void *A, int lda, long long sa, const void *B,
                                   int ldb, long long sb, float beta, gm_gemm_type ct, void *C, int ldc, long long sc,
                                   int nb) {
-    gm_cuda_gemm(gm_cuda_ctx_of(be), impl, transa, transb, m, n, k, alpha, ab, A, lda, sa, B, ldb, sb, beta, ct, C,
+    gm_cuda_gemm(gm_cuda_ctx_of(be), impl, transa, transb, m, n, k, alpha, ab, A, lda, sa, B, ldb, sb, beta, ct, C, C,
                  ldc, sc, nb);
 }

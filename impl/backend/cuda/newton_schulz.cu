@@ -14,8 +14,8 @@
 // cuBLAS is column-major: the row-major (r, c) buffer is the column-major (c, r) matrix, so with
 // Xc = X^T (n, m), ld n:
 //   A = X X^T      -> gemm(T, N, m, m, n,   Xc, Xc)       (A symmetric: either layout)
-//   B = c A A + bA -> gemm(N, N, m, m, m,   A, A), C = B pre-set to A, beta = b
-//   Y = B X + a X  -> gemm(N, N, n, m, m,   Xc, B^T = Bc), C = Y pre-set to X, beta = a
+//   B = c A A + bA -> gemm(N, N, m, m, m,   A, A), C = A, D = B, beta = b
+//   Y = B X + a X  -> gemm(N, N, n, m, m,   Xc, B^T = Bc), C = X, D = Y, beta = a
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -72,12 +72,10 @@ void gm_cuda_ns_batch(gm_cuda_ctx *c, const gm_ortho *cfg, const gm_cuda_ortho_d
     GM_CU_LAUNCHED(c);
     for (int k = 0; k < cfg->steps; k++) {
         const double *abc = gm_ns_triple(cfg->coeffs, k);
-        gm_cuda_gemm(c, c->libs, 1, 0, m, m, n, 1.0f, t, X, n, sx, X, n, sx, 0.0f, t, A, m, sa, nb);
-        GM_CU(c, cudaMemcpyAsync(B, A, ab, cudaMemcpyDeviceToDevice, c->stream));
-        gm_cuda_gemm(c, c->libs, 0, 0, m, m, m, (float)abc[2], t, A, m, sa, A, m, sa, (float)abc[1], t, B, m, sa,
+        gm_cuda_gemm(c, c->libs, 1, 0, m, m, n, 1.0f, t, X, n, sx, X, n, sx, 0.0f, t, A, A, m, sa, nb);
+        gm_cuda_gemm(c, c->libs, 0, 0, m, m, m, (float)abc[2], t, A, m, sa, A, m, sa, (float)abc[1], t, A, B, m, sa,
                      nb);
-        GM_CU(c, cudaMemcpyAsync(Y, X, xb, cudaMemcpyDeviceToDevice, c->stream));
-        gm_cuda_gemm(c, c->libs, 0, 0, n, m, m, 1.0f, t, X, n, sx, B, m, sa, (float)abc[0], t, Y, n, sx, nb);
+        gm_cuda_gemm(c, c->libs, 0, 0, n, m, m, 1.0f, t, X, n, sx, B, m, sa, (float)abc[0], t, X, Y, n, sx, nb);
         void *swap = X;
         X = Y, Y = swap;
     }

@@ -128,7 +128,7 @@ void gm_cuda_svd_polar(gm_cuda_ctx *c, const gm_cuda_ortho_desc *d, int *status)
     GM_CU_LAUNCHED(c);
     // Q (mm, nn) = scale * U V^T, column-major: G's polar factor, row-major.
     gm_cuda_gemm(c, c->libs, 0, 1, mm, nn, k, d->scale, GM_GEMM_F32, U, mm, 0, V, nn, 0, 0.0f, GM_GEMM_F32, d->out,
-                 mm, 0, 1);
+                 d->out, mm, 0, 1);
 }
 
 // ---- the reference: one-sided Jacobi (Hestenes) in fp64, one block per matrix ----
