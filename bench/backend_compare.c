@@ -425,18 +425,19 @@ static void k_rotary(bc *c, const shape_set *sh) {
         twin sin_t = twin_new(c, sn, (size_t)T * half, sizeof *sn);
         begin(c, "%s: B=%d T=%d NH=%d HD=%d", sh->name, B, T, NH, HD);
         twin inp = randn_act(c, n, 1), out = nans_act(c, n);
-        CALL(c, be->rotary_fwd(be, A(out, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
+        CALL(c, be->rotary_fwd(be, A(out, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, NH * HD));
         row(c, "rotary_fwd", "out", out);
         twin dout = randn_act(c, n, 1);
         for (int wi = 0; wi < 2; wi++) {
             char name[16];
             twin dinp = grad_out(c, n, WRITES[wi]);
-            CALL(c, be->rotary_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD));
+            CALL(c, be->rotary_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, NH * HD));
             row(c, "rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
         // QK-norm then rotary, fused; the backward reads the reference's rstd on both sides.
         twin qk = nans_act(c, n), rstd = nans(c, (size_t)B * T * NH);
-        CALL(c, be->qknorm_rotary_fwd(be, A(qk, s), R(rstd, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, 1e-6));
+        CALL(c, be->qknorm_rotary_fwd(be, A(qk, s), R(rstd, s), A(inp, s), R(cos_t, s), R(sin_t, s), B, T, NH, HD, NH * HD,
+                                      1e-6));
         row(c, "qknorm_rotary_fwd", "out", qk);
         row(c, "qknorm_rotary_fwd", "rstd", rstd);
         twin r = from_ref(c, rstd);
@@ -444,7 +445,7 @@ static void k_rotary(bc *c, const shape_set *sh) {
             char name[16];
             twin dinp = grad_out(c, n, WRITES[wi]);
             CALL(c, be->qknorm_rotary_bwd(be, A(dinp, s), WRITES[wi], A(dout, s), A(inp, s), R(r, s), R(cos_t, s),
-                                          R(sin_t, s), B, T, NH, HD));
+                                          R(sin_t, s), B, T, NH, HD, NH * HD));
             row(c, "qknorm_rotary_bwd", grad_name(name, sizeof name, "dinp", WRITES[wi]), dinp);
         }
     }

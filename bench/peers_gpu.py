@@ -94,7 +94,8 @@ def matmuls(cfg, B, T):
         proj = int(kind == "matmul_fwd")
         for layer in range(cfg["n_layer"]):
             if has_attn(cfg, layer):
-                calls[(kind, N, C, C, 0)] += 3  # q, k, v (a fused QKV matrix too: one call per third)
+                calls[(kind, N, C, 2 * C, 0)] += 1  # q and k, one call (their rows of W adjacent)
+                calls[(kind, N, C, C, 0)] += 1  # v
                 calls[(kind, N, C, C, proj)] += 1  # c_proj
             calls[(kind, N, C, H, 0)] += 1  # MLP fc
             calls[(kind, N, H, C, proj)] += 1  # MLP proj

@@ -59,16 +59,16 @@ static void run_rmsnorm_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     be->rmsnorm_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[STAT], N, C);
 }
 static void run_rotary_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->rotary_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD);
+    (void)w, be->rotary_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD, NH * HD);
 }
 static void run_rotary_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), a->b[M], a->b[VV], B, T, NH, HD);
+    be->rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), a->b[M], a->b[VV], B, T, NH, HD, NH * HD);
 }
 static void run_qknorm_rotary_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->qknorm_rotary_fwd(be, gm_as_act(a->b[OUT]), a->b[STAT], gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD, 1e-6);
+    (void)w, be->qknorm_rotary_fwd(be, gm_as_act(a->b[OUT]), a->b[STAT], gm_as_act(a->b[X]), a->b[M], a->b[VV], B, T, NH, HD, NH * HD, 1e-6);
 }
 static void run_qknorm_rotary_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    be->qknorm_rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[STAT], a->b[M], a->b[VV], B, T, NH, HD);
+    be->qknorm_rotary_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), a->b[STAT], a->b[M], a->b[VV], B, T, NH, HD, NH * HD);
 }
 static gm_attn_mask mask_of(const arena *a) { return (gm_attn_mask){.doc = a->doc, .block = 2, .window_blocks = 3}; }
 static void run_attn_fwd(const gm_backend *be, arena *a, gm_grad_write w) {

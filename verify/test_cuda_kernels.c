@@ -253,6 +253,40 @@ static void rotary_tables(cc_env *e, int T, int h2, gm_real **cos_t, gm_real **s
     free(freq);
 }
 
+// A head tensor's view in a fused projection: (tokens, 2C) rows, the tensor in the second half (k's
+// place, token stride 2C), the first half other values. x and the gradient's prior d0 go up that way;
+// view_end checks the gradient's view against ref and that the other half is as it went up.
+typedef struct {
+    gm_actval *gx, *gd, *gx_view, *gd_view;
+    gm_real *d_wide;  // d0's rows as uploaded (rounded to the element)
+    size_t tokens, C;
+} view_case;
+
+static gm_real *widened(const gm_real *x, const gm_real *other, size_t tokens, size_t C) {
+    gm_real *w = malloc(sizeof(gm_real) * 2 * tokens * C);
+    cr_assert(w);
+    for (size_t r = 0; r < tokens; r++)
+        memcpy(w + r * 2 * C, other + r * C, sizeof(gm_real) * C), memcpy(w + r * 2 * C + C, x + r * C, sizeof(gm_real) * C);
+    return w;
+}
+
+static view_case view_begin(cc_env *e, const gm_real *x, const gm_real *d0, size_t tokens, size_t C) {
+    view_case v = {.tokens = tokens, .C = C};
+    gm_real *other = cc_randn(e, tokens * C, 1.0), *x_wide = widened(x, other, tokens, C);
+    v.d_wide = widened(d0, other, tokens, C);
+    v.gx = cc_act_to_gpu(e, x_wide, 2 * tokens * C), v.gd = cc_act_to_gpu(e, v.d_wide, 2 * tokens * C);
+    v.gx_view = gm_act_at(e->gpu, v.gx, C), v.gd_view = gm_act_at(e->gpu, v.gd, C);
+    free(other), free(x_wide);
+    return v;
+}
+
+static void view_end(cc_env *e, view_case *v, const char *what, const gm_real *ref, double tol) {
+    for (size_t r = 0; r < v->tokens; r++) memcpy(v->d_wide + r * 2 * v->C + v->C, ref + r * v->C, sizeof(gm_real) * v->C);
+    cc_act_expect_close(e, what, v->gd, v->d_wide, 2 * v->tokens * v->C, tol);
+    e->gpu->free(e->gpu, v->gx), e->gpu->free(e->gpu, v->gd);
+    free(v->d_wide);
+}
+
 Test(cuda_kernels, rotary_fwd_bwd) {
     CC_REQUIRE_GPU();
     cc_env e = cc_begin();
@@ -270,18 +304,27 @@ Test(cuda_kernels, rotary_fwd_bwd) {
         gm_actval *gx = cc_act_to_gpu(&e, x, n), *gdy = cc_act_to_gpu(&e, dy, n), *gdx = cc_act_to_gpu(&e, dx0, n);
         gm_actval *gout = cc_act_poisoned(&e, n);
         gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n);
-        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(x), cos_t, sin_t, B, T, NH, HD);
-        e.cpu->rotary_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(x), cos_t, sin_t, B, T, NH, HD, NH * HD);
+        e.cpu->rotary_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD, NH * HD);
         gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
-        e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD);
-        e.gpu->rotary_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gc, gs, B, T, NH, HD);
+        e.gpu->rotary_fwd(e.gpu, gout, gx, gc, gs, B, T, NH, HD, NH * HD);
+        e.gpu->rotary_bwd(e.gpu, gdx, GM_GRAD_ADD, gdy, gc, gs, B, T, NH, HD, NH * HD);
         // out and dx (into the same prior on both sides) round once to the element.
         const double tol = cc_act_tol(&e, CC_TOL_FP32);
         snprintf(what, sizeof what, "rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_act_expect_close(&e, what, gout, out, n, tol);
         snprintf(what, sizeof what, "rotary_bwd %dx%dx%dx%d", B, T, NH, HD);
         cc_act_expect_close(&e, what, gdx, dx, n, tol);
-        e.gpu->rotary_fwd(e.gpu, gx, gx, gc, gs, B, T, NH, HD);  // in place
+        // From and into the view of a fused projection: k's half of (B T, 2C) rows, token stride 2C,
+        // q's half holding values that must stay.
+        view_case vc = view_begin(&e, x, dx0, B * T, NH * HD);
+        e.gpu->rotary_fwd(e.gpu, gout, vc.gx_view, gc, gs, B, T, NH, HD, 2 * NH * HD);
+        snprintf(what, sizeof what, "rotary_fwd from a view %dx%dx%dx%d", B, T, NH, HD);
+        cc_act_expect_close(&e, what, gout, out, n, tol);
+        e.gpu->rotary_bwd(e.gpu, vc.gd_view, GM_GRAD_ADD, gdy, gc, gs, B, T, NH, HD, 2 * NH * HD);
+        snprintf(what, sizeof what, "rotary_bwd into a view %dx%dx%dx%d", B, T, NH, HD);
+        view_end(&e, &vc, what, dx, tol);
+        e.gpu->rotary_fwd(e.gpu, gx, gx, gc, gs, B, T, NH, HD, NH * HD);  // in place
         snprintf(what, sizeof what, "rotary_fwd in place %dx%dx%dx%d", B, T, NH, HD);
         cc_act_expect_close(&e, what, gx, out, n, tol);
         e.gpu->free(e.gpu, gc), e.gpu->free(e.gpu, gs), e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gdy);
@@ -314,16 +357,16 @@ Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
         gm_real *out = malloc(sizeof(gm_real) * n), *rstd = malloc(sizeof(gm_real) * rows);
         gm_real *dx_set = malloc(sizeof(gm_real) * n), *dx_add = dup(dx0, n);
         e.cpu->rmsnorm_fwd(e.cpu, gm_as_act(out), rstd, gm_as_act(x), (int)rows, HD, 1e-6);
-        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(out), cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_fwd(e.cpu, gm_as_act(out), gm_as_act(out), cos_t, sin_t, B, T, NH, HD, NH * HD);
         gm_real *dn = malloc(sizeof(gm_real) * n);
-        e.cpu->rotary_bwd(e.cpu, gm_as_act(dn), GM_GRAD_SET, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD);
+        e.cpu->rotary_bwd(e.cpu, gm_as_act(dn), GM_GRAD_SET, gm_as_act(dy), cos_t, sin_t, B, T, NH, HD, NH * HD);
         e.cpu->rmsnorm_bwd(e.cpu, gm_as_act(dx_set), GM_GRAD_SET, gm_as_act(dn), gm_as_act(x), rstd, (int)rows, HD);
         e.cpu->rmsnorm_bwd(e.cpu, gm_as_act(dx_add), GM_GRAD_ADD, gm_as_act(dn), gm_as_act(x), rstd, (int)rows, HD);
         gm_real *gc = cc_to_gpu(&e, cos_t, sizeof(gm_real) * nt), *gs = cc_to_gpu(&e, sin_t, sizeof(gm_real) * nt);
         gm_real *grstd = cc_to_gpu(&e, rstd, sizeof(gm_real) * rows), *grs = cc_poisoned(&e, rows);
-        e.gpu->qknorm_rotary_fwd(e.gpu, gout, grs, gx, gc, gs, B, T, NH, HD, 1e-6);
-        e.gpu->qknorm_rotary_bwd(e.gpu, gset, GM_GRAD_SET, gdy, gx, grstd, gc, gs, B, T, NH, HD);
-        e.gpu->qknorm_rotary_bwd(e.gpu, gadd, GM_GRAD_ADD, gdy, gx, grstd, gc, gs, B, T, NH, HD);
+        e.gpu->qknorm_rotary_fwd(e.gpu, gout, grs, gx, gc, gs, B, T, NH, HD, NH * HD, 1e-6);
+        e.gpu->qknorm_rotary_bwd(e.gpu, gset, GM_GRAD_SET, gdy, gx, grstd, gc, gs, B, T, NH, HD, NH * HD);
+        e.gpu->qknorm_rotary_bwd(e.gpu, gadd, GM_GRAD_ADD, gdy, gx, grstd, gc, gs, B, T, NH, HD, NH * HD);
         const double tol = cc_act_tol(&e, CC_TOL_FP32);
         snprintf(what, sizeof what, "qknorm_rotary_fwd %dx%dx%dx%d", B, T, NH, HD);
         cc_act_expect_close(&e, what, gout, out, n, tol);
@@ -333,6 +376,16 @@ Test(cuda_kernels, qknorm_rotary_fwd_bwd) {
         cc_act_expect_close(&e, what, gset, dx_set, n, tol);
         snprintf(what, sizeof what, "qknorm_rotary_bwd add %dx%dx%dx%d", B, T, NH, HD);
         cc_act_expect_close(&e, what, gadd, dx_add, n, tol);
+        // From and into the view of a fused projection (as in rotary_fwd_bwd): the forward from it,
+        // the backward added into it (its input the view too).
+        view_case vc = view_begin(&e, x, dx0, B * T, NH * HD);
+        e.gpu->qknorm_rotary_fwd(e.gpu, gout, grs, vc.gx_view, gc, gs, B, T, NH, HD, 2 * NH * HD, 1e-6);
+        snprintf(what, sizeof what, "qknorm_rotary_fwd from a view %dx%dx%dx%d", B, T, NH, HD);
+        cc_act_expect_close(&e, what, gout, out, n, tol);
+        e.gpu->qknorm_rotary_bwd(e.gpu, vc.gd_view, GM_GRAD_ADD, gdy, vc.gx_view, grstd, gc, gs, B, T, NH, HD,
+                                 2 * NH * HD);
+        snprintf(what, sizeof what, "qknorm_rotary_bwd added into a view %dx%dx%dx%d", B, T, NH, HD);
+        view_end(&e, &vc, what, dx_add, tol);
         void *dev[] = {gc, gs, gx, gdy, grstd, gout, grs, gset, gadd};
         for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) e.gpu->free(e.gpu, dev[k]);
         gm_real *host[] = {cos_t, sin_t, x, dy, dx0, out, rstd, dx_set, dx_add, dn};

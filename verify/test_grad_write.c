@@ -86,7 +86,7 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
     gm_real *rstd = filled(N, 0), *out = filled(NC, 0), *lse = filled((size_t)B * NH * T, 0), pa = 0.75f, pb = -1.5f;
     be->rmsnorm_fwd(be, gm_as_act(out), rstd, gm_as_act(x), N, C, 1e-6);
     gm_real *hrstd = filled((size_t)N * NH, 0);  // per head row, for the fused QK-norm and rotary
-    be->qknorm_rotary_fwd(be, gm_as_act(out), hrstd, gm_as_act(x), ct, st, B, T, NH, HD, 1e-6);
+    be->qknorm_rotary_fwd(be, gm_as_act(out), hrstd, gm_as_act(x), ct, st, B, T, NH, HD, NH * HD, 1e-6);
 
     three mm = three_new(NC, 10), rn = three_new(NC, 11), ro = three_new(NC, 12), ac = three_new(NC, 13);
     three lx = three_new(NC, 14), ly = three_new(NC, 15), qr = three_new(NC, 16);
@@ -94,9 +94,9 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
         const gm_grad_write w = pass_mode(p);
         be->matmul_bwd(be, gm_as_act(pass_buf(&mm, p)), w, NULL, gm_as_act(dmo), gm_as_act(x), W, N, C, OC);
         be->rmsnorm_bwd(be, gm_as_act(pass_buf(&rn, p)), w, gm_as_act(dout), gm_as_act(x), rstd, N, C);
-        be->rotary_bwd(be, gm_as_act(pass_buf(&ro, p)), w, gm_as_act(dout), ct, st, B, T, NH, HD);
+        be->rotary_bwd(be, gm_as_act(pass_buf(&ro, p)), w, gm_as_act(dout), ct, st, B, T, NH, HD, NH * HD);
         be->act_bwd(be, GM_ACT_GELU, gm_as_act(pass_buf(&ac, p)), w, gm_as_act(dout), gm_as_act(x), NC);
-        be->qknorm_rotary_bwd(be, gm_as_act(pass_buf(&qr, p)), w, gm_as_act(dout), gm_as_act(x), hrstd, ct, st, B, T, NH, HD);
+        be->qknorm_rotary_bwd(be, gm_as_act(pass_buf(&qr, p)), w, gm_as_act(dout), gm_as_act(x), hrstd, ct, st, B, T, NH, HD, NH * HD);
         // dx set while dy adds, then the other way round: the two outputs' modes are independent.
         be->lincomb_bwd(be, gm_as_act(pass_buf(&lx, p)), w, gm_as_act(pass_buf(&ly, 2 - p)), pass_mode(2 - p), NULL, NULL,
                         gm_as_act(dout), 1, &pa, gm_as_act(x), 1, &pb, gm_as_act(y), NC);

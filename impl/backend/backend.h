@@ -177,26 +177,30 @@ typedef struct {
        int C),                                                                                                         \
       (dinp, dinp_write, dout, inp, rstd, N, C))                                                                       \
     /* ---- rotary, half-split layout, on (B, T, NH, HD); cos/sin tables (T, HD/2):                                   \
-       y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:]. ---- */                        \
+       y1 = x1 cos + x2 sin ; y2 = -x1 sin + x2 cos, with x1 = x[:HD/2], x2 = x[HD/2:]. inp (forward) and dinp          \
+       (backward) are views with ld elements from one token to the next (ld >= NH HD: a third of a fused q/k          \
+       projection's rows); out and dout are (B, T, NH, HD) of their own. ---- */                                      \
     X(rotary_fwd,                                                                                                      \
-      (gm_actval *out, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),   \
-      (out, inp, cos_t, sin_t, B, T, NH, HD))                                                                          \
+      (gm_actval *out, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD,    \
+       int ld),                                                                                                        \
+      (out, inp, cos_t, sin_t, B, T, NH, HD, ld))                                                                      \
     X(rotary_bwd,                                                                                                      \
       (gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_real *cos_t, const gm_real *sin_t,      \
-       int B, int T, int NH, int HD),                                                                                  \
-      (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD))                                                            \
+       int B, int T, int NH, int HD, int ld),                                                                          \
+      (dinp, dinp_write, dout, cos_t, sin_t, B, T, NH, HD, ld))                                                        \
     /* ---- QK-norm then rotary, fused: out = rotary(rmsnorm(inp)) per head row of (B, T, NH, HD), rstd (B*T*NH)       \
        kept (HD even); the composition of rmsnorm_fwd and rotary_fwd (the normed tensor is never stored), value for    \
        value on the CPU backends; the CUDA kernels sum each row in their own order (equal to fp32 rounding).           \
-       The backward is rotary_bwd then rmsnorm_bwd, dinp written as dinp_write says. ---- */                          \
+       The backward is rotary_bwd then rmsnorm_bwd, dinp written as dinp_write says. inp and dinp with token           \
+       stride ld, as in rotary. ---- */                                                                               \
     X(qknorm_rotary_fwd,                                                                                               \
       (gm_actval *out, gm_real * rstd, const gm_actval *inp, const gm_real *cos_t, const gm_real *sin_t, int B, int T,    \
-       int NH, int HD, double eps),                                                                                    \
-      (out, rstd, inp, cos_t, sin_t, B, T, NH, HD, eps))                                                               \
+       int NH, int HD, int ld, double eps),                                                                            \
+      (out, rstd, inp, cos_t, sin_t, B, T, NH, HD, ld, eps))                                                           \
     X(qknorm_rotary_bwd,                                                                                               \
       (gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout, const gm_actval *inp, const gm_real *rstd,         \
-       const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD),                                      \
-      (dinp, dinp_write, dout, inp, rstd, cos_t, sin_t, B, T, NH, HD))                                                 \
+       const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, int ld),                              \
+      (dinp, dinp_write, dout, inp, rstd, cos_t, sin_t, B, T, NH, HD, ld))                                             \
     /* ---- masked softmax attention, q/k/v/out (B, T, NH, HD); lse (B, NH, T) log-sum-exp of the                     \
        scaled scores, kept for the backward (which recomputes probabilities, never stores T x T) ---- */              \
     X(attn_fwd,                                                                                                        \

@@ -95,17 +95,18 @@ void gm_cost_rmsnorm_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_
     shape(c, "%lldx%lld", N, C, 0, 0);
 }
 
-// 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd: dinp).
+// 3 flops per element; reads x and the (T, HD/2) cos and sin tables, writes out (bwd: dinp); a view
+// (token stride ld) moves the same elements.
 void gm_cost_rotary_fwd(gm_kernel_cost *c, gm_actval *out, const gm_actval *inp, const gm_real *cos_t,
-                        const gm_real *sin_t, int B, int T, int NH, int HD) {
-    (void)out, (void)inp, (void)cos_t, (void)sin_t;
+                        const gm_real *sin_t, int B, int T, int NH, int HD, int ld) {
+    (void)out, (void)inp, (void)cos_t, (void)sin_t, (void)ld;
     const double n = (double)B * T * NH * HD;
     begin(c, 3 * n, E * 2 * n + F * (double)T * HD);
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
-                        const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD) {
-    (void)dinp, (void)dout, (void)cos_t, (void)sin_t;
+                        const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, int ld) {
+    (void)dinp, (void)dout, (void)cos_t, (void)sin_t, (void)ld;
     const double n = (double)B * T * NH * HD;
     begin(c, 3 * n, E * (2 + written_read(dinp_write)) * n + F * (double)T * HD);
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
@@ -114,16 +115,17 @@ void gm_cost_rotary_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_w
 // QK-norm and rotary fused: the two kernels' flops; reads x and the tables, writes out and rstd
 // (bwd: reads dout, x, rstd and the tables, writes dinp); the normed tensor never stored.
 void gm_cost_qknorm_rotary_fwd(gm_kernel_cost *c, gm_actval *out, gm_real *rstd, const gm_actval *inp,
-                               const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, double eps) {
-    (void)out, (void)rstd, (void)inp, (void)cos_t, (void)sin_t, (void)eps;
+                               const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, int ld,
+                               double eps) {
+    (void)out, (void)rstd, (void)inp, (void)cos_t, (void)sin_t, (void)ld, (void)eps;
     const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
     begin(c, 6 * n, E * 2 * n + F * (rows + (double)T * HD));
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);
 }
 void gm_cost_qknorm_rotary_bwd(gm_kernel_cost *c, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
                                const gm_actval *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
-                               int B, int T, int NH, int HD) {
-    (void)dinp, (void)dout, (void)inp, (void)rstd, (void)cos_t, (void)sin_t;
+                               int B, int T, int NH, int HD, int ld) {
+    (void)dinp, (void)dout, (void)inp, (void)rstd, (void)cos_t, (void)sin_t, (void)ld;
     const double n = (double)B * T * NH * HD, rows = (double)B * T * NH;
     begin(c, 9 * n, E * (3 + written_read(dinp_write)) * n + F * (rows + (double)T * HD));
     shape(c, "%lldx%lldx%lldx%lld", B, T, NH, HD);

@@ -18,6 +18,12 @@ int gm_model_create(gm_model *m, const gm_config *cfg, const gm_backend *be) {
     m->head_rows = GM_HEAD_ROWS;
     m->recompute = 1;
     if (gm_config_check(cfg) || gm_params_build(cfg, &m->params, &m->pix)) return -1;
+    for (int l = 0; l < cfg->n_layer; l++) {  // q and k are one matmul: W_q and W_k adjacent (w_qkv)
+        const gm_layer_params *p = &m->pix.layer[l];
+        if (p->c_attn < 0 && p->c_q >= 0 &&
+            m->params.v[p->c_k].offset != m->params.v[p->c_q].offset + (size_t)cfg->d_model * cfg->d_model)
+            return gm_table_free(&m->params), gm_fail("model: layer %d's c_k does not follow its c_q", l);
+    }
     m->p = be->alloc(be, sizeof(gm_real) * m->params.total);
     if (!m->p) return -1;
     m->window_blocks = gm_config_window_blocks(cfg, 0, 1);
@@ -149,8 +155,7 @@ static int layout(gm_model *m, int B, int T) {
         if (gm_config_has_attn(c, l)) {
             a->ln1 = input_slot(ka, s_ln1, "h.%d.ln1", l, NC);
             a->ln1_rstd = put(st, GM_AT_STATS, "h.%d.ln1.rstd", l, N);
-            a->q = put(ka, GM_AT_KEPT, "h.%d.q", l, NC), a->k = put(ka, GM_AT_KEPT, "h.%d.k", l, NC);
-            a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
+            a->qk = put(ka, GM_AT_KEPT, "h.%d.qk", l, 2 * NC), a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
             if (c->qk_norm) {
                 a->qn_rstd = put(st, GM_AT_STATS, "h.%d.qn.rstd", l, N * NH);
                 a->kn_rstd = put(st, GM_AT_STATS, "h.%d.kn.rstd", l, N * NH);
@@ -182,7 +187,7 @@ static int layout(gm_model *m, int B, int T) {
         if (attn_branch_scale(c) != 1) g->ao = dput(dt, "d.ao", 0, NC);
         g->att = dput(dt, "d.att", 0, NC), g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
         if (vmix) g->vs = dput(dt, "d.vmix", 0, NC);
-        g->q = dput(dt, "d.q", 0, NC), g->k = dput(dt, "d.k", 0, NC), g->v = dput(dt, "d.v", 0, NC);
+        g->qk = dput(dt, "d.qk", 0, 2 * NC), g->v = dput(dt, "d.v", 0, NC);
         g->ln1 = dput(dt, "d.ln1", 0, NC);
     }
     g->layer_numel = dt->total;
@@ -276,7 +281,9 @@ static inline gm_actval *D(const gm_model *m, int i) {
 static inline gm_real *P(const gm_model *m, int i) { return gm_param(m, i); }
 static inline gm_real *G(const gm_model *m, int i) { return gm_grad(m, i); }
 
-// The weights of q, k, v: rows of the fused c_attn, or the separate matrices.
+// The weights of q, k, v: rows of the fused c_attn, or the separate matrices. Either way W_q and W_k
+// are adjacent (C, C) blocks (params.c adds c_q, c_k, c_v one after the other, and C * C is a multiple
+// of the table's alignment; gm_model_create checks it), so q and k are one (2C, C) matmul.
 static const gm_real *w_qkv(const gm_model *m, int l, int which) {
     const gm_layer_params *p = &m->pix.layer[l];
     if (p->c_attn >= 0) return P(m, p->c_attn) + (size_t)which * m->cfg.d_model * m->cfg.d_model;
@@ -397,21 +404,21 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     const gm_backend *be = m->be;
     const gm_layer_acts *a = &m->aix.layer[l];
     const int B = m->B, T = m->T, N = B * T, C = c->d_model, NH = c->n_head, HD = c->head_dim;
+    gm_actval *q = A(m, a->qk), *k = gm_act_at(be, q, (size_t)C);  // views of qk (N, 2C), token stride 2C
     if (recompute) {
         be->rmsnorm_fwd(be, A(m, a->ln1), S(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
     } else {
-        be->matmul_fwd(be, A(m, a->q), A(m, a->ln1), w_qkv(m, l, 0), N, C, C, 1, NULL);
-        be->matmul_fwd(be, A(m, a->k), A(m, a->ln1), w_qkv(m, l, 1), N, C, C, 1, NULL);
+        be->matmul_fwd(be, q, A(m, a->ln1), w_qkv(m, l, 0), N, C, 2 * C, 1, NULL);  // [q k] = ln1 [W_q; W_k]^T
         be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C, 1, NULL);
     }
     if (c->qk_norm) {
-        be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD,
+        be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), q, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C,
                               c->norm_eps);
-        be->qknorm_rotary_fwd(be, A(m, a->kr), S(m, a->kn_rstd), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD,
+        be->qknorm_rotary_fwd(be, A(m, a->kr), S(m, a->kn_rstd), k, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C,
                               c->norm_eps);
     } else {
-        be->rotary_fwd(be, A(m, a->qr), A(m, a->q), m->cos_t, m->sin_t, B, T, NH, HD);
-        be->rotary_fwd(be, A(m, a->kr), A(m, a->k), m->cos_t, m->sin_t, B, T, NH, HD);
+        be->rotary_fwd(be, A(m, a->qr), q, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
+        be->rotary_fwd(be, A(m, a->kr), k, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
     }
     if (a->vmix.home) {
         gm_real *al = P(m, m->pix.layer[l].attn_lambdas);
@@ -573,14 +580,17 @@ static void backward(const gm_model *m) {
             gm_actval *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
             be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, GM_GRAD_SET, D(m, g->att), A(m, a->qr), A(m, a->kr), vs,
                          A(m, a->att), S(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
+            // dq and dk into the views of one (N, 2C) gradient, as q and k are views of qk
+            gm_actval *q = A(m, a->qk), *k = gm_act_at(be, q, (size_t)C);
+            gm_actval *dq = D(m, g->qk), *dk = gm_act_at(be, dq, (size_t)C);
             if (c->qk_norm) {
-                be->qknorm_rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), A(m, a->q), S(m, a->qn_rstd), m->cos_t,
-                                      m->sin_t, B, T, NH, HD);
-                be->qknorm_rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), A(m, a->k), S(m, a->kn_rstd), m->cos_t,
-                                      m->sin_t, B, T, NH, HD);
+                be->qknorm_rotary_bwd(be, dq, GM_GRAD_SET, D(m, g->qr), q, S(m, a->qn_rstd), m->cos_t, m->sin_t, B, T,
+                                      NH, HD, 2 * C);
+                be->qknorm_rotary_bwd(be, dk, GM_GRAD_SET, D(m, g->kr), k, S(m, a->kn_rstd), m->cos_t, m->sin_t, B, T,
+                                      NH, HD, 2 * C);
             } else {
-                be->rotary_bwd(be, D(m, g->q), GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD);
-                be->rotary_bwd(be, D(m, g->k), GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD);
+                be->rotary_bwd(be, dq, GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
+                be->rotary_bwd(be, dk, GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
             }
             if (a->vmix.home) {
                 gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas);
@@ -588,11 +598,10 @@ static void backward(const gm_model *m) {
                 be->lincomb_bwd(be, D(m, g->v), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
                                 ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1, al + 1, ve, NC);
             }
-            for (int w = 0; w < 3; w++) {
-                gm_actval *dout = D(m, w == 0 ? g->q : w == 1 ? g->k : g->v);
-                be->matmul_bwd(be, D(m, g->ln1), w == 0 ? GM_GRAD_SET : GM_GRAD_ADD, g_qkv(m, l, w), dout, A(m, a->ln1),
-                               w_qkv(m, l, w), N, C, C);
-            }
+            be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_SET, g_qkv(m, l, 0), dq, A(m, a->ln1), w_qkv(m, l, 0), N, C,
+                           2 * C);
+            be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_ADD, g_qkv(m, l, 2), D(m, g->v), A(m, a->ln1), w_qkv(m, l, 2), N,
+                           C, C);
             be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln1), io.xm, S(m, a->ln1_rstd), N, C);
         }
         stream_to_input(m, l, &io, dres, &marks);

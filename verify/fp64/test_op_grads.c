@@ -125,11 +125,13 @@ typedef struct {
 } ro_ctx;
 static void ro_fwd(void *c, gm_real *out) {
     ro_ctx *r = c;
-    gm_backend_cpu()->rotary_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(r->x), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
+    gm_backend_cpu()->rotary_fwd(gm_backend_cpu(), gm_as_act(out), gm_as_act(r->x), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD,
+                                 r->NH * r->HD);
 }
 static void ro_bwd(void *c, const gm_real *dout) {
     ro_ctx *r = c;
-    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(dout), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD);
+    gm_backend_cpu()->rotary_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(dout), r->cos_t, r->sin_t, r->B, r->T, r->NH, r->HD,
+                                 r->NH * r->HD);
 }
 
 Test(op_grads, rotary) {

@@ -16,8 +16,11 @@
 // bitwise. (The first version, one warp per row, kept 8 of 32 lanes busy in its rotary loop at HD
 // 128 and ran at 0.30-0.34 of the copy bandwidth on an H200: reports/gpu-h200/kernels-softcap.md.)
 //
+// inp and dinp may be views with token stride ld (a third of a fused q/k projection's rows, (N, 2C)),
+// out and dout are tensors of their own: the head row `row` of a view starts at view_at(row).
+//
 // W = GM_ACT_VEC (16-byte accesses to both halves and to the tables' rows) where HD/2 % GM_ACT_VEC
-// == 0 and every pointer is 16-byte aligned (the model's HD 64 and 128), else W = 1.
+// == 0, ld % GM_ACT_VEC == 0 and every pointer is 16-byte aligned (the model's HD 64 and 128), else W = 1.
 #include <cuda_runtime.h>
 #include <math.h>
 
@@ -29,6 +32,11 @@
 
 // Row `row` (a (b, t, h) index) of n; t selects the tables' row.
 static __device__ __forceinline__ int row_time(size_t row, int T, int NH) { return (int)((row / NH) % T); }
+
+// Where head row `row` starts in a view of token stride ld.
+static __device__ __forceinline__ size_t view_at(size_t row, int NH, int HD, int ld) {
+    return row / NH * (size_t)ld + row % NH * (size_t)HD;
+}
 
 // The sum of v over the aligned group of G lanes (G a power of two <= 32), in every lane of it.
 static __device__ __forceinline__ float group_sum(float v, int G) {
@@ -50,16 +58,16 @@ static int group_lanes(int pair_vectors) {
 template <int W>
 __global__ static void qknorm_rotary_fwd_kernel(gm_cuda_act *out, float *rstd, const gm_cuda_act *inp,
                                                 const float *cos_t, const float *sin_t, size_t rows, int T, int NH,
-                                                int HD, int G, double eps) {
+                                                int HD, int ld, int G, double eps) {
     const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const int g = threadIdx.x % G, h2 = HD / 2, pv = h2 / W;
     const bool live = row < rows;  // dead lanes still take part in the group's shuffles
-    const size_t base = row * HD;
+    const size_t base = row * HD, xb = view_at(row, NH, HD, ld);
     float ss = 0;
     for (int p = g; live && p < pv; p += G) {
         float x1[W], x2[W];
-        gm_act_ldw<W>(inp, base + (size_t)p * W, x1);
-        gm_act_ldw<W>(inp, base + (size_t)p * W + h2, x2);
+        gm_act_ldw<W>(inp, xb + (size_t)p * W, x1);
+        gm_act_ldw<W>(inp, xb + (size_t)p * W + h2, x2);
 #pragma unroll
         for (int j = 0; j < W; j++) ss += x1[j] * x1[j];
 #pragma unroll
@@ -73,8 +81,8 @@ __global__ static void qknorm_rotary_fwd_kernel(gm_cuda_act *out, float *rstd, c
         float c[W], s[W], x1[W], x2[W];
         gm_f32_ldw<W>(cos_t, (size_t)t * h2 + (size_t)p * W, c);
         gm_f32_ldw<W>(sin_t, (size_t)t * h2 + (size_t)p * W, s);
-        gm_act_ldw<W>(inp, base + (size_t)p * W, x1);
-        gm_act_ldw<W>(inp, base + (size_t)p * W + h2, x2);
+        gm_act_ldw<W>(inp, xb + (size_t)p * W, x1);
+        gm_act_ldw<W>(inp, xb + (size_t)p * W + h2, x2);
 #pragma unroll
         for (int j = 0; j < W; j++) x1[j] *= r, x2[j] *= r;
         gm_rotate<W>(x1, x2, c, s, 1.0f);
@@ -84,34 +92,37 @@ __global__ static void qknorm_rotary_fwd_kernel(gm_cuda_act *out, float *rstd, c
     if (g == 0) rstd[row] = r;
 }
 
-// The lane's pair vector p of the row rotated back (rotary_bwd) from dout, and x's same elements.
+// The lane's pair vector p of the row rotated back (rotary_bwd) from dout (the row at base), and x's
+// same elements (the row at xb of its view).
 template <int W>
 static __device__ __forceinline__ void rotated_back(const gm_cuda_act *dout, const gm_cuda_act *inp,
-                                                    const float *cos_t, const float *sin_t, size_t base, int t,
-                                                    int h2, int p, float *dy1, float *dy2, float *x1, float *x2) {
+                                                    const float *cos_t, const float *sin_t, size_t base, size_t xb,
+                                                    int t, int h2, int p, float *dy1, float *dy2, float *x1,
+                                                    float *x2) {
     float c[W], s[W];
     gm_f32_ldw<W>(cos_t, (size_t)t * h2 + (size_t)p * W, c);
     gm_f32_ldw<W>(sin_t, (size_t)t * h2 + (size_t)p * W, s);
     gm_act_ldw<W>(dout, base + (size_t)p * W, dy1);
     gm_act_ldw<W>(dout, base + (size_t)p * W + h2, dy2);
-    gm_act_ldw<W>(inp, base + (size_t)p * W, x1);
-    gm_act_ldw<W>(inp, base + (size_t)p * W + h2, x2);
+    gm_act_ldw<W>(inp, xb + (size_t)p * W, x1);
+    gm_act_ldw<W>(inp, xb + (size_t)p * W + h2, x2);
     gm_rotate<W>(dy1, dy2, c, s, -1.0f);
 }
 
 template <int W>
 __global__ static void qknorm_rotary_bwd_kernel(gm_cuda_act *dinp, gm_grad_write write, const gm_cuda_act *dout,
                                                 const gm_cuda_act *inp, const float *rstd, const float *cos_t,
-                                                const float *sin_t, size_t rows, int T, int NH, int HD, int G) {
+                                                const float *sin_t, size_t rows, int T, int NH, int HD, int ld,
+                                                int G) {
     const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const int g = threadIdx.x % G, h2 = HD / 2, pv = h2 / W;
     const bool live = row < rows;
-    const size_t base = row * HD;
+    const size_t base = row * HD, xb = view_at(row, NH, HD, ld);  // dout's row; inp's and dinp's
     const int t = live ? row_time(row, T, NH) : 0;
     float dot = 0;
     for (int p = g; live && p < pv; p += G) {
         float dy1[W], dy2[W], x1[W], x2[W];
-        rotated_back<W>(dout, inp, cos_t, sin_t, base, t, h2, p, dy1, dy2, x1, x2);
+        rotated_back<W>(dout, inp, cos_t, sin_t, base, xb, t, h2, p, dy1, dy2, x1, x2);
 #pragma unroll
         for (int j = 0; j < W; j++) dot += dy1[j] * x1[j];
 #pragma unroll
@@ -122,41 +133,41 @@ __global__ static void qknorm_rotary_bwd_kernel(gm_cuda_act *dinp, gm_grad_write
     const float r = rstd[row], k = r * r * r * dot / (float)HD;
     for (int p = g; p < pv; p += G) {
         float dy1[W], dy2[W], x1[W], x2[W];
-        rotated_back<W>(dout, inp, cos_t, sin_t, base, t, h2, p, dy1, dy2, x1, x2);
+        rotated_back<W>(dout, inp, cos_t, sin_t, base, xb, t, h2, p, dy1, dy2, x1, x2);
 #pragma unroll
         for (int j = 0; j < W; j++) dy1[j] = r * dy1[j] - k * x1[j], dy2[j] = r * dy2[j] - k * x2[j];
-        gm_act_putw<W>(dinp, base + (size_t)p * W, write, dy1);
-        gm_act_putw<W>(dinp, base + (size_t)p * W + h2, write, dy2);
+        gm_act_putw<W>(dinp, xb + (size_t)p * W, write, dy1);
+        gm_act_putw<W>(dinp, xb + (size_t)p * W + h2, write, dy2);
     }
 }
 
 void gm_cuda_qknorm_rotary_fwd(const gm_backend *be, gm_actval *out, gm_real *rstd, const gm_actval *inp,
-                               const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, double eps) {
+                               const gm_real *cos_t, const gm_real *sin_t, int B, int T, int NH, int HD, int ld,
+                               double eps) {
     gm_cuda_act *o = (gm_cuda_act *)out;
     const gm_cuda_act *x = (const gm_cuda_act *)inp;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     const size_t rows = (size_t)B * T * NH;
     if (B <= 0 || T <= 0 || NH <= 0 || HD < 2) return;
-    const bool vec = HD / 2 % GM_ACT_VEC == 0 && gm_vec_aligned_all(o, x, cos_t, sin_t);
+    const bool vec = HD / 2 % GM_ACT_VEC == 0 && ld % GM_ACT_VEC == 0 && gm_vec_aligned_all(o, x, cos_t, sin_t);
     const int G = group_lanes(HD / 2 / (vec ? GM_ACT_VEC : 1));
     const auto kernel = vec ? qknorm_rotary_fwd_kernel<GM_ACT_VEC> : qknorm_rotary_fwd_kernel<1>;
-    kernel<<<blocks(rows, G), THREADS, 0, c->stream>>>(o, rstd, x, cos_t, sin_t, rows, T, NH, HD,
-                                                                          G, eps);
+    kernel<<<blocks(rows, G), THREADS, 0, c->stream>>>(o, rstd, x, cos_t, sin_t, rows, T, NH, HD, ld, G, eps);
     GM_CU_LAUNCHED(c);
 }
 
 void gm_cuda_qknorm_rotary_bwd(const gm_backend *be, gm_actval *dinp, gm_grad_write dinp_write, const gm_actval *dout,
                                const gm_actval *inp, const gm_real *rstd, const gm_real *cos_t, const gm_real *sin_t,
-                               int B, int T, int NH, int HD) {
+                               int B, int T, int NH, int HD, int ld) {
     gm_cuda_act *dx = (gm_cuda_act *)dinp;
     const gm_cuda_act *dy = (const gm_cuda_act *)dout, *x = (const gm_cuda_act *)inp;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     const size_t rows = (size_t)B * T * NH;
     if (B <= 0 || T <= 0 || NH <= 0 || HD < 2) return;
-    const bool vec = HD / 2 % GM_ACT_VEC == 0 && gm_vec_aligned_all(dx, dy, x, cos_t, sin_t);
+    const bool vec = HD / 2 % GM_ACT_VEC == 0 && ld % GM_ACT_VEC == 0 && gm_vec_aligned_all(dx, dy, x, cos_t, sin_t);
     const int G = group_lanes(HD / 2 / (vec ? GM_ACT_VEC : 1));
     const auto kernel = vec ? qknorm_rotary_bwd_kernel<GM_ACT_VEC> : qknorm_rotary_bwd_kernel<1>;
-    kernel<<<blocks(rows, G), THREADS, 0, c->stream>>>(dx, dinp_write, dy, x, rstd, cos_t, sin_t,
-                                                                          rows, T, NH, HD, G);
+    kernel<<<blocks(rows, G), THREADS, 0, c->stream>>>(dx, dinp_write, dy, x, rstd, cos_t, sin_t, rows, T, NH, HD,
+                                                       ld, G);
     GM_CU_LAUNCHED(c);
 }
