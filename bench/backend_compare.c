@@ -530,7 +530,7 @@ static void k_lincomb(bc *c, const shape_set *sh) {
             begin(c, "%s: %s, n=%zu", sh->name, forms[f].name, n);
             twin pa = forms[f].pa ? values(c, 1, 0.8125) : NONE, pb = forms[f].pb ? values(c, 1, -1.3) : NONE;
             twin x = randn_act(c, n, 1), y = forms[f].y ? randn_act(c, n, 1) : NONE, out = nans_act(c, n);
-            CALL(c, be->lincomb_fwd(be, A(out, s), ca, R(pa, s), A(x, s), cb, R(pb, s), A(y, s), n));
+            CALL(c, be->lincomb_fwd(be, A(out, s), ca, R(pa, s), A(x, s), cb, R(pb, s), A(y, s), n, 1, 1));
             row(c, "lincomb_fwd", "out", out);
             // Every gradient that exists: the scalars' where they are learnable; dx set, dy added
             // into, then the other way round.
@@ -541,7 +541,7 @@ static void k_lincomb(bc *c, const shape_set *sh) {
                 twin dx = grad_out(c, n, wx), dy = forms[f].y ? grad_out(c, n, wy) : NONE;
                 twin dpa = forms[f].pa ? randn(c, 1, 1) : NONE, dpb = forms[f].pb ? randn(c, 1, 1) : NONE;
                 CALL(c, be->lincomb_bwd(be, A(dx, s), wx, A(dy, s), wy, R(dpa, s), R(dpb, s), A(dout, s), ca, R(pa, s),
-                                        A(x, s), cb, R(pb, s), A(y, s), n));
+                                        A(x, s), cb, R(pb, s), A(y, s), n, 1, 1));
                 row(c, "lincomb_bwd", grad_name(name, sizeof name, "dx", wx), dx);
                 if (forms[f].y) row(c, "lincomb_bwd", grad_name(name, sizeof name, "dy", wy), dy);
                 if (forms[f].pa) row(c, "lincomb_bwd", "dpa", dpa);

@@ -52,6 +52,7 @@ SDPA_T = (4096, 8192, 16384, 32768, 65536)
 FLEX_T = (65536, 16384)  # the record's length first
 DOC_LEN = 700  # mean document length of the flex mask's documents (bench/kernels' --doc_len default)
 NEEDED = ("n_layer", "d_model", "d_mlp", "vocab_padded", "n_head", "head_dim", "skip_attn_mask", "qkv_fused",
+          "n_value_embeds",
           "matrix_opt", "muon_split_qkv", "seq_len", "batch", "attn_block", "window_start_tokens",
           "window_end_tokens")
 
@@ -94,8 +95,11 @@ def matmuls(cfg, B, T):
         proj = int(kind == "matmul_fwd")
         for layer in range(cfg["n_layer"]):
             if has_attn(cfg, layer):
-                calls[(kind, N, C, 2 * C, 0)] += 1  # q and k, one call (their rows of W adjacent)
-                calls[(kind, N, C, C, 0)] += 1  # v
+                if cfg["n_value_embeds"]:  # q, k, v one call (their rows of W adjacent; v a view the value mix reads)
+                    calls[(kind, N, C, 3 * C, 0)] += 1
+                else:  # q and k one call, v its own (attention reads it)
+                    calls[(kind, N, C, 2 * C, 0)] += 1
+                    calls[(kind, N, C, C, 0)] += 1
                 calls[(kind, N, C, C, proj)] += 1  # c_proj
             calls[(kind, N, C, H, 0)] += 1  # MLP fc
             calls[(kind, N, H, C, proj)] += 1  # MLP proj

@@ -85,7 +85,7 @@ static void run_act_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     be->act_bwd(be, GM_ACT_RELU2, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[DOUT]), gm_as_act(a->b[X]), S);
 }
 static void run_lincomb_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
-    (void)w, be->lincomb_fwd(be, gm_as_act(a->b[OUT]), 0.7, a->b[P], gm_as_act(a->b[X]), 0.3, a->b[P] + 1, gm_as_act(a->b[Y]), S);
+    (void)w, be->lincomb_fwd(be, gm_as_act(a->b[OUT]), 0.7, a->b[P], gm_as_act(a->b[X]), 0.3, a->b[P] + 1, gm_as_act(a->b[Y]), S, 1, 1);
 }
 static void run_lincomb_rmsnorm_fwd(const gm_backend *be, arena *a, gm_grad_write w) {
     (void)w, be->lincomb_rmsnorm_fwd(be, gm_as_act(a->b[OUT]), gm_as_act(a->b[OUT2]), a->b[STAT], 0.7, a->b[P], gm_as_act(a->b[X]), 0.3, a->b[P] + 1,
@@ -93,7 +93,7 @@ static void run_lincomb_rmsnorm_fwd(const gm_backend *be, arena *a, gm_grad_writ
 }
 static void run_lincomb_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     be->lincomb_bwd(be, gm_as_act(a->b[OUT]), w, gm_as_act(a->b[OUT2]), w, a->b[G], a->b[G] + 1, gm_as_act(a->b[DOUT]), 0.7, a->b[P], gm_as_act(a->b[X]), 0.3,
-                    a->b[P] + 1, gm_as_act(a->b[Y]), S);
+                    a->b[P] + 1, gm_as_act(a->b[Y]), S, 1, 1);
 }
 static void run_xent_fwd_bwd(const gm_backend *be, arena *a, gm_grad_write w) {
     (void)w, be->xent_fwd_bwd(be, a->b[STAT], gm_as_act(a->b[OUT]), gm_as_act(a->b[X]), a->ids, N, V, 3.0, 1.0 / N);

@@ -221,7 +221,7 @@ Test(cuda_kernels, lincomb_rmsnorm_fwd) {
             gm_real *sum = malloc(sizeof(gm_real) * n), *out = malloc(sizeof(gm_real) * n);
             gm_real *rstd = malloc(sizeof(gm_real) * N);
             const gm_real *pa = learnable ? &coef[0] : NULL, *pb = learnable ? &coef[1] : NULL;
-            e.cpu->lincomb_fwd(e.cpu, gm_as_act(sum), 0.75, pa, gm_as_act(x), -1.25, pb, gm_as_act(y), n);
+            e.cpu->lincomb_fwd(e.cpu, gm_as_act(sum), 0.75, pa, gm_as_act(x), -1.25, pb, gm_as_act(y), n, 1, 1);
             e.cpu->rmsnorm_fwd(e.cpu, gm_as_act(out), rstd, gm_as_act(sum), N, C, 1e-6);
             gm_real *gcoef = cc_to_gpu(&e, coef, sizeof coef), *grstd = cc_poisoned(&e, (size_t)N);
             gm_actval *gsum = cc_act_poisoned(&e, n), *gout = cc_act_poisoned(&e, n);
@@ -455,17 +455,17 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             // sc: a, b, prior dpa, prior dpb
             gm_real *out = malloc(sizeof(gm_real) * n), *dx = dup(dx0, n), *dy = dup(dy0, n), *dsc = dup(sc, 4);
             const gm_real *pa = has_pa ? &sc[0] : NULL, *pb = has_pb ? &sc[1] : NULL, *yy = has_y ? y : NULL;
-            e.cpu->lincomb_fwd(e.cpu, gm_as_act(out), ca, pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
+            e.cpu->lincomb_fwd(e.cpu, gm_as_act(out), ca, pa, gm_as_act(x), cb, pb, gm_as_act(yy), n, 1, 1);
             e.cpu->lincomb_bwd(e.cpu, gm_as_act(dx), GM_GRAD_ADD, gm_as_act(has_y ? dy : NULL), GM_GRAD_ADD,
                                has_pa ? &dsc[2] : NULL, has_pb ? &dsc[3] : NULL, gm_as_act(dout), ca, pa, gm_as_act(x),
-                               cb, pb, gm_as_act(yy), n);
+                               cb, pb, gm_as_act(yy), n, 1, 1);
 
             gm_real *gsc = cc_to_gpu(&e, sc, sizeof(gm_real) * 4);
             const gm_real *gpa = has_pa ? &gsc[0] : NULL, *gpb = has_pb ? &gsc[1] : NULL;
             const gm_actval *gyy = has_y ? gy : NULL;
-            e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_fwd(e.gpu, gout, ca, gpa, gx, cb, gpb, gyy, n, 1, 1);
             e.gpu->lincomb_bwd(e.gpu, gdx, GM_GRAD_ADD, has_y ? gdy : NULL, GM_GRAD_ADD, has_pa ? &gsc[2] : NULL,
-                               has_pb ? &gsc[3] : NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n);
+                               has_pb ? &gsc[3] : NULL, gdout, ca, gpa, gx, cb, gpb, gyy, n, 1, 1);
             snprintf(what, sizeof what, "lincomb_fwd n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
             cc_act_expect_close(&e, what, gout, out, n, tol);
             snprintf(what, sizeof what, "lincomb_bwd dx n=%zu pa=%d pb=%d y=%d", n, !!has_pa, !!has_pb, !!has_y);
@@ -486,10 +486,11 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
                 gm_real *gbsc = cc_to_gpu(&e, bsc, sizeof(gm_real) * 4);
                 e.cpu->lincomb_bwd(e.cpu, gm_as_act(buf), dxw, gm_as_act(has_y ? buf : NULL), GM_GRAD_ADD,
                                    has_pa ? &bsc[2] : NULL, has_pb ? &bsc[3] : NULL, gm_as_act(buf), ca,
-                                   has_pa ? &bsc[0] : NULL, gm_as_act(x), cb, has_pb ? &bsc[1] : NULL, gm_as_act(yy), n);
+                                   has_pa ? &bsc[0] : NULL, gm_as_act(x), cb, has_pb ? &bsc[1] : NULL, gm_as_act(yy), n,
+                                   1, 1);
                 e.gpu->lincomb_bwd(e.gpu, gbuf, dxw, has_y ? gbuf : NULL, GM_GRAD_ADD, has_pa ? &gbsc[2] : NULL,
                                    has_pb ? &gbsc[3] : NULL, gbuf, ca, has_pa ? &gbsc[0] : NULL, gx, cb,
-                                   has_pb ? &gbsc[1] : NULL, gyy, n);
+                                   has_pb ? &gbsc[1] : NULL, gyy, n, 1, 1);
                 snprintf(what, sizeof what, "lincomb_bwd dx = dy = dout, dx %s, n=%zu pa=%d pb=%d y=%d",
                          w ? "add" : "set", n, !!has_pa, !!has_pb, !!has_y);
                 cc_act_expect_close(&e, what, gbuf, buf, n, tol);
@@ -498,14 +499,14 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
                 free(buf), free(bsc);
             }
             // Aliasing: out = x (in place), then dx = dout (the same buffer).
-            e.gpu->lincomb_fwd(e.gpu, gx, ca, gpa, gx, cb, gpb, gyy, n);
+            e.gpu->lincomb_fwd(e.gpu, gx, ca, gpa, gx, cb, gpb, gyy, n, 1, 1);
             snprintf(what, sizeof what, "lincomb_fwd in place n=%zu", n);
             cc_act_expect_close(&e, what, gx, out, n, tol);
             gm_real *alias = dup(dout, n);
             e.cpu->lincomb_bwd(e.cpu, gm_as_act(alias), GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gm_as_act(alias), ca,
-                               pa, gm_as_act(x), cb, pb, gm_as_act(yy), n);
+                               pa, gm_as_act(x), cb, pb, gm_as_act(yy), n, 1, 1);
             e.gpu->lincomb_bwd(e.gpu, gdout, GM_GRAD_ADD, NULL, GM_GRAD_ADD, NULL, NULL, gdout, ca, gpa, gx, cb, gpb, gyy,
-                               n);
+                               n, 1, 1);
             snprintf(what, sizeof what, "lincomb_bwd dx aliasing dout n=%zu", n);
             cc_act_expect_close(&e, what, gdout, alias, n, tol);
             e.gpu->free(e.gpu, gx), e.gpu->free(e.gpu, gy), e.gpu->free(e.gpu, gdout), e.gpu->free(e.gpu, gdx);
@@ -513,6 +514,55 @@ Test(cuda_kernels, lincomb_fwd_bwd) {
             free(x), free(y), free(dout), free(dx0), free(dy0), free(sc), free(out), free(dx), free(dy), free(dsc);
             free(alias);
         }
+    cc_expect_some_ran(ran);
+}
+
+// The value mix on v as a view: v at column 2C of (N, 3C) rows (x_cols C, x_ld 3C), as the fused
+// q/k/v projection holds it, against the CPU on v of its own: out = a v + b ve; the backward sets dv
+// in the view (the other columns, there before, must stay) and adds dve and the scalars' gradients.
+// C = 768 and 24 take the 16-byte path (rows whole groups), 12 the scalar one.
+Test(cuda_kernels, lincomb_on_a_view) {
+    CC_REQUIRE_GPU();
+    cc_env e = cc_begin();
+    const int shapes[][2] = {{5, 12}, {37, 24}, {4099, 768}};
+    int ran = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int N = shapes[s][0], C = shapes[s][1], W3 = 3 * C;
+        const size_t n = (size_t)N * C, nw = (size_t)N * W3;
+        char what[128];
+        snprintf(what, sizeof what, "lincomb view N=%d C=%d", N, C);
+        if (!cc_case_fits(what, (double)nw)) continue;
+        ran++;
+        gm_real *wide = cc_randn(&e, nw, 1.0), *ve = cc_randn(&e, n, 1.0), *dout = cc_randn(&e, n, 1.0);
+        gm_real *dwide = cc_randn(&e, nw, 1.0), *dve = cc_randn(&e, n, 1.0), sc[4] = {0.75f, -0.5f, 0.25f, 2};
+        gm_actval *gwide = cc_act_to_gpu(&e, wide, nw), *gve = cc_act_to_gpu(&e, ve, n), *gdout = cc_act_to_gpu(&e, dout, n);
+        gm_actval *gdwide = cc_act_to_gpu(&e, dwide, nw), *gdve = cc_act_to_gpu(&e, dve, n), *gout = cc_act_poisoned(&e, n);
+        gm_real *gsc = cc_to_gpu(&e, sc, sizeof sc);
+        gm_real *v = malloc(sizeof(gm_real) * n), *dv = malloc(sizeof(gm_real) * n), *out = malloc(sizeof(gm_real) * n);
+        cr_assert(v && dv && out);
+        for (int r = 0; r < N; r++) memcpy(v + (size_t)r * C, wide + (size_t)r * W3 + 2 * C, sizeof(gm_real) * C);
+        e.cpu->lincomb_fwd(e.cpu, gm_as_act(out), 1, sc, gm_as_act(v), 1, sc + 1, gm_as_act(ve), n, C, C);
+        e.cpu->lincomb_bwd(e.cpu, gm_as_act(dv), GM_GRAD_SET, gm_as_act(dve), GM_GRAD_ADD, sc + 2, sc + 3, gm_as_act(dout),
+                           1, sc, gm_as_act(v), 1, sc + 1, gm_as_act(ve), n, C, C);
+        const gm_actval *gv = gm_act_at(e.gpu, gwide, (size_t)2 * C);
+        e.gpu->lincomb_fwd(e.gpu, gout, 1, gsc, gv, 1, gsc + 1, gve, n, C, W3);
+        e.gpu->lincomb_bwd(e.gpu, gm_act_at(e.gpu, gdwide, (size_t)2 * C), GM_GRAD_SET, gdve, GM_GRAD_ADD, gsc + 2, gsc + 3,
+                           gdout, 1, gsc, gv, 1, gsc + 1, gve, n, C, W3);
+        for (int r = 0; r < N; r++) memcpy(dwide + (size_t)r * W3 + 2 * C, dv + (size_t)r * C, sizeof(gm_real) * C);
+        const double tol = cc_act_tol(&e, CC_TOL_FP32);
+        snprintf(what, sizeof what, "lincomb_fwd from a view N=%d C=%d", N, C);
+        cc_act_expect_close(&e, what, gout, out, n, tol);
+        snprintf(what, sizeof what, "lincomb_bwd into a view N=%d C=%d (and the columns around it)", N, C);
+        cc_act_expect_close(&e, what, gdwide, dwide, nw, tol);
+        snprintf(what, sizeof what, "lincomb_bwd dve N=%d C=%d", N, C);
+        cc_act_expect_close(&e, what, gdve, dve, n, tol);
+        snprintf(what, sizeof what, "lincomb_bwd dpa, dpb N=%d C=%d", N, C);
+        cc_expect_close(&e, what, gsc + 2, sc + 2, 2, CC_TOL_FP32);
+        void *dev[] = {gwide, gve, gdout, gdwide, gdve, gout, gsc};
+        for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++) e.gpu->free(e.gpu, dev[k]);
+        gm_real *host[] = {wide, ve, dout, dwide, dve, v, dv, out};
+        for (size_t k = 0; k < sizeof host / sizeof host[0]; k++) free(host[k]);
+    }
     cc_expect_some_ran(ran);
 }
 
@@ -587,7 +637,7 @@ Test(cuda_kernels, reductions_repeat_bitwise) {
         gm_real *gtab = e.gpu->alloc(e.gpu, sizeof(gm_real) * V * C), *gdp = e.gpu->alloc(e.gpu, sizeof(gm_real));
         cr_assert(gtab && gdp);
         e.gpu->embed_bwd(e.gpu, gtab, gids, gdout, N, V, C);
-        e.gpu->lincomb_bwd(e.gpu, NULL, GM_GRAD_ADD, NULL, GM_GRAD_ADD, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n);
+        e.gpu->lincomb_bwd(e.gpu, NULL, GM_GRAD_ADD, NULL, GM_GRAD_ADD, gdp, NULL, gu, 1.0, NULL, gw, 0.0, NULL, NULL, n, 1, 1);
         cc_sync(&e, "repeat run");
         gm_real *tab = cc_from_gpu(&e, gtab, (size_t)V * C), dp;
         e.gpu->download(e.gpu, &dp, gdp, sizeof dp);

@@ -99,7 +99,7 @@ Test(grad_write, every_backward_kernel_sets_without_reading) {
         be->qknorm_rotary_bwd(be, gm_as_act(pass_buf(&qr, p)), w, gm_as_act(dout), gm_as_act(x), hrstd, ct, st, B, T, NH, HD, NH * HD);
         // dx set while dy adds, then the other way round: the two outputs' modes are independent.
         be->lincomb_bwd(be, gm_as_act(pass_buf(&lx, p)), w, gm_as_act(pass_buf(&ly, 2 - p)), pass_mode(2 - p), NULL, NULL,
-                        gm_as_act(dout), 1, &pa, gm_as_act(x), 1, &pb, gm_as_act(y), NC);
+                        gm_as_act(dout), 1, &pa, gm_as_act(x), 1, &pb, gm_as_act(y), NC, 1, 1);
     }
     cr_assert_eq(be->sync(be), 0, "%s", gm_error());
     three_check("matmul_bwd dinp", &mm, 0);

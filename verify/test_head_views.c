@@ -1,8 +1,9 @@
-// Rotary and QK-norm + rotary on a view with token stride ld (backend.h): q and k are the two halves
-// of one (N, 2C) projection. On the CPU backends (cpu, and cpu-bf16, which rounds only the view's
-// elements) the view's results are bitwise those of a tensor of its own, in both halves (q at 0, k
-// at C), and every element of the other half is left as it was: forward (strided input), backward
-// set (over NaN) and added into a prior (strided dinp, strided inp).
+// Kernels on a view with token stride ld (backend.h): q, k (and v) are parts of one (N, 2C) or (N, 3C)
+// projection. Rotary and QK-norm + rotary read q or k (and write dq, dk) as views; the value mix
+// (lincomb) reads v and writes dv as one. On the CPU backends (cpu, and cpu-bf16, which rounds only
+// the view's elements) the view's results are bitwise those of a tensor of its own, and every
+// element outside the view is left as it was: forward (strided input), backward set (over NaN) and
+// added into a prior (strided dinp / dx, strided inp / x).
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -94,4 +95,50 @@ Test(head_views, a_strided_view_is_bitwise_a_tensor_of_its_own) {
                 free(rstd_v);
         }
     free(ct), free(st);
+}
+
+// v at column 2C of (N, 3C) rows (x_cols C, x_ld 3C), the value mix out = a v + b ve and its backward
+// (dv into the view, dve, both scalars' gradients).
+Test(head_views, the_value_mix_reads_and_writes_v_as_a_view) {
+    enum { W3 = 3 * C };
+    const gm_backend *backends[] = {gm_backend_cpu(), gm_backend_cpu_bf16()};
+    for (size_t b = 0; b < 2; b++) {
+        const gm_backend *be = backends[b];
+        gm_real *v = randn(N * C, 7), *ve = randn(N * C, 8), *dout = randn(N * C, 9), *prior = randn(N * C, 10);
+        gm_real *rest = randn((size_t)N * W3, 11), lam[2] = {0.75f, -0.5f};
+        gm_real *wide = malloc(sizeof *wide * N * W3), *dwide = malloc(sizeof *dwide * N * W3);
+        gm_real *ref = malloc(sizeof *ref * N * C), *got = malloc(sizeof *got * N * C);
+        cr_assert(wide && dwide && ref && got);
+        for (int r = 0; r < N; r++)
+            for (int i = 0; i < W3; i++)
+                wide[r * W3 + i] = i >= 2 * C ? v[r * C + i - 2 * C] : rest[r * W3 + i];
+        be->lincomb_fwd(be, gm_as_act(ref), 1, lam, gm_as_act(v), 1, lam + 1, gm_as_act(ve), N * C, C, C);
+        be->lincomb_fwd(be, gm_as_act(got), 1, lam, gm_as_act(wide + 2 * C), 1, lam + 1, gm_as_act(ve), N * C, C, W3);
+        cr_expect_eq(memcmp(ref, got, sizeof *ref * N * C), 0, "%s: value mix from a view", be->name);
+        for (int w = 0; w < 2; w++) {
+            const gm_grad_write write = w ? GM_GRAD_ADD : GM_GRAD_SET;
+            gm_real dl[2] = {0, 0}, dl_v[2] = {0, 0};
+            gm_real *dve = malloc(sizeof *dve * N * C), *dve_v = malloc(sizeof *dve_v * N * C);
+            cr_assert(dve && dve_v);
+            memcpy(dve, prior, sizeof *dve * N * C), memcpy(dve_v, prior, sizeof *dve * N * C);
+            for (int r = 0; r < N; r++)
+                for (int i = 0; i < W3; i++)
+                    dwide[r * W3 + i] = i >= 2 * C ? (w ? prior[r * C + i - 2 * C] : NAN) : rest[r * W3 + i];
+            for (int i = 0; i < N * C; i++) ref[i] = w ? prior[i] : NAN;
+            be->lincomb_bwd(be, gm_as_act(ref), write, gm_as_act(dve), GM_GRAD_ADD, dl, dl + 1, gm_as_act(dout), 1, lam,
+                            gm_as_act(v), 1, lam + 1, gm_as_act(ve), N * C, C, C);
+            be->lincomb_bwd(be, gm_as_act(dwide + 2 * C), write, gm_as_act(dve_v), GM_GRAD_ADD, dl_v, dl_v + 1,
+                            gm_as_act(dout), 1, lam, gm_as_act(wide + 2 * C), 1, lam + 1, gm_as_act(ve), N * C, C, W3);
+            cr_expect_eq(memcmp(dl, dl_v, sizeof dl), 0, "%s: the scalars' gradients", be->name);
+            cr_expect_eq(memcmp(dve, dve_v, sizeof *dve * N * C), 0, "%s: dve", be->name);
+            for (int r = 0; r < N; r++)
+                for (int i = 0; i < W3; i++) {
+                    const gm_real want = i >= 2 * C ? ref[r * C + i - 2 * C] : rest[r * W3 + i];
+                    cr_expect_eq(memcmp(&dwide[r * W3 + i], &want, sizeof want), 0, "%s %s: (%d, %d)", be->name,
+                                 w ? "add" : "set", r, i);
+                }
+            free(dve), free(dve_v);
+        }
+        free(v), free(ve), free(dout), free(prior), free(rest), free(wide), free(dwide), free(ref), free(got);
+    }
 }

@@ -220,11 +220,13 @@ typedef struct {
     /* ---- linear combination of two tensors with constant and optional learnable coefficients:                     \
        out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may                   \
        be NULL (term absent). The coefficients are rounded to gm_real once: (gm_real)(ca*a).                          \
-       Residual adds, branch scales, x0 lambdas, value mixing, U-net skips, p -= lr*u. ---- */                        \
+       Residual adds, branch scales, x0 lambdas, value mixing, U-net skips. x (and in the backward dx) may be a view:  \
+       element i at (i / x_cols) x_ld + i % x_cols (x_ld = x_cols: contiguous; v as a third of a fused q/k/v          \
+       projection's rows: x_cols C, x_ld 3C). ---- */                                                                 \
     X(lincomb_fwd,                                                                                                     \
       (gm_actval *out, double ca, const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y,  \
-       size_t n),                                                                                                      \
-      (out, ca, pa, x, cb, pb, y, n))                                                                                  \
+       size_t n, int x_cols, int x_ld),                                                                                \
+      (out, ca, pa, x, cb, pb, y, n, x_cols, x_ld))                                                                    \
     /* ---- a residual add or mix, then RMSNorm of it, fused: sum = lincomb_fwd(ca, pa, x, cb, pb, y) over (N, C),      \
        then out = rmsnorm(sum), rstd (N) = its 1/rms per row: the composition of lincomb_fwd and rmsnorm_fwd, value   \
        for value where activations are gm_real (sum is stored: the backward reads it); a narrower element norms the    \
@@ -236,12 +238,12 @@ typedef struct {
     /* dx (+)= ca*a*dout ; dy (+)= cb*b*dout ; *dpa += ca*sum(dout*x) ; *dpb += cb*sum(dout*y).                       \
        Any gradient pointer may be NULL. Sums are reduced in a fixed order (deterministic) and read dout               \
        before dx is written: dx may be dout itself (an in-place scaling), and dx and dy may be one buffer              \
-       (dx's write first, then dy's, element by element). */                                                         \
+       (dx's write first, then dy's, element by element), both only where x is contiguous. dx and x: the same view. */ \
     X(lincomb_bwd,                                                                                                     \
       (gm_actval *dx, gm_grad_write dx_write, gm_actval *dy, gm_grad_write dy_write, gm_real * dpa, gm_real * dpb,       \
        const gm_actval *dout, double ca, const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb,              \
-       const gm_actval *y, size_t n),                                                                                    \
-      (dx, dx_write, dy, dy_write, dpa, dpb, dout, ca, pa, x, cb, pb, y, n))                                           \
+       const gm_actval *y, size_t n, int x_cols, int x_ld),                                                            \
+      (dx, dx_write, dy, dy_write, dpa, dpb, dout, ca, pa, x, cb, pb, y, n, x_cols, x_ld))                             \
     /* ---- logits (N, V) -> optional softcap z = cap*tanh(l/cap) (cap <= 0: none) -> cross-entropy.                  \
        losses (N) per row. When dlogits is not NULL it receives dloss/dlogits for                                     \
        loss = dloss_scale * sum(losses) (e.g. 1/N for the mean), computed in the same pass from the                   \

@@ -168,12 +168,13 @@ void gm_cost_act_bwd(gm_kernel_cost *c, gm_act act, gm_actval *dinp, gm_grad_wri
     snprintf(c->shape, sizeof c->shape, "%zu %s", n, act == GM_ACT_GELU ? "gelu" : "relu2");
 }
 
-// out = a x + b y: 3 flops per element, reads x (and y), writes out. bwd, one pass on every backend:
+// out = a x + b y: 3 flops per element, reads x (and y; a view of x the same elements), writes out.
+// bwd, one pass on every backend:
 // reads dout, and x (y) where its coefficient is learnable (the dot product); writes dx, dy (read
 // too when added into). Without y there is no dy or dpb.
 void gm_cost_lincomb_fwd(gm_kernel_cost *c, gm_actval *out, double ca, const gm_real *pa, const gm_actval *x, double cb,
-                         const gm_real *pb, const gm_actval *y, size_t n) {
-    (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
+                         const gm_real *pb, const gm_actval *y, size_t n, int x_cols, int x_ld) {
+    (void)out, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)x_cols, (void)x_ld;
     const double dn = (double)n;
     begin(c, (y ? 3 : 1) * dn, E * (y ? 3 : 2) * dn);
     snprintf(c->shape, sizeof c->shape, "%zu%s", n, pa || pb ? " learnable" : "");
@@ -190,8 +191,9 @@ void gm_cost_lincomb_rmsnorm_fwd(gm_kernel_cost *c, gm_actval *sum, gm_actval *o
 
 void gm_cost_lincomb_bwd(gm_kernel_cost *c, gm_actval *dx, gm_grad_write dx_write, gm_actval *dy, gm_grad_write dy_write,
                          gm_real *dpa, gm_real *dpb, const gm_actval *dout, double ca, const gm_real *pa,
-                         const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n) {
-    (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb;
+                         const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n, int x_cols,
+                         int x_ld) {
+    (void)dout, (void)ca, (void)pa, (void)x, (void)cb, (void)pb, (void)x_cols, (void)x_ld;
     if (!y) dy = NULL, dpb = NULL;
     const double dn = (double)n;
     const int outs = (dx != NULL) + (dy != NULL), dots = (dpa != NULL) + (dpb != NULL);

@@ -18,11 +18,13 @@ int gm_model_create(gm_model *m, const gm_config *cfg, const gm_backend *be) {
     m->head_rows = GM_HEAD_ROWS;
     m->recompute = 1;
     if (gm_config_check(cfg) || gm_params_build(cfg, &m->params, &m->pix)) return -1;
-    for (int l = 0; l < cfg->n_layer; l++) {  // q and k are one matmul: W_q and W_k adjacent (w_qkv)
+    const size_t CC = (size_t)cfg->d_model * cfg->d_model;
+    for (int l = 0; l < cfg->n_layer; l++) {  // q, k, v are one matmul: W_q, W_k, W_v adjacent (w_qkv)
         const gm_layer_params *p = &m->pix.layer[l];
+        const gm_view *v = m->params.v;
         if (p->c_attn < 0 && p->c_q >= 0 &&
-            m->params.v[p->c_k].offset != m->params.v[p->c_q].offset + (size_t)cfg->d_model * cfg->d_model)
-            return gm_table_free(&m->params), gm_fail("model: layer %d's c_k does not follow its c_q", l);
+            (v[p->c_k].offset != v[p->c_q].offset + CC || v[p->c_v].offset != v[p->c_k].offset + CC))
+            return gm_table_free(&m->params), gm_fail("model: layer %d's c_q, c_k, c_v are not adjacent", l);
     }
     m->p = be->alloc(be, sizeof(gm_real) * m->params.total);
     if (!m->p) return -1;
@@ -111,6 +113,11 @@ static gm_slot input_slot(gm_table *kept, gm_slot shared, const char *fmt, int l
     return shared.home ? shared : put(kept, GM_AT_KEPT, fmt, l, n);
 }
 
+// Columns of a block's fused projection (ln1 times adjacent rows of W, w_qkv): q and k, and v where
+// the value mix is v's one reader (it reads v as a view); else v is a matmul of its own, a tensor
+// attention reads.
+static int proj_cols(const gm_config *c) { return (c->n_value_embeds > 0 ? 3 : 2) * c->d_model; }
+
 // Lay out the five activation tables of a (B, T) step and their indices; allocates nothing (the
 // plan and the allocation both come from here).
 static int layout(gm_model *m, int B, int T) {
@@ -155,7 +162,8 @@ static int layout(gm_model *m, int B, int T) {
         if (gm_config_has_attn(c, l)) {
             a->ln1 = input_slot(ka, s_ln1, "h.%d.ln1", l, NC);
             a->ln1_rstd = put(st, GM_AT_STATS, "h.%d.ln1.rstd", l, N);
-            a->qk = put(ka, GM_AT_KEPT, "h.%d.qk", l, 2 * NC), a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
+            a->qkv = put(ka, GM_AT_KEPT, "h.%d.qkv", l, N * proj_cols(c));
+            if (!vmix) a->v = put(ka, GM_AT_KEPT, "h.%d.v", l, NC);
             if (c->qk_norm) {
                 a->qn_rstd = put(st, GM_AT_STATS, "h.%d.qn.rstd", l, N * NH);
                 a->kn_rstd = put(st, GM_AT_STATS, "h.%d.kn.rstd", l, N * NH);
@@ -187,7 +195,8 @@ static int layout(gm_model *m, int B, int T) {
         if (attn_branch_scale(c) != 1) g->ao = dput(dt, "d.ao", 0, NC);
         g->att = dput(dt, "d.att", 0, NC), g->qr = dput(dt, "d.qr", 0, NC), g->kr = dput(dt, "d.kr", 0, NC);
         if (vmix) g->vs = dput(dt, "d.vmix", 0, NC);
-        g->qk = dput(dt, "d.qk", 0, 2 * NC), g->v = dput(dt, "d.v", 0, NC);
+        g->qkv = dput(dt, "d.qkv", 0, N * proj_cols(c));
+        if (!vmix) g->v = dput(dt, "d.v", 0, NC);
         g->ln1 = dput(dt, "d.ln1", 0, NC);
     }
     g->layer_numel = dt->total;
@@ -281,9 +290,9 @@ static inline gm_actval *D(const gm_model *m, int i) {
 static inline gm_real *P(const gm_model *m, int i) { return gm_param(m, i); }
 static inline gm_real *G(const gm_model *m, int i) { return gm_grad(m, i); }
 
-// The weights of q, k, v: rows of the fused c_attn, or the separate matrices. Either way W_q and W_k
-// are adjacent (C, C) blocks (params.c adds c_q, c_k, c_v one after the other, and C * C is a multiple
-// of the table's alignment; gm_model_create checks it), so q and k are one (2C, C) matmul.
+// The weights of q, k, v: rows of the fused c_attn, or the separate matrices. Either way W_q, W_k and
+// W_v are adjacent (C, C) blocks (params.c adds c_q, c_k, c_v one after the other, and C * C is a
+// multiple of the table's alignment; gm_model_create checks it), so q, k (and v) are one matmul.
 static const gm_real *w_qkv(const gm_model *m, int l, int which) {
     const gm_layer_params *p = &m->pix.layer[l];
     if (p->c_attn >= 0) return P(m, p->c_attn) + (size_t)which * m->cfg.d_model * m->cfg.d_model;
@@ -361,9 +370,17 @@ static gm_actval *dve_of(const gm_model *m, int l) {
     return j < 0 ? NULL : D(m, m->gix.ve[j]);
 }
 
+// v, and its gradient: the view in the fused projection (proj_cols), or a tensor of its own.
+static gm_actval *v_of(const gm_model *m, const gm_layer_acts *a) {
+    return a->v.home ? A(m, a->v) : gm_act_at(m->be, A(m, a->qkv), (size_t)2 * m->cfg.d_model);
+}
+static gm_actval *dv_of(const gm_model *m, const gm_layer_acts *a) {
+    return a->v.home ? D(m, m->gix.v) : gm_act_at(m->be, D(m, m->gix.qkv), (size_t)2 * m->cfg.d_model);
+}
+
 // The values attention reads: the value mix when value embeddings exist, else v.
 static gm_actval *vs_of(const gm_model *m, const gm_layer_acts *a) {
-    return a->vmix.home ? A(m, a->vmix) : A(m, a->v);
+    return a->vmix.home ? A(m, a->vmix) : v_of(m, a);
 }
 
 // ---- forward ----
@@ -389,7 +406,7 @@ static void stream_op(const gm_model *m, gm_actval *sum, stream_norm norm, doubl
     const gm_backend *be = m->be;
     const int N = m->B * m->T, C = m->cfg.d_model;
     if (norm.out) be->lincomb_rmsnorm_fwd(be, sum, norm.out, norm.rstd, ca, pa, x, cb, pb, y, N, C, m->cfg.norm_eps);
-    else be->lincomb_fwd(be, sum, ca, pa, x, cb, pb, y, (size_t)N * C);
+    else be->lincomb_fwd(be, sum, ca, pa, x, cb, pb, y, (size_t)N * C, C, C);
 }
 
 // Layer l's attention inputs: ln1 = norm(xm) (in the forward, fused with the op that made xm),
@@ -404,25 +421,24 @@ static void attn_inputs(const gm_model *m, int l, const layer_io *io, int recomp
     const gm_backend *be = m->be;
     const gm_layer_acts *a = &m->aix.layer[l];
     const int B = m->B, T = m->T, N = B * T, C = c->d_model, NH = c->n_head, HD = c->head_dim;
-    gm_actval *q = A(m, a->qk), *k = gm_act_at(be, q, (size_t)C);  // views of qk (N, 2C), token stride 2C
+    const int QW = proj_cols(c);  // views of qkv (N, QW), token stride QW: q at 0, k at C, v at 2C
+    gm_actval *q = A(m, a->qkv), *k = gm_act_at(be, q, (size_t)C), *v = v_of(m, a);
     if (recompute) {
         be->rmsnorm_fwd(be, A(m, a->ln1), S(m, a->ln1_rstd), io->xm, N, C, c->norm_eps);
     } else {
-        be->matmul_fwd(be, q, A(m, a->ln1), w_qkv(m, l, 0), N, C, 2 * C, 1, NULL);  // [q k] = ln1 [W_q; W_k]^T
-        be->matmul_fwd(be, A(m, a->v), A(m, a->ln1), w_qkv(m, l, 2), N, C, C, 1, NULL);
+        be->matmul_fwd(be, q, A(m, a->ln1), w_qkv(m, l, 0), N, C, QW, 1, NULL);  // [q k (v)] = ln1 [W_q; W_k (; W_v)]^T
+        if (QW == 2 * C) be->matmul_fwd(be, v, A(m, a->ln1), w_qkv(m, l, 2), N, C, C, 1, NULL);
     }
     if (c->qk_norm) {
-        be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), q, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C,
-                              c->norm_eps);
-        be->qknorm_rotary_fwd(be, A(m, a->kr), S(m, a->kn_rstd), k, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C,
-                              c->norm_eps);
+        be->qknorm_rotary_fwd(be, A(m, a->qr), S(m, a->qn_rstd), q, m->cos_t, m->sin_t, B, T, NH, HD, QW, c->norm_eps);
+        be->qknorm_rotary_fwd(be, A(m, a->kr), S(m, a->kn_rstd), k, m->cos_t, m->sin_t, B, T, NH, HD, QW, c->norm_eps);
     } else {
-        be->rotary_fwd(be, A(m, a->qr), q, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
-        be->rotary_fwd(be, A(m, a->kr), k, m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
+        be->rotary_fwd(be, A(m, a->qr), q, m->cos_t, m->sin_t, B, T, NH, HD, QW);
+        be->rotary_fwd(be, A(m, a->kr), k, m->cos_t, m->sin_t, B, T, NH, HD, QW);
     }
-    if (a->vmix.home) {
+    if (a->vmix.home) {  // v is the view
         gm_real *al = P(m, m->pix.layer[l].attn_lambdas);
-        be->lincomb_fwd(be, A(m, a->vmix), 1, al, A(m, a->v), 1, al + 1, ve_of(m, l), (size_t)N * C);
+        be->lincomb_fwd(be, A(m, a->vmix), 1, al, v, 1, al + 1, ve_of(m, l), (size_t)N * C, C, QW);
     }
 }
 
@@ -517,7 +533,8 @@ static void head_loss(const gm_model *m, int train, double dloss) {
 static void stream_to_input(const gm_model *m, int l, const layer_io *io, gm_actval *dres, grad_marks *marks) {
     const gm_config *c = &m->cfg;
     const gm_backend *be = m->be;
-    const size_t NC = (size_t)m->B * m->T * c->d_model;
+    const int C = c->d_model;
+    const size_t NC = (size_t)m->B * m->T * C;
     gm_actval *din = d_block_in(m, l);
     gm_actval *dxs = dres;  // xs's gradient: after the mix, in place when the skip's add follows
     if (c->x0_lambdas) {
@@ -526,17 +543,17 @@ static void stream_to_input(const gm_model *m, int l, const layer_io *io, gm_act
         gm_actval *dx0 = d_x0(m);
         gm_real *lam = P(m, m->pix.layer[l].lambdas), *dlam = G(m, m->pix.layer[l].lambdas);
         const gm_grad_write wy = first_sets(marks, dx0);  // after wx: dx0 is dxs in block 0
-        be->lincomb_bwd(be, dxs, wx, dx0, wy, dlam, dlam + 1, dres, 1, lam, io->xs, 1, lam + 1, x0_of(m), NC);
+        be->lincomb_bwd(be, dxs, wx, dx0, wy, dlam, dlam + 1, dres, 1, lam, io->xs, 1, lam + 1, x0_of(m), NC, C, C);
     }
     if (io->skip) {  // `in` is not read: its coefficient is no parameter
         gm_real *w = P(m, m->pix.skip_weights) + skip_index(m, l), *dw = G(m, m->pix.skip_weights) + skip_index(m, l);
         gm_actval *dskip = d_stream(m, c->n_layer - 1 - l), *dx = din == dxs ? NULL : din;
         const gm_grad_write wx = dx ? first_sets(marks, dx) : GM_GRAD_SET;
         const gm_grad_write wy = first_sets(marks, dskip);  // after wx: the first decoder's input is its skip
-        be->lincomb_bwd(be, dx, wx, dskip, wy, NULL, dw, dxs, 1, NULL, NULL, 1, w, io->skip, NC);
+        be->lincomb_bwd(be, dx, wx, dskip, wy, NULL, dw, dxs, 1, NULL, NULL, 1, w, io->skip, NC, C, C);
     } else if (din != dxs) {
         be->lincomb_bwd(be, din, first_sets(marks, din), NULL, GM_GRAD_SET, NULL, NULL, dxs, 1, NULL, NULL, 0, NULL,
-                        NULL, NC);
+                        NULL, NC, C, C);
     }
 }
 
@@ -573,35 +590,36 @@ static void backward(const gm_model *m) {
             if (g->ao >= 0) {
                 dao = D(m, g->ao);
                 be->lincomb_bwd(be, dao, GM_GRAD_SET, NULL, GM_GRAD_SET, NULL, NULL, dres, attn_branch_scale(c), NULL,
-                                NULL, 0, NULL, NULL, NC);
+                                NULL, 0, NULL, NULL, NC, C, C);
             }
             be->matmul_bwd(be, D(m, g->att), GM_GRAD_SET, G(m, p->c_proj), dao, A(m, a->att), P(m, p->c_proj), N, C,
                            C);
-            gm_actval *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : D(m, g->v);
+            gm_actval *vs = vs_of(m, a), *dvs = a->vmix.home ? D(m, g->vs) : dv_of(m, a);
             be->attn_bwd(be, D(m, g->qr), D(m, g->kr), dvs, GM_GRAD_SET, D(m, g->att), A(m, a->qr), A(m, a->kr), vs,
                          A(m, a->att), S(m, a->lse), B, T, NH, HD, 1.0 / sqrt(HD), mask);
-            // dq and dk into the views of one (N, 2C) gradient, as q and k are views of qk
-            gm_actval *q = A(m, a->qk), *k = gm_act_at(be, q, (size_t)C);
-            gm_actval *dq = D(m, g->qk), *dk = gm_act_at(be, dq, (size_t)C);
+            // dq, dk (and dv) into the views of one (N, QW) gradient, as q, k (and v) are views of qkv
+            const int QW = proj_cols(c);
+            gm_actval *q = A(m, a->qkv), *k = gm_act_at(be, q, (size_t)C);
+            gm_actval *dq = D(m, g->qkv), *dk = gm_act_at(be, dq, (size_t)C);
             if (c->qk_norm) {
                 be->qknorm_rotary_bwd(be, dq, GM_GRAD_SET, D(m, g->qr), q, S(m, a->qn_rstd), m->cos_t, m->sin_t, B, T,
-                                      NH, HD, 2 * C);
+                                      NH, HD, QW);
                 be->qknorm_rotary_bwd(be, dk, GM_GRAD_SET, D(m, g->kr), k, S(m, a->kn_rstd), m->cos_t, m->sin_t, B, T,
-                                      NH, HD, 2 * C);
+                                      NH, HD, QW);
             } else {
-                be->rotary_bwd(be, dq, GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
-                be->rotary_bwd(be, dk, GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD, 2 * C);
+                be->rotary_bwd(be, dq, GM_GRAD_SET, D(m, g->qr), m->cos_t, m->sin_t, B, T, NH, HD, QW);
+                be->rotary_bwd(be, dk, GM_GRAD_SET, D(m, g->kr), m->cos_t, m->sin_t, B, T, NH, HD, QW);
             }
-            if (a->vmix.home) {
+            if (a->vmix.home) {  // dv and v are the views
                 gm_real *al = P(m, p->attn_lambdas), *dal = G(m, p->attn_lambdas);
                 gm_actval *ve = ve_of(m, l), *dve = dve_of(m, l);
-                be->lincomb_bwd(be, D(m, g->v), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
-                                ve ? dal + 1 : NULL, dvs, 1, al, A(m, a->v), 1, al + 1, ve, NC);
+                be->lincomb_bwd(be, dv_of(m, a), GM_GRAD_SET, dve, dve ? first_sets(&marks, dve) : GM_GRAD_SET, dal,
+                                ve ? dal + 1 : NULL, dvs, 1, al, v_of(m, a), 1, al + 1, ve, NC, C, QW);
             }
-            be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_SET, g_qkv(m, l, 0), dq, A(m, a->ln1), w_qkv(m, l, 0), N, C,
-                           2 * C);
-            be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_ADD, g_qkv(m, l, 2), D(m, g->v), A(m, a->ln1), w_qkv(m, l, 2), N,
-                           C, C);
+            be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_SET, g_qkv(m, l, 0), dq, A(m, a->ln1), w_qkv(m, l, 0), N, C, QW);
+            if (QW == 2 * C)
+                be->matmul_bwd(be, D(m, g->ln1), GM_GRAD_ADD, g_qkv(m, l, 2), dv_of(m, a), A(m, a->ln1), w_qkv(m, l, 2),
+                               N, C, C);
             be->rmsnorm_bwd(be, dres, GM_GRAD_ADD, D(m, g->ln1), io.xm, S(m, a->ln1_rstd), N, C);
         }
         stream_to_input(m, l, &io, dres, &marks);

@@ -54,7 +54,8 @@ typedef struct {
     gm_slot skip_out;                  // (N, C) x + w * encoder output (U-net decoder layers)
     gm_slot mix;                       // (N, C) l0 * x + l1 * x0
     gm_slot ln1, ln1_rstd;             // (N, C), (N)
-    gm_slot qk, v;                     // (N, 2C): each token's q then k (one matmul); (N, C) = (B, T, NH, HD)
+    gm_slot qkv;                       // (N, 3C) each token's q, k, v (one matmul), or (N, 2C) q, k where
+    gm_slot v;                         // v is its own (N, C) (no value mix: attention reads it); each (B, T, NH, HD)
     gm_slot qn_rstd, kn_rstd;          // QK-norm: (N * NH) (the normed q, k go straight into rotary)
     gm_slot vmix;                      // (N, C) a0 * v + a1 * ve
     gm_slot qr, kr;                    // rotated (N, C)
@@ -83,7 +84,7 @@ typedef struct {
 typedef struct {
     // per layer: the gradients of a block's internal tensors (names "d.<tensor>"); ao only with a
     // branch scale other than 1
-    int act, fc, ln2, ao, att, qr, kr, vs, qk, v, ln1;  // qk (N, 2C), as the activation
+    int act, fc, ln2, ao, att, qr, kr, vs, qkv, v, ln1;  // qkv and v as the activations
     size_t layer_numel;
     // across layers
     int resid;                    // (N, C) the residual stream's gradient, block after block

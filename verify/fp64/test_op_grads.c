@@ -231,12 +231,12 @@ typedef struct {
 } lc_ctx;
 static void lc_fwd(void *c, gm_real *out) {
     lc_ctx *l = c;
-    gm_backend_cpu()->lincomb_fwd(gm_backend_cpu(), gm_as_act(out), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n);
+    gm_backend_cpu()->lincomb_fwd(gm_backend_cpu(), gm_as_act(out), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n, 1, 1);
 }
 static void lc_bwd(void *c, const gm_real *dout) {
     lc_ctx *l = c;
     gm_backend_cpu()->lincomb_bwd(gm_backend_cpu(), gm_as_act(g_in[0].dx), GM_GRAD_ADD, gm_as_act(l->y ? g_in[1].dx : NULL), GM_GRAD_ADD, l->pa ? g_in[2].dx : NULL,
-                                  l->pb ? g_in[3].dx : NULL, gm_as_act(dout), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n);
+                                  l->pb ? g_in[3].dx : NULL, gm_as_act(dout), l->ca, l->pa, gm_as_act(l->x), l->cb, l->pb, gm_as_act(l->y), l->n, 1, 1);
 }
 
 Test(op_grads, lincomb) {

@@ -44,7 +44,7 @@ static void round_span(span s) {
 #define ROUNDED_lincomb_rmsnorm_fwd {sum, (size_t)N * C, 0, 0}, {out, (size_t)N * C, 0, 0}, // not rstd
 // dx and dy may be one buffer (the x0 lambdas' gradient in block 0): their sum is rounded once, where a
 // bf16 kernel that stores dx and then adds dy would round twice.
-#define ROUNDED_lincomb_bwd {dx, n, 0, 0}, {y ? dy : NULL, n, 0, 0}, // not dpa, dpb; no dy is written without y
+#define ROUNDED_lincomb_bwd {dx, n, (size_t)x_cols, (size_t)x_ld}, {y ? dy : NULL, n, 0, 0}, // not dpa, dpb; no dy without y
 #define ROUNDED_xent_fwd_bwd {dlogits, (size_t)N * V, 0, 0}, // not losses
 #define ROUNDED_adam_update
 #define ROUNDED_momentum

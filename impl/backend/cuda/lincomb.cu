@@ -7,6 +7,11 @@
 // 16-byte aligned, the n % GM_ACT_VEC tail one element at a time; else one element at a time
 // throughout. Each element is read before the same thread writes it: out may alias x or y.
 //
+// x and dx may be a view (backend.h): element i at x_at(i), rows of cols elements ld apart (v as a
+// third of the fused q/k/v projection's rows). The 16-byte path then also needs cols and ld to be
+// multiples of GM_ACT_VEC, so that a group lies in one row; the order of every sum is that of the
+// flat index i either way.
+//
 // The backward is one pass over memory: lincomb_bwd_kernel reads dout (and x, y for the wanted
 // scalar gradients, dx, dy where added into) once, writes dx and dy, and leaves per-block fp64
 // partials of sum(dout*x) and sum(dout*y); dot_finish_kernel (one block) adds them into *dpa, *dpb.
@@ -48,7 +53,8 @@
 //
 // ptxas (nvcc 13, -O3), registers on sm_90a / sm_80, no spills, 2048 bytes shared: fp32 element:
 // lincomb_bwd_kernel<true> (128-bit) 107 / 103, <false> (scalar) 118 / 114; bf16 element: <true>
-// 115 / 101, <false> 127 / 128. So 2 blocks (512 threads) per SM, each thread with up to 20 (fp32)
+// 115 / 101, <false> 127 / 128 before x could be a view, <true> 116 / 114, <false> 114 / 114
+// since. So 2 blocks (512 threads) per SM, each thread with up to 20 (fp32)
 // or 10 (bf16) 128-bit loads in flight (dout, x, y, old dx, old dy of its 16 elements): capping
 // at 80 or 64 registers spilled (fp32 element, measured before the bf16 element existed).
 // dot_finish_kernel 30 / 28 registers.
@@ -63,12 +69,17 @@
 #define LC_G GM_ACT_VEC                            // elements per group: one 16-byte access
 static_assert(LC_PER_THREAD % LC_G == 0, "a thread's elements are whole groups");
 
-// Elements [i, i + W) of out = a*x + b*y (y NULL: no second term).
+// Where element i of x (and dx) is: rows of cols elements ld apart.
+static __device__ __forceinline__ size_t x_at(size_t i, int cols, int ld) {
+    return cols == ld ? i : i / cols * (size_t)ld + i % cols;
+}
+
+// Elements [i, i + W) of out = a*x + b*y (y NULL: no second term); x's at x_at(i) (within one row).
 template <int W>
 static __device__ __forceinline__ void lincomb_group(gm_cuda_act *out, float a, const gm_cuda_act *x, float b,
-                                                     const gm_cuda_act *y, size_t i) {
+                                                     const gm_cuda_act *y, size_t i, int cols, int ld) {
     float xv[W], yv[W];
-    gm_act_ldw<W>(x, i, xv);
+    gm_act_ldw<W>(x, x_at(i, cols, ld), xv);
     if (y) gm_act_ldw<W>(y, i, yv);
 #pragma unroll
     for (int j = 0; j < W; j++) xv[j] = a * xv[j] + (y ? b * yv[j] : 0.0f);
@@ -78,12 +89,12 @@ static __device__ __forceinline__ void lincomb_group(gm_cuda_act *out, float a, 
 // Grid-stride over the n / W whole groups, then over the n % W tail elements.
 template <int W>
 __global__ static void lincomb_fwd_kernel(gm_cuda_act *out, double ca, const float *pa, const gm_cuda_act *x,
-                                          double cb, const float *pb, const gm_cuda_act *y, size_t n) {
+                                          double cb, const float *pb, const gm_cuda_act *y, size_t n, int cols, int ld) {
     const float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
     const size_t t0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
     const size_t body = n / W * W;
-    for (size_t i = t0 * W; i < body; i += step * W) lincomb_group<W>(out, a, x, b, y, i);
-    for (size_t i = body + t0; i < n; i += step) lincomb_group<1>(out, a, x, b, y, i);
+    for (size_t i = t0 * W; i < body; i += step * W) lincomb_group<W>(out, a, x, b, y, i, cols, ld);
+    for (size_t i = body + t0; i < n; i += step) lincomb_group<1>(out, a, x, b, y, i, cols, ld);
 }
 
 // The first index of this thread's group k in the chunk that starts at c0.
@@ -91,25 +102,26 @@ static __device__ __forceinline__ size_t lc_group(size_t c0, int k) {
     return c0 + ((size_t)k * GM_RED_THREADS + threadIdx.x) * LC_G;
 }
 
-// d[0..LC_G) = p[i..i+LC_G) as fp32, 0 past n; i % LC_G == 0. VEC (p 16-byte aligned): one 128-bit
-// load where the whole group is in range.
+// d[0..LC_G) = elements i..i+LC_G of p as fp32, 0 past n; i % LC_G == 0; element k at x_at(k, cols,
+// ld) (cols = ld: p[k]). VEC (p 16-byte aligned, and a group within one row): one 128-bit load
+// where the whole group is in range.
 template <bool VEC>
-static __device__ __forceinline__ void lc_load(float *d, const gm_cuda_act *p, size_t i, size_t n) {
+static __device__ __forceinline__ void lc_load(float *d, const gm_cuda_act *p, size_t i, size_t n, int cols, int ld) {
     if (VEC && i + LC_G <= n) {
-        gm_act_ldw<LC_G>(p, i, d);
+        gm_act_ldw<LC_G>(p, x_at(i, cols, ld), d);
     } else {
-        for (int j = 0; j < LC_G; j++) d[j] = i + j < n ? gm_act_ld(p, i + j) : 0.0f;
+        for (int j = 0; j < LC_G; j++) d[j] = i + j < n ? gm_act_ld(p, x_at(i + j, cols, ld)) : 0.0f;
     }
 }
 
-// p[i..i+LC_G) = v[0..LC_G), up to n.
+// Elements i..i+LC_G of p = v[0..LC_G), up to n, placed as lc_load reads them.
 template <bool VEC>
-static __device__ __forceinline__ void lc_store(gm_cuda_act *p, size_t i, size_t n, const float *v) {
+static __device__ __forceinline__ void lc_store(gm_cuda_act *p, size_t i, size_t n, const float *v, int cols, int ld) {
     if (VEC && i + LC_G <= n) {
-        gm_act_stw<LC_G>(p, i, v);
+        gm_act_stw<LC_G>(p, x_at(i, cols, ld), v);
     } else {
         for (int j = 0; j < LC_G; j++)
-            if (i + j < n) gm_act_st(p, i + j, v[j]);
+            if (i + j < n) gm_act_st(p, x_at(i + j, cols, ld), v[j]);
     }
 }
 
@@ -122,7 +134,8 @@ template <bool VEC>
 __global__ static void __launch_bounds__(GM_RED_THREADS)
     lincomb_bwd_kernel(gm_cuda_act *dx, gm_grad_write dx_write, gm_cuda_act *dy, gm_grad_write dy_write,
                        double *partial, int da, int db, const gm_cuda_act *dout, double ca, const float *pa,
-                       const gm_cuda_act *x, double cb, const float *pb, const gm_cuda_act *y, size_t n) {
+                       const gm_cuda_act *x, double cb, const float *pb, const gm_cuda_act *y, size_t n, int cols,
+                       int ld) {
     __shared__ double sh[GM_RED_THREADS];
     const float a = (float)(ca * (pa ? (double)*pa : 1.0)), b = (float)(cb * (pb ? (double)*pb : 1.0));
     const size_t c0 = (size_t)blockIdx.x * LC_CHUNK;
@@ -136,11 +149,11 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
 #pragma unroll
     for (int k = 0; k < LC_PER_THREAD / LC_G; k++) {
         const size_t i = lc_group(c0, k);
-        lc_load<VEC>(g + LC_G * k, dout, i, n);
-        if (da) lc_load<VEC>(xv + LC_G * k, x, i, n);
-        if (db) lc_load<VEC>(yv + LC_G * k, y, i, n);
-        if (dx && dx_write == GM_GRAD_ADD) lc_load<VEC>(ox + LC_G * k, dx, i, n);
-        if (dy && !one_buffer && dy_write == GM_GRAD_ADD) lc_load<VEC>(oy + LC_G * k, dy, i, n);
+        lc_load<VEC>(g + LC_G * k, dout, i, n, 1, 1);
+        if (da) lc_load<VEC>(xv + LC_G * k, x, i, n, cols, ld);
+        if (db) lc_load<VEC>(yv + LC_G * k, y, i, n, 1, 1);
+        if (dx && dx_write == GM_GRAD_ADD) lc_load<VEC>(ox + LC_G * k, dx, i, n, cols, ld);
+        if (dy && !one_buffer && dy_write == GM_GRAD_ADD) lc_load<VEC>(oy + LC_G * k, dy, i, n, 1, 1);
     }
     double sa = 0, sb = 0;
 #pragma unroll
@@ -153,14 +166,14 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
                 gm_grad_put(&v[j], dx_write, a * g[LC_G * k + j]);
                 if (one_buffer) gm_grad_put(&v[j], dy_write, b * g[LC_G * k + j]);
             }
-            lc_store<VEC>(dx, i, n, v);
+            lc_store<VEC>(dx, i, n, v, cols, ld);
         }
         if (dy && !one_buffer) {
             for (int j = 0; j < LC_G; j++) {
                 v[j] = oy[LC_G * k + j];
                 gm_grad_put(&v[j], dy_write, b * g[LC_G * k + j]);
             }
-            lc_store<VEC>(dy, i, n, v);
+            lc_store<VEC>(dy, i, n, v, 1, 1);
         }
         // The fp64 product is exact, so a contraction into an fma cannot change the sum.
         for (int j = 0; j < LC_G; j++)
@@ -194,22 +207,26 @@ __global__ static void __launch_bounds__(GM_RED_THREADS)
     }
 }
 
+// Whether x's view keeps every 16-byte group in one row (contiguous, or rows and their stride whole groups).
+static bool rows_hold_groups(int cols, int ld) { return cols == ld || (cols % GM_ACT_VEC == 0 && ld % GM_ACT_VEC == 0); }
+
 void gm_cuda_lincomb_fwd(const gm_backend *be, gm_actval *out, double ca, const gm_real *pa, const gm_actval *x,
-                         double cb, const gm_real *pb, const gm_actval *y, size_t n) {
+                         double cb, const gm_real *pb, const gm_actval *y, size_t n, int x_cols, int x_ld) {
     gm_cuda_act *o = (gm_cuda_act *)out;
     const gm_cuda_act *xa = (const gm_cuda_act *)x, *ya = (const gm_cuda_act *)y;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!n) return;
-    const bool vec = gm_vec_aligned_all(o, xa, ya);
+    const bool vec = gm_vec_aligned_all(o, xa, ya) && rows_hold_groups(x_cols, x_ld);
     const auto kernel = vec ? lincomb_fwd_kernel<GM_ACT_VEC> : lincomb_fwd_kernel<1>;
     const size_t groups = vec ? (n + GM_ACT_VEC - 1) / GM_ACT_VEC : n;
-    kernel<<<gm_cuda_blocks(groups, 256), 256, 0, c->stream>>>(o, ca, pa, xa, cb, pb, ya, n);
+    kernel<<<gm_cuda_blocks(groups, 256), 256, 0, c->stream>>>(o, ca, pa, xa, cb, pb, ya, n, x_cols, x_ld);
     GM_CU_LAUNCHED(c);
 }
 
 void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx, gm_grad_write dx_write, gm_actval *dy,
                          gm_grad_write dy_write, gm_real *dpa, gm_real *dpb, const gm_actval *dout, double ca,
-                         const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n) {
+                         const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y, size_t n,
+                         int x_cols, int x_ld) {
     gm_cuda_act *dxa = (gm_cuda_act *)dx, *dya = (gm_cuda_act *)dy;
     const gm_cuda_act *g = (const gm_cuda_act *)dout, *xa = (const gm_cuda_act *)x, *ya = (const gm_cuda_act *)y;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
@@ -222,10 +239,10 @@ void gm_cuda_lincomb_bwd(const gm_backend *be, gm_actval *dx, gm_grad_write dx_w
         partial = (double *)gm_cuda_scratch(c, GM_SCR_RED, sizeof(double) * 2 * nb);
         if (!partial) return;  // noted: the next sync fails
     }
-    const bool vec = gm_vec_aligned_all(g, xa, ya, dxa, dya);
+    const bool vec = gm_vec_aligned_all(g, xa, ya, dxa, dya) && rows_hold_groups(x_cols, x_ld);
     const auto kernel = vec ? lincomb_bwd_kernel<true> : lincomb_bwd_kernel<false>;
     kernel<<<nb, GM_RED_THREADS, 0, c->stream>>>(dxa, dx_write, dya, dy_write, partial, dpa != NULL, dpb != NULL, g,
-                                                 ca, pa, xa, cb, pb, ya, n);
+                                                 ca, pa, xa, cb, pb, ya, n, x_cols, x_ld);
     GM_CU_LAUNCHED(c);
     if (partial) {
         dot_finish_kernel<<<1, GM_RED_THREADS, 0, c->stream>>>(dpa, dpb, partial, (int)nb, ca, cb);
