@@ -777,7 +777,8 @@ int main(int argc, char **argv) {
     // The step is the one train would run here: --recompute and --head_rows left to auto decided as
     // train decides them; counted, --backend=cuda's against an 80 GB H100 (the budget of mem_plan.h).
     char memory_why[320];
-    if (gm_train_resolve_memory(&rc, 1, 0, count ? GM_MEM_BUDGET_BYTES : 0, memory_why, sizeof memory_why)) gm_die_last();
+    if (gm_train_resolve_memory(&rc, 1, 0, count ? GM_MEM_BUDGET_BYTES : 0, memory_why, sizeof memory_why))
+        gm_die_last();
     if (!count) fprintf(stderr, "kernels: %s\n", memory_why);
 
     char cmdline[1024] = "";

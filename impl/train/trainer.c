@@ -339,11 +339,14 @@ static int load_checkpoint(trainer *t, const char *path, int *step) {
 
 // ---- memory plan ---------------------------------------------------------------------------
 
+// Rows per logits chunk as rc says; --head_rows=0 (auto) left unresolved (not by train.c): GM_HEAD_ROWS.
+static int head_rows_of(const gm_run_config *rc) { return rc->head_rows > 0 ? rc->head_rows : GM_HEAD_ROWS; }
+
 int gm_train_memory_plan(const gm_run_config *rc, int world, int rank, gm_mem_plan *out) {
     memset(out, 0, sizeof *out);
     const gm_config *c = &rc->model;
     gm_model_mem mm;
-    if (gm_model_plan(c, c->batch, c->seq_len, rc->head_rows > 0 ? rc->head_rows : GM_HEAD_ROWS, rc->recompute != GM_RECOMPUTE_OFF,
+    if (gm_model_plan(c, c->batch, c->seq_len, head_rows_of(rc), rc->recompute != GM_RECOMPUTE_OFF,
                       gm_backend_act_size(rc->backend), &mm))
         return -1;
     gm_table tab;
@@ -389,7 +392,8 @@ static int plan_fits(const gm_run_config *rc, int world, int rank, double budget
         const gm_host_memory lim = gm_host_memory_limit();
         const gm_host_limit *over = gm_host_over_limit(&lim, *need, &host, need);
         const gm_host_limit *l = over ? over : &lim.filled;
-        *have = l->bytes, *what = l == &lim.filled ? "the host memory the process may fill" : "the address space it may map";
+        *have = l->bytes;
+        *what = l == &lim.filled ? "the host memory the process may fill" : "the address space it may map";
     } else if (budget > 0) {
         *have = budget, *what = "the budget of an 80 GB H100 less its workspace";
     } else {
@@ -742,7 +746,7 @@ gm_trainer *gm_trainer_open(const gm_run_config *rc, gm_comm *comm, const gm_bac
     }
     if (gm_model_create(&t->model, c, be)) goto fail;
     gm_model_set_recompute(&t->model, rc->recompute != GM_RECOMPUTE_OFF);  // auto unresolved (not by train.c): on
-    gm_model_set_head_rows(&t->model, rc->head_rows > 0 ? rc->head_rows : GM_HEAD_ROWS);
+    gm_model_set_head_rows(&t->model, head_rows_of(rc));
     if (gm_model_init(&t->model, rc->seed, GM_INIT_RECORD) ||
         gm_optimizers_init(&t->opt, rc, &t->model.params, be, comm))
         goto fail;

@@ -18,8 +18,8 @@ static void slice(int rows, int t, int nt, int *lo, int *hi) {
 
 static int threads_for(size_t flops) { return flops > 8 * GM_CPU_PAR_MIN ? omp_get_max_threads() : 1; }
 
-void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N, int C, int OC,
-                       double scale, const gm_actval *res_act) {
+void gm_cpu_matmul_fwd(const gm_backend *be, gm_actval *out_act, const gm_actval *inp_act, const gm_real *W, int N,
+                       int C, int OC, double scale, const gm_actval *res_act) {
     gm_real *out = gm_as_real(out_act);
     const gm_real *inp = gm_as_real(inp_act);
     const gm_real *res = gm_as_real(res_act);
