@@ -70,7 +70,9 @@ void gm_cuda_matmul_fwd(const gm_backend *be, gm_actval *out, const gm_actval *i
     const __nv_bfloat16 *w16 = bf16_operand(c, GM_SCR_MM_A, W, (size_t)OC * C);
     const __nv_bfloat16 *x16 = bf16_operand(c, GM_SCR_MM_B, x, (size_t)N * C);
     if (!w16 || !x16) return;
-    gemm_bf16(c, 1, 0, OC, N, C, (float)scale, w16, C, x16, C, res ? 1.0f : 0.0f, GM_GEMM_ACT, res, o, OC);
+    // Without a residual C is out itself at beta = 0 (never read), as before: no NULL C for cuBLASLt.
+    gemm_bf16(c, 1, 0, OC, N, C, (float)scale, w16, C, x16, C, res ? 1.0f : 0.0f, GM_GEMM_ACT, res ? (const void *)res : o,
+              o, OC);
 }
 
 void gm_cuda_matmul_bwd(const gm_backend *be, gm_actval *dinp, gm_grad_write dinp_write, gm_real *dW,
