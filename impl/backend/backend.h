@@ -52,6 +52,12 @@ static inline GM_HD void gm_grad_put(gm_real *p, gm_grad_write write, gm_real va
     *p = write == GM_GRAD_ADD ? *p + value : value;
 }
 
+// Where element i of lincomb's x (and dx) is, as a view of rows of cols elements ld apart (cols ==
+// ld: contiguous, element i itself). Host and device code.
+static inline GM_HD size_t gm_lincomb_x_at(size_t i, int cols, int ld) {
+    return cols == ld ? i : i / (size_t)cols * (size_t)ld + i % (size_t)cols;
+}
+
 // Which keys a query may see. Query q attends key k iff k <= q, and when `doc` is given
 // doc[k] == doc[q], and when window_blocks > 0 floor(q/block) - floor(k/block) < window_blocks.
 // The doc and window tests are the records' 128-token block mask (FlexAttention), realised
@@ -221,8 +227,8 @@ typedef struct {
        out = ca*a*x + cb*b*y, where a = *pa (1 when pa is NULL), b = *pb (1 when pb is NULL), y may                   \
        be NULL (term absent). The coefficients are rounded to gm_real once: (gm_real)(ca*a).                          \
        Residual adds, branch scales, x0 lambdas, value mixing, U-net skips. x (and in the backward dx) may be a view:  \
-       element i at (i / x_cols) x_ld + i % x_cols (x_ld = x_cols: contiguous; v as a third of a fused q/k/v          \
-       projection's rows: x_cols C, x_ld 3C). ---- */                                                                 \
+       element i at gm_lincomb_x_at(i, x_cols, x_ld) = (i / x_cols) x_ld + i % x_cols (x_ld = x_cols: contiguous;    \
+       v as a third of a fused q/k/v projection's rows: x_cols C, x_ld 3C). ---- */                                   \
     X(lincomb_fwd,                                                                                                     \
       (gm_actval *out, double ca, const gm_real *pa, const gm_actval *x, double cb, const gm_real *pb, const gm_actval *y,  \
        size_t n, int x_cols, int x_ld),                                                                                \

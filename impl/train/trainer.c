@@ -406,29 +406,31 @@ static int plan_fits(const gm_run_config *rc, int world, int rank, double budget
 }
 
 // "recompute off (auto), head chunk 8192 rows (--head_rows)": the choices and who made them.
-static int say_choices(const gm_run_config *rc, int auto_recompute, int auto_head, char *why, size_t len) {
-    return snprintf(why, len, "memory: recompute %s (%s), head chunk %d rows (%s)",
-                    rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", auto_recompute ? "auto" : "--recompute",
-                    rc->head_rows, auto_head ? "auto" : "--head_rows");
+// `tail` follows: what auto went by.
+static void say_choices(const gm_run_config *rc, int auto_recompute, int auto_head, const char *tail, char *why,
+                        size_t len) {
+    snprintf(why, len, "memory: recompute %s (%s), head chunk %d rows (%s)%s",
+             rc->recompute == GM_RECOMPUTE_OFF ? "off" : "on", auto_recompute ? "auto" : "--recompute", rc->head_rows,
+             auto_head ? "auto" : "--head_rows", tail);
 }
 
 int gm_train_resolve_memory(gm_run_config *rc, int world, int rank, double budget, char *why, size_t len) {
     const int auto_recompute = rc->recompute == GM_RECOMPUTE_AUTO, auto_head = rc->head_rows == 0;
     const long long all_rows = (long long)rc->model.batch * rc->model.seq_len;
-    if (!auto_recompute && !auto_head) return say_choices(rc, 0, 0, why, len), 0;
+    if (!auto_recompute && !auto_head) return say_choices(rc, 0, 0, "", why, len), 0;
     // Keeping the recomputed inputs saves ~23 passes a step, one chunk of logits a few: the former
     // has the first claim on the memory.
     if (auto_recompute) rc->recompute = GM_RECOMPUTE_OFF;
     if (auto_head) rc->head_rows = all_rows > INT_MAX ? INT_MAX : (int)all_rows;
     double need = 0, have = 0;
     const char *what = "";
+    char tail[256];
     int fits = plan_fits(rc, world, rank, budget, &need, &have, &what);
     if (fits < 0) {  // no figure to hold the plan against: the smaller choices
         if (auto_recompute) rc->recompute = GM_RECOMPUTE_ON;
         if (auto_head && rc->head_rows > GM_HEAD_ROWS) rc->head_rows = GM_HEAD_ROWS;
-        const int n = say_choices(rc, auto_recompute, auto_head, why, len);
-        if (n >= 0 && (size_t)n < len) snprintf(why + n, len - (size_t)n, "; %s", gm_error());
-        return 0;
+        snprintf(tail, sizeof tail, "; %s", gm_error());
+        return say_choices(rc, auto_recompute, auto_head, tail, why, len), 0;
     }
     if (!fits && auto_head && rc->head_rows > GM_HEAD_ROWS) {
         rc->head_rows = GM_HEAD_ROWS;
@@ -438,11 +440,9 @@ int gm_train_resolve_memory(gm_run_config *rc, int world, int rank, double budge
         rc->recompute = GM_RECOMPUTE_ON;
         if ((fits = plan_fits(rc, world, rank, budget, &need, &have, &what)) < 0) return -1;
     }
-    const int n = say_choices(rc, auto_recompute, auto_head, why, len);
-    if (n >= 0 && (size_t)n < len)
-        snprintf(why + n, len - (size_t)n, "; the plan, %.2f GB, %s %s: %.2f GB", need / 1e9, fits ? "fits in" : "exceeds",
-                 what, have / 1e9);
-    return 0;
+    snprintf(tail, sizeof tail, "; the plan, %.2f GB, %s %s: %.2f GB", need / 1e9, fits ? "fits in" : "exceeds", what,
+             have / 1e9);
+    return say_choices(rc, auto_recompute, auto_head, tail, why, len), 0;
 }
 
 // ---- logging -------------------------------------------------------------------------------

@@ -1,10 +1,7 @@
 // out = ca*a*x + cb*b*y with optional learnable scalars a = *pa, b = *pb (1 when NULL) and an
 // optional second term y: residual adds, the 1/sqrt(2L) branch scale, x0 lambdas, value mixing,
-// U-net skip weights. x and dx may be a view (backend.h): element i at x_at(i).
+// U-net skip weights. x and dx may be a view (backend.h): element i at gm_lincomb_x_at(i, ...).
 #include "backend/cpu/cpu_ops.h"
-
-// Where element i of x (and dx) is: rows of cols values ld apart.
-static inline size_t x_at(size_t i, size_t cols, size_t ld) { return cols == ld ? i : i / cols * ld + i % cols; }
 
 void gm_cpu_lincomb_fwd(const gm_backend *be, gm_actval *out_act, double ca, const gm_real *pa, const gm_actval *x_act, double cb,
                         const gm_real *pb, const gm_actval *y_act, size_t n, int x_cols, int x_ld) {
@@ -14,7 +11,7 @@ void gm_cpu_lincomb_fwd(const gm_backend *be, gm_actval *out_act, double ca, con
     (void)be;
     gm_real a = (gm_real)(ca * (pa ? *pa : 1)), b = (gm_real)(cb * (pb ? *pb : 1));
 #pragma omp parallel for schedule(static) if (n > GM_CPU_PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = a * x[x_at(i, (size_t)x_cols, (size_t)x_ld)] + (y ? b * y[i] : 0);
+    for (size_t i = 0; i < n; i++) out[i] = a * x[gm_lincomb_x_at(i, x_cols, x_ld)] + (y ? b * y[i] : 0);
 }
 
 // One pass over chunks of 4096 elements (fixed by n, not by the thread count): each chunk writes
@@ -45,7 +42,7 @@ void gm_cpu_lincomb_bwd(const gm_backend *be, gm_actval *dx_act, gm_grad_write d
             double sa = 0, sb = 0;
             for (size_t i = lo; i < hi; i++) {
                 const gm_real g = dout[i];
-                const size_t xi = x_at(i, (size_t)x_cols, (size_t)x_ld);
+                const size_t xi = gm_lincomb_x_at(i, x_cols, x_ld);
                 if (dpa) sa += (double)g * x[xi];
                 if (dpb) sb += (double)g * y[i];
                 if (dx) gm_grad_put(&dx[xi], dx_write, a * g);

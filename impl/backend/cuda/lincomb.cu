@@ -7,10 +7,10 @@
 // 16-byte aligned, the n % GM_ACT_VEC tail one element at a time; else one element at a time
 // throughout. Each element is read before the same thread writes it: out may alias x or y.
 //
-// x and dx may be a view (backend.h): element i at x_at(i), rows of cols elements ld apart (v as a
-// third of the fused q/k/v projection's rows). The 16-byte path then also needs cols and ld to be
-// multiples of GM_ACT_VEC, so that a group lies in one row; the order of every sum is that of the
-// flat index i either way.
+// x and dx may be a view (backend.h): element i at gm_lincomb_x_at(i, cols, ld), rows of cols
+// elements ld apart (v as a third of the fused q/k/v projection's rows). The 16-byte path then also
+// needs cols and ld to be multiples of GM_ACT_VEC, so that a group lies in one row; the order of
+// every sum is that of the flat index i either way.
 //
 // The backward is one pass over memory: lincomb_bwd_kernel reads dout (and x, y for the wanted
 // scalar gradients, dx, dy where added into) once, writes dx and dy, and leaves per-block fp64
@@ -69,17 +69,12 @@
 #define LC_G GM_ACT_VEC                            // elements per group: one 16-byte access
 static_assert(LC_PER_THREAD % LC_G == 0, "a thread's elements are whole groups");
 
-// Where element i of x (and dx) is: rows of cols elements ld apart.
-static __device__ __forceinline__ size_t x_at(size_t i, int cols, int ld) {
-    return cols == ld ? i : i / cols * (size_t)ld + i % cols;
-}
-
-// Elements [i, i + W) of out = a*x + b*y (y NULL: no second term); x's at x_at(i) (within one row).
+// Elements [i, i + W) of out = a*x + b*y (y NULL: no second term); x's at gm_lincomb_x_at(i, cols, ld) (within one row).
 template <int W>
 static __device__ __forceinline__ void lincomb_group(gm_cuda_act *out, float a, const gm_cuda_act *x, float b,
                                                      const gm_cuda_act *y, size_t i, int cols, int ld) {
     float xv[W], yv[W];
-    gm_act_ldw<W>(x, x_at(i, cols, ld), xv);
+    gm_act_ldw<W>(x, gm_lincomb_x_at(i, cols, ld), xv);
     if (y) gm_act_ldw<W>(y, i, yv);
 #pragma unroll
     for (int j = 0; j < W; j++) xv[j] = a * xv[j] + (y ? b * yv[j] : 0.0f);
@@ -102,15 +97,15 @@ static __device__ __forceinline__ size_t lc_group(size_t c0, int k) {
     return c0 + ((size_t)k * GM_RED_THREADS + threadIdx.x) * LC_G;
 }
 
-// d[0..LC_G) = elements i..i+LC_G of p as fp32, 0 past n; i % LC_G == 0; element k at x_at(k, cols,
-// ld) (cols = ld: p[k]). VEC (p 16-byte aligned, and a group within one row): one 128-bit load
-// where the whole group is in range.
+// d[0..LC_G) = elements i..i+LC_G of p as fp32, 0 past n; i % LC_G == 0; element k at
+// gm_lincomb_x_at(k, cols, ld) (cols = ld: p[k]). VEC (p 16-byte aligned, and a group within one
+// row): one 128-bit load where the whole group is in range.
 template <bool VEC>
 static __device__ __forceinline__ void lc_load(float *d, const gm_cuda_act *p, size_t i, size_t n, int cols, int ld) {
     if (VEC && i + LC_G <= n) {
-        gm_act_ldw<LC_G>(p, x_at(i, cols, ld), d);
+        gm_act_ldw<LC_G>(p, gm_lincomb_x_at(i, cols, ld), d);
     } else {
-        for (int j = 0; j < LC_G; j++) d[j] = i + j < n ? gm_act_ld(p, x_at(i + j, cols, ld)) : 0.0f;
+        for (int j = 0; j < LC_G; j++) d[j] = i + j < n ? gm_act_ld(p, gm_lincomb_x_at(i + j, cols, ld)) : 0.0f;
     }
 }
 
@@ -118,10 +113,10 @@ static __device__ __forceinline__ void lc_load(float *d, const gm_cuda_act *p, s
 template <bool VEC>
 static __device__ __forceinline__ void lc_store(gm_cuda_act *p, size_t i, size_t n, const float *v, int cols, int ld) {
     if (VEC && i + LC_G <= n) {
-        gm_act_stw<LC_G>(p, x_at(i, cols, ld), v);
+        gm_act_stw<LC_G>(p, gm_lincomb_x_at(i, cols, ld), v);
     } else {
         for (int j = 0; j < LC_G; j++)
-            if (i + j < n) gm_act_st(p, x_at(i + j, cols, ld), v[j]);
+            if (i + j < n) gm_act_st(p, gm_lincomb_x_at(i + j, cols, ld), v[j]);
     }
 }
 

@@ -17,7 +17,7 @@
 // 128 and ran at 0.30-0.34 of the copy bandwidth on an H200: reports/gpu-h200/kernels-softcap.md.)
 //
 // inp and dinp may be views with token stride ld (a third of a fused q/k projection's rows, (N, 2C)),
-// out and dout are tensors of their own: the head row `row` of a view starts at view_at(row).
+// out and dout are tensors of their own: the head row `row` of a view starts at gm_head_row_at (rotary.cuh).
 //
 // W = GM_ACT_VEC (16-byte accesses to both halves and to the tables' rows) where HD/2 % GM_ACT_VEC
 // == 0, ld % GM_ACT_VEC == 0 and every pointer is 16-byte aligned (the model's HD 64 and 128), else W = 1.
@@ -33,10 +33,6 @@
 // Row `row` (a (b, t, h) index) of n; t selects the tables' row.
 static __device__ __forceinline__ int row_time(size_t row, int T, int NH) { return (int)((row / NH) % T); }
 
-// Where head row `row` starts in a view of token stride ld.
-static __device__ __forceinline__ size_t view_at(size_t row, int NH, int HD, int ld) {
-    return row / NH * (size_t)ld + row % NH * (size_t)HD;
-}
 
 // The sum of v over the aligned group of G lanes (G a power of two <= 32), in every lane of it.
 static __device__ __forceinline__ float group_sum(float v, int G) {
@@ -62,7 +58,7 @@ __global__ static void qknorm_rotary_fwd_kernel(gm_cuda_act *out, float *rstd, c
     const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const int g = threadIdx.x % G, h2 = HD / 2, pv = h2 / W;
     const bool live = row < rows;  // dead lanes still take part in the group's shuffles
-    const size_t base = row * HD, xb = view_at(row, NH, HD, ld);
+    const size_t base = row * HD, xb = gm_head_row_at(row, NH, HD, ld);
     float ss = 0;
     for (int p = g; live && p < pv; p += G) {
         float x1[W], x2[W];
@@ -117,7 +113,7 @@ __global__ static void qknorm_rotary_bwd_kernel(gm_cuda_act *dinp, gm_grad_write
     const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const int g = threadIdx.x % G, h2 = HD / 2, pv = h2 / W;
     const bool live = row < rows;
-    const size_t base = row * HD, xb = view_at(row, NH, HD, ld);  // dout's row; inp's and dinp's
+    const size_t base = row * HD, xb = gm_head_row_at(row, NH, HD, ld);  // dout's row; inp's and dinp's
     const int t = live ? row_time(row, T, NH) : 0;
     float dot = 0;
     for (int p = g; live && p < pv; p += G) {

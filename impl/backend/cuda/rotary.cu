@@ -3,7 +3,7 @@
 // GM_ACT_VEC (16-byte accesses to both halves and to the tables' rows) where HD/2 % GM_ACT_VEC ==
 // 0, the token strides are multiples of it and every pointer is 16-byte aligned (HD 64 and 128 of
 // the model), else W = 1. The backward rotates by -theta. inp (forward) and dinp (backward) may be
-// views with token stride ld (qknorm_rotary.cu's view_at); out and dout are tensors of their own.
+// views with token stride ld (rotary.cuh's gm_head_row_at); out and dout are tensors of their own.
 #include <cuda_runtime.h>
 
 #include "backend/cuda/act_vec.cuh"
@@ -21,7 +21,7 @@ __global__ static void rotary_kernel(gm_cuda_act *out, int ld_out, const gm_cuda
         const int i = (int)(p % gph) * W;
         const size_t head = p / gph;  // index of (b, t, h)
         const int t = (int)((head / NH) % T);
-        const size_t token = head / NH, in_at = token * ld_in + head % NH * HD, out_at = token * ld_out + head % NH * HD;
+        const size_t in_at = gm_head_row_at(head, NH, HD, ld_in), out_at = gm_head_row_at(head, NH, HD, ld_out);
         float c[W], s[W], x1[W], x2[W];
         gm_f32_ldw<W>(cos_t, (size_t)t * h2 + i, c);
         gm_f32_ldw<W>(sin_t, (size_t)t * h2 + i, s);

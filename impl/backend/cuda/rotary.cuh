@@ -1,5 +1,6 @@
 // Rotary embedding's rotation of one pair of half-rows (backend.h rotary_fwd / rotary_bwd), the
-// arithmetic that rotary.cu and the fused qknorm_rotary.cu share, statement for statement.
+// arithmetic that rotary.cu and the fused qknorm_rotary.cu share, statement for statement, and where
+// a head row of a view starts.
 #ifndef GM_BACKEND_CUDA_ROTARY_CUH
 #define GM_BACKEND_CUDA_ROTARY_CUH
 
@@ -12,6 +13,12 @@ static __device__ __forceinline__ void gm_rotate(float *x1, float *x2, const flo
         const float sj = sign * s[j], y1 = x1[j] * c[j] + x2[j] * sj, y2 = -x1[j] * sj + x2[j] * c[j];
         x1[j] = y1, x2[j] = y2;
     }
+}
+
+// Where head row `row` (a (b, t, h) index of (B, T, NH, HD)) starts in a view of token stride ld
+// (NH HD: a tensor of its own; more: a part of a fused projection's rows).
+static __device__ __forceinline__ size_t gm_head_row_at(size_t row, int NH, int HD, int ld) {
+    return row / NH * (size_t)ld + row % NH * (size_t)HD;
 }
 
 #endif
