@@ -49,12 +49,16 @@ ifneq ($(NVCC),)
   GENCODE_PTX := -gencode=arch=compute_$(CUDA_ARCH_NUM)$(comma)code=compute_$(CUDA_ARCH_NUM)
   CUDA_GENCODE := $(if $(filter compute_%,$(CUDA_ARCH)),$(GENCODE_PTX),\
     -gencode=arch=compute_$(patsubst sm_%,%,$(CUDA_ARCH))$(comma)code=$(CUDA_ARCH) $(GENCODE_PTX))
+  # cuDNN's headers: with them, cuda/attention_cudnn.cu builds cuDNN's fused attention (the library
+  # itself is loaded at run time); without them that file says so where cuDNN is asked for.
+  CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/$(shell uname -m)-linux-gnu/cudnn.h))
   NVCCFLAGS := -std=c++17 -O3 -Iimpl -I$(CUDA_HOME)/include -DGM_HAVE_CUDA -DGM_CUDA_ARCH=$(CUDA_ARCH_NUM)0 \
-    $(CUDA_GENCODE) -Xcompiler -Wall,-Wextra,-Werror -lineinfo
+    $(if $(CUDNN_H),-DGM_HAVE_CUDNN_H=1 -I$(dir $(CUDNN_H))) $(CUDA_GENCODE) -Xcompiler -Wall,-Wextra,-Werror -lineinfo
   # -lineinfo: compute-sanitizer and Nsight name the source line of a device fault.
   # --as-needed: a program gets only the CUDA libraries its objects call (make_data none). cuSOLVER
-  # (the SVD orthogonalizer, cuda/svd_polar.cu) and NCCL (--comm=nccl, dist/comm_nccl.c) are loaded
-  # at run time where used, so no program needs them to start.
+  # (the SVD orthogonalizer, cuda/svd_polar.cu), cuDNN (plain causal attention, cuda/attention_cudnn.cu)
+  # and NCCL (--comm=nccl, dist/comm_nccl.c) are loaded at run time where used, so no program needs
+  # them to start.
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,--as-needed -lcublas -lcublasLt -lcudart \
     -lstdc++ -Wl,--no-as-needed
   CUDA_NOTE := CUDA: nvcc is $(NVCC): the build compiles the $(words $(CU_SRC)) .cu files for $(CUDA_ARCH)$(if $(filter sm_%,$(CUDA_ARCH)), + compute_$(CUDA_ARCH_NUM) PTX)

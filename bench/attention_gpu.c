@@ -1,5 +1,7 @@
 // GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
-// (attention_naive.cu), forward and backward, at a preset's per-GPU attention shape (softcap:
+// (attention_naive.cu), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
+// attention (attention_cudnn.cu) beside them when it runs here (else one line says why), forward
+// and backward, at a preset's per-GPU attention shape (softcap:
 // B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
 // T = 1024 .. 65536. TFLOP/s use the model's count of backend/cost.h over the admitted (query,
 // key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the tensor-core
@@ -44,12 +46,15 @@
 enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
 
-static const char *const IMPL_NAMES[2] = {"mma", "naive"};
-static const gm_cuda_attn_impl IMPLS[2] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE};
+// cuDNN's fused attention (the third) where the mask is plain causal and cuDNN runs here.
+enum { IMPL_MMA, IMPL_NAIVE, IMPL_CUDNN, MAX_IMPLS };
+static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "cudnn"};
+static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_CUDNN};
 
 typedef struct {
     const gm_backend *be;
     int B, NH, HD, reps;
+    int nimpl;  // IMPL_CUDNN + 1 where cuDNN is timed, else IMPL_NAIVE + 1
     double scale;
     gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
     gm_actval *q, *k, *v, *dout, *out, *dq, *dk, *dv;  // (B, T, NH, HD) in the backend's element
@@ -59,8 +64,8 @@ typedef struct {
 typedef struct {
     int T;
     double pairs, flops[2];          // per call: [0] forward, [1] backward (model count)
-    double ms[2][2][3];              // [impl][pass][median, min, max]
-    double out_rel;                  // ||out_mma - out_naive|| / ||out_naive||
+    double ms[MAX_IMPLS][2][3];      // [impl][pass][median, min, max]
+    double out_rel[MAX_IMPLS];       // ||out_impl - out_naive|| / ||out_naive|| (naive: 0)
 } row;
 
 static void call(const bench *b, int impl, int pass, int T) {
@@ -94,11 +99,11 @@ static void time_calls(const bench *b, int impl, int pass, int T, double res[3])
     res[0] = gm_median(t, b->reps), res[1] = t[0], res[2] = t[b->reps - 1];
 }
 
-static double out_rel_diff(const bench *b, int T) {
+static double out_rel_diff(const bench *b, int impl, int T) {
     const size_t n = (size_t)b->B * T * b->NH * b->HD;
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     if (!x || !y) gm_die("attention_gpu: out of memory");
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
+    gm_cuda_attn_fwd_with(IMPLS[impl], b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
     if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
     if (gm_act_download(b->be, y, b->out, n)) gm_die_last();
@@ -124,13 +129,13 @@ static void write_csv(const bench *b, const row *rows, int nrows, const char *pa
     if (gm_atomic_open(&f, path)) gm_die_last();
     OUT(&f, "impl,pass,B,T,NH,HD,block,window,docs,pairs,flops,median_ms,min_ms,max_ms,tflops,out_rel_diff\n");
     for (int r = 0; r < nrows; r++)
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < b->nimpl; i++)
             for (int p = 0; p < 2; p++) {
                 const double *ms = rows[r].ms[i][p];
                 OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
                     p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
                     b->mask.doc != NULL, rows[r].pairs, rows[r].flops[p], ms[0], ms[1], ms[2],
-                    tflops(rows[r].flops[p], ms[0]), rows[r].out_rel);
+                    tflops(rows[r].flops[p], ms[0]), rows[r].out_rel[i]);
             }
     write_or_die(&f, gm_atomic_commit(&f));
 }
@@ -140,7 +145,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
     gm_atomic_file f;
     if (gm_atomic_open(&f, path)) gm_die_last();
     char *hw = gm_hardware_json();
-    OUT(&f, "# GPU attention: tensor cores (mma.sync bf16) vs naive fp32, %s shapes\n\n", preset);
+    OUT(&f, "# GPU attention: tensor cores (mma.sync bf16) vs naive fp32%s, %s shapes\n\n",
+        b->nimpl > IMPL_CUDNN ? ", and cuDNN's fused attention" : "", preset);
     OUT(&f, "- Machine: `%s`.\n", hw);
     OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, cmdline);
     OUT(&f, "- Host load average (1 min): %.2f at start, %.2f at end; the GPU is assumed otherwise idle.\n", load[0],
@@ -165,7 +171,21 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         for (int p = 0; p < 2; p++)
             OUT(&f, " %.4g | %.1f | %.4g | %.1f | %.1fx |", w->ms[0][p][0], tflops(w->flops[p], w->ms[0][p][0]),
                 w->ms[1][p][0], tflops(w->flops[p], w->ms[1][p][0]), w->ms[1][p][0] / w->ms[0][p][0]);
-        OUT(&f, " %.2g |\n", w->out_rel);
+        OUT(&f, " %.2g |\n", w->out_rel[IMPL_MMA]);
+    }
+    if (b->nimpl > IMPL_CUDNN) {
+        OUT(&f, "\ncuDNN's fused attention (graph API, plain causal), the same inputs; `mma / cuDNN`: our kernel's time "
+                "over cuDNN's; `out diff`: ||out_cudnn - out_naive|| / ||out_naive||.\n\n");
+        OUT(&f, "| T | cuDNN fwd ms | TFLOP/s | mma / cuDNN | cuDNN bwd ms | TFLOP/s | mma / cuDNN | out diff |\n");
+        OUT(&f, "|---|---|---|---|---|---|---|---|\n");
+        for (int r = 0; r < nrows; r++) {
+            const row *w = &rows[r];
+            OUT(&f, "| %d |", w->T);
+            for (int p = 0; p < 2; p++)
+                OUT(&f, " %.4g | %.1f | %.2f |", w->ms[IMPL_CUDNN][p][0], tflops(w->flops[p], w->ms[IMPL_CUDNN][p][0]),
+                    w->ms[IMPL_MMA][p][0] / w->ms[IMPL_CUDNN][p][0]);
+            OUT(&f, " %.2g |\n", w->out_rel[IMPL_CUDNN]);
+        }
     }
     write_or_die(&f, gm_atomic_commit(&f));
     free(hw);
@@ -174,8 +194,9 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
 static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
            "                     [--out=DIR] [--name=BASE]\n"
-           "  GPU attention, tensor cores vs naive, forward and backward, at the preset's per-GPU shape for\n"
-           "  T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md. Without a GPU: one line, exit 0.\n"
+           "  GPU attention, tensor cores vs naive (and cuDNN on a plain causal mask), forward and backward,\n"
+           "  at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md.\n"
+           "  Without a GPU: one line, exit 0.\n"
            "  --preset    whose attention shape (default softcap)\n"
            "  --tmin      shortest sequence (default 1024)\n"
            "  --tmax      longest sequence (default 65536)\n"
@@ -257,6 +278,14 @@ int main(int argc, char **argv) {
         b.mask.doc = gdoc;
     }
 
+    // cuDNN is timed beside ours where the mask is plain causal and one call at tmin runs.
+    b.nimpl = IMPL_NAIVE + 1;
+    if (!b.mask.doc && b.mask.window_blocks <= 0) {
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_CUDNN, b.be, b.out, b.lse, b.q, b.k, b.v, b.B, tmin, b.NH, b.HD, b.scale,
+                              b.mask);
+        if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
+        else b.nimpl = IMPL_CUDNN + 1;
+    }
     double load[2] = {gm_load_average(), 0};
     fprintf(stderr, "attention_gpu: %s, B=%d NH=%d HD=%d, window %d blocks of %d, docs %s; T = %d..%d\n", preset, b.B,
             b.NH, b.HD, b.mask.window_blocks, b.mask.block, doc ? "on" : "off", tmin, tmax);
@@ -284,13 +313,19 @@ int main(int argc, char **argv) {
                          b.scale, b.mask);
         const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < b.nimpl; i++)
             for (int p = 0; p < 2; p++) time_calls(&b, i, p, w->T, w->ms[i][p]);
-        w->out_rel = out_rel_diff(&b, w->T);
+        w->out_rel[IMPL_NAIVE] = 0;
+        for (int i = 0; i < b.nimpl; i++)
+            if (i != IMPL_NAIVE) w->out_rel[i] = out_rel_diff(&b, i, w->T);
         fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
                         "naive %9.3f ms;  out diff %.2g\n",
                 w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],
-                tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel);
+                tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
+        if (b.nimpl > IMPL_CUDNN)
+            fprintf(stderr, "          cudnn: fwd %9.3f ms (%6.1f TFLOP/s), bwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n",
+                    w->ms[IMPL_CUDNN][0][0], tflops(w->flops[0], w->ms[IMPL_CUDNN][0][0]), w->ms[IMPL_CUDNN][1][0],
+                    tflops(w->flops[1], w->ms[IMPL_CUDNN][1][0]), w->out_rel[IMPL_CUDNN]);
     }
     load[1] = gm_load_average();
 

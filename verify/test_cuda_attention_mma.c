@@ -1,5 +1,6 @@
-// The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128) against the
-// CPU backend and the naive GPU kernels (attention_naive.cu), over masks with documents, windows
+// The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128), and cuDNN's
+// fused attention on plain causal masks (attention_cudnn.cu, suite cuda_attn_cudnn, at the end),
+// against the CPU backend and the naive GPU kernels (attention_naive.cu), over masks with documents, windows
 // of 1 to many blocks, block sizes that do and do not divide the kernels' tiles, and sequence
 // lengths that are not multiples of them; every run twice and bitwise equal (determinism); inputs
 // rounded to bf16 on load (nearest even, bitwise); the dispatcher's choice; the refusal of other
@@ -170,17 +171,25 @@ static double *widened(const cc_env *e, const double *bound, const gm_real *ref,
     return w;
 }
 
-// One case: CPU reference, naive GPU, tensor cores (twice). Both backwards get the CPU forward's
-// out and lse, so each comparison sees one kernel's error only.
-static void run_case(cc_env *e, const cc_attn_case *c) {
+// How the implementation under test writes its gradients: cuDNN's backward sets them (from zero
+// priors here), the others add into random priors.
+static gm_grad_write write_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? GM_GRAD_SET : GM_GRAD_ADD; }
+static const char *name_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? "cuDNN" : "tensor cores"; }
+
+// One case: CPU reference, naive GPU, the implementation under test (tensor cores or cuDNN,
+// twice). Both backwards get the CPU forward's out and lse, so each comparison sees one kernel's
+// error only.
+static void run_case(cc_env *e, const cc_attn_case *c, gm_cuda_attn_impl test) {
     const gm_backend *cpu = e->cpu, *gpu = e->gpu;
     const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
     const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
     gm_real *q = randn_bf16(e, n, c->qscale), *k = randn_bf16(e, n, 1.0), *v = randn_bf16(e, n, 1.0);
+    const gm_grad_write w = write_of(test);
     gm_real *dout = randn_bf16(e, n, 1.0), *g0 = cc_randn(e, 3 * n, 0.5);  // prior dq | dk | dv
+    if (w == GM_GRAD_SET) memset(g0, 0, sizeof(gm_real) * 3 * n);
     gm_actval *gq = cc_act_to_gpu(e, q, n), *gk = cc_act_to_gpu(e, k, n), *gv = cc_act_to_gpu(e, v, n);
     gm_actval *gdout = cc_act_to_gpu(e, dout, n);
-    // [0]: naive, [1]: tensor cores, [2]: tensor cores again; each gradient from the prior g0.
+    // [0]: naive, [1]: under test, [2]: under test again; each gradient from the prior g0.
     gm_actval *gout[3], *gg[3];
     gm_real *glse[3];
     for (int r = 0; r < 3; r++)
@@ -203,11 +212,11 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     int32_t *gdoc = cc_to_gpu(e, doc, sizeof(int32_t) * B * T);
     gm_real *glse_c = cc_to_gpu(e, lse, sizeof(gm_real) * nl);
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    const gm_cuda_attn_impl impl[3] = {GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA};
+    const gm_cuda_attn_impl impl[3] = {GM_CUDA_ATTN_NAIVE, test, test};
     for (int r = 0; r < 3; r++) {
         gm_cuda_attn_fwd_with(impl[r], gpu, gout[r], glse[r], gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gm_act_at(gpu, gg[r], n), gm_act_at(gpu, gg[r], 2 * n), GM_GRAD_ADD,
-                              gdout, gq, gk, gv, gout_c, glse_c, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, gg[r], gm_act_at(gpu, gg[r], n), gm_act_at(gpu, gg[r], 2 * n), w, gdout, gq,
+                              gk, gv, gout_c, glse_c, B, T, NH, HD, scale, gm);
     }
 
     char what[256];
@@ -217,23 +226,23 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     const int act[5] = {1, 0, 1, 1, 1};
     const gm_real *cpus[5] = {out, lse, g, g + n, g + 2 * n};
     for (int t = 0; t < 5; t++) {
-        gm_real *res[3];  // naive, tensor cores, tensor cores again
+        gm_real *res[3];  // naive, under test, under test again
         for (int r = 0; r < 3; r++) {
             const void *dev = t == 0 ? (const void *)gout[r] : t == 1 ? (const void *)glse[r] : gm_act_at(gpu, gg[r], at[t]);
             res[r] = fetch(e, dev, len[t], act[t]);
         }
         double *b_cpu = widened(e, bnd[t], cpus[t], len[t], act[t], 0);
         double *b_naive = widened(e, bnd[t], res[0], len[t], act[t], 1);
-        snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s, tensor cores vs CPU", c->what,
-                 T, NH, HD, c->block, c->window, c->use_docs, names[t]);
+        snprintf(what, sizeof what, "%s (T=%d NH=%d HD=%d block=%d window=%d docs=%d): %s, %s vs CPU", c->what, T, NH,
+                 HD, c->block, c->window, c->use_docs, names[t], name_of(test));
         cc_check_within(e, what, res[1], cpus[t], b_cpu, len[t]);
-        snprintf(what, sizeof what, "%s: %s, tensor cores vs naive GPU", c->what, names[t]);
+        snprintf(what, sizeof what, "%s: %s, %s vs naive GPU", c->what, names[t], name_of(test));
         cc_check_within(e, what, res[1], res[0], b_naive, len[t]);
         // The naive kernels are fp32: within the same bounds of the CPU (their own test holds them
-        // to 200 ulp); a failure here points at the reference, not at the tensor cores.
+        // to 200 ulp); a failure here points at the reference, not at the implementation under test.
         snprintf(what, sizeof what, "%s: %s, naive GPU vs CPU", c->what, names[t]);
         cc_check_within(e, what, res[0], cpus[t], b_cpu, len[t]);
-        snprintf(what, sizeof what, "%s: %s, tensor cores run twice", c->what, names[t]);
+        snprintf(what, sizeof what, "%s: %s, %s run twice", c->what, names[t], name_of(test));
         cc_check_equal(e, what, res[2], res[1], len[t]);
         for (int r = 0; r < 3; r++) free(res[r]);
         free(b_cpu), free(b_naive);
@@ -246,8 +255,9 @@ static void run_case(cc_env *e, const cc_attn_case *c) {
     free(q), free(k), free(v), free(dout), free(g0), free(doc), free(out), free(lse), free(g), free(bout);
 }
 
-// A counting case (header): integer inputs, P = 1 on every admitted pair, exact references.
-static void run_counting_case(cc_env *e, const cc_attn_case *c) {
+// A counting case (header): integer inputs, P = 1 on every admitted pair, exact references; the
+// implementation under test and the naive kernels.
+static void run_counting_case(cc_env *e, const cc_attn_case *c, gm_cuda_attn_impl test) {
     const gm_backend *gpu = e->gpu;
     const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
     const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T, rows = (size_t)B * T * NH;
@@ -310,15 +320,15 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
     gm_real *zero_lse = gpu->alloc(gpu, sizeof(gm_real) * nl);
     cr_assert(zero_lse, "%s", gm_error());
     gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-    const gm_cuda_attn_impl impl[2] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE};
-    const char *iname[2] = {"tensor cores", "naive GPU"};
+    const gm_cuda_attn_impl impl[2] = {test, GM_CUDA_ATTN_NAIVE};
+    const char *iname[2] = {name_of(test), "naive GPU"};
     char what[256];
     for (int r = 0; r < 2; r++) {
         gm_actval *out = cc_act_poisoned(e, n), *g = cc_act_zeroed(e, 3 * n);
         gm_real *lse = cc_poisoned(e, nl);
         gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_bwd_with(impl[r], gpu, g, gm_act_at(gpu, g, n), gm_act_at(gpu, g, 2 * n), GM_GRAD_ADD, gdo, gq, gk,
-                              gv, zero_out, zero_lse, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_bwd_with(impl[r], gpu, g, gm_act_at(gpu, g, n), gm_act_at(gpu, g, 2 * n), write_of(test), gdo, gq,
+                              gk, gv, zero_out, zero_lse, B, T, NH, HD, scale, gm);
         snprintf(what, sizeof what, "counting, %s (T=%d HD=%d block=%d window=%d docs=%d), %s: out", c->what, T, HD,
                  c->block, c->window, c->use_docs, iname[r]);
         cc_act_expect_within(e, what, out, ref_o, bo, n);
@@ -339,12 +349,12 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c) {
 // reports/gpu-h200/), which keeps the cases up to T ~330, tile edges and masks among them. The
 // long-window and record-shape tests, whose point is their length, take no cap: the racecheck stage
 // leaves them out by name.
-static void run_cases(const cc_attn_case *cases, size_t count) {
+static void run_cases(const cc_attn_case *cases, size_t count, gm_cuda_attn_impl test) {
     cc_env e = cc_begin();
     int ran = 0;
     for (size_t i = 0; i < count; i++) {
         if (!cc_attn_case_fits(&cases[i])) continue;
-        run_case(&e, &cases[i]), run_counting_case(&e, &cases[i]);
+        run_case(&e, &cases[i], test), run_counting_case(&e, &cases[i], test);
         ran++;
     }
     cc_expect_some_ran(ran);
@@ -362,7 +372,7 @@ Test(cuda_attn_mma, head_dim_64) {
         {"block 200 (above the tiles), window 2", 777, 2, 64, 200, 2, 0, 1.0, {-1}},
         {"every token its own document", 150, 2, 64, 128, 0, 1, 1.0, {CC_ALL_EOT, -1}},
     };
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], GM_CUDA_ATTN_MMA);
 }
 
 Test(cuda_attn_mma, head_dim_128) {
@@ -376,7 +386,7 @@ Test(cuda_attn_mma, head_dim_128) {
         {"one document (no EOT), window 4 blocks of 32", 500, 2, 128, 32, 4, 1, 1.0, {-1}},
         {"block 5, window 3, docs, peaky", 300, 2, 128, 5, 3, 1, 2.0, {0, 127, 128, 129, -1}},
     };
-    run_cases(cases, sizeof cases / sizeof cases[0]);
+    run_cases(cases, sizeof cases / sizeof cases[0], GM_CUDA_ATTN_MMA);
 }
 
 // Counting only (cheap on the host), at lengths where the record's window ends inside the sequence.
@@ -389,7 +399,7 @@ Test(cuda_attn_mma, counting_long_windows) {
         {"no window, docs", 1500, 1, 64, 128, 0, 1, 1.0, {0, 64, 65, 700, 1499, -1}},
     };
     cc_env e = cc_begin();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_counting_case(&e, &cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_counting_case(&e, &cases[i], GM_CUDA_ATTN_MMA);
 }
 
 // The record's shape scaled to T = 8192: B = 1, NH = 6, HD = 128, window 14 blocks of 128 (the
@@ -539,45 +549,54 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
     }
 }
 
+// The backend's attn_fwd / attn_bwd under `mask` give bitwise the results of `want` asked for by
+// name (out, lse, and dq | dk | dv written as `w` says).
+static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl want, const char *name, int T, int HD, gm_attn_mask m,
+                                gm_grad_write w) {
+    const gm_backend *gpu = e->gpu;
+    const int B = 1, NH = 2;
+    const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+    const double scale = 1.0 / sqrt(HD);
+    gm_real *x = cc_randn(e, 4 * n, 1.0);
+    gm_actval *gx = cc_act_to_gpu(e, x, 4 * n);  // q | k | v | dout
+    gm_actval *gq = gx, *gk = gm_act_at(gpu, gx, n), *gv = gm_act_at(gpu, gx, 2 * n), *gdo = gm_act_at(gpu, gx, 3 * n);
+    gm_actval *out[2], *g[2];
+    gm_real *lse[2];
+    for (int r = 0; r < 2; r++)
+        out[r] = cc_act_poisoned(e, n), lse[r] = cc_poisoned(e, nl), g[r] = cc_act_zeroed(e, 3 * n);
+    gpu->attn_fwd(gpu, out[0], lse[0], gq, gk, gv, B, T, NH, HD, scale, m);
+    gpu->attn_bwd(gpu, g[0], gm_act_at(gpu, g[0], n), gm_act_at(gpu, g[0], 2 * n), w, gdo, gq, gk, gv, out[0], lse[0],
+                  B, T, NH, HD, scale, m);
+    gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gq, gk, gv, B, T, NH, HD, scale, m);
+    gm_cuda_attn_bwd_with(want, gpu, g[1], gm_act_at(gpu, g[1], n), gm_act_at(gpu, g[1], 2 * n), w, gdo, gq, gk, gv,
+                          out[0], lse[0], B, T, NH, HD, scale, m);
+    char what[128];
+    gm_real *ref = cc_act_from_gpu(e, out[1], n);
+    snprintf(what, sizeof what, "HD %d: backend attn_fwd vs %s: out", HD, name);
+    cc_act_expect_equal(e, what, out[0], ref, n);
+    free(ref);
+    ref = cc_from_gpu(e, lse[1], nl);
+    snprintf(what, sizeof what, "HD %d: backend attn_fwd vs %s: lse", HD, name);
+    cc_expect_equal(e, what, lse[0], ref, nl);
+    free(ref);
+    ref = cc_act_from_gpu(e, g[1], 3 * n);
+    snprintf(what, sizeof what, "HD %d: backend attn_bwd vs %s: dq | dk | dv", HD, name);
+    cc_act_expect_equal(e, what, g[0], ref, 3 * n);
+    free(ref);
+    for (int r = 0; r < 2; r++) gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
+    gpu->free(gpu, gx);
+    free(x);
+}
+
 // The backend's attn_fwd / attn_bwd run the tensor cores at head_dim 64 and 128 and the naive
-// kernels otherwise: bitwise the results of the implementation asked for by name.
+// kernels otherwise (a windowed mask: cuDNN does not take it).
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
-    const gm_backend *gpu = e.gpu;
-    const int HDS[3] = {64, 128, 48};
-    for (int hi = 0; hi < 3; hi++) {
-        const int B = 1, T = 200, NH = 2, HD = HDS[hi];
-        const gm_cuda_attn_impl want = HD == 48 ? GM_CUDA_ATTN_NAIVE : GM_CUDA_ATTN_MMA;
-        const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
-        const double scale = 1.0 / sqrt(HD);
-        gm_real *x = cc_randn(&e, 4 * n, 1.0);
-        gm_actval *gx = cc_act_to_gpu(&e, x, 4 * n);  // q | k | v | dout
-        gm_actval *gq = gx, *gk = gm_act_at(gpu, gx, n), *gv = gm_act_at(gpu, gx, 2 * n), *gdo = gm_act_at(gpu, gx, 3 * n);
-        gm_attn_mask m = {NULL, 16, 3};
-        gm_actval *out[2], *g[2];
-        gm_real *lse[2];
-        for (int r = 0; r < 2; r++)
-            out[r] = cc_act_poisoned(&e, n), lse[r] = cc_poisoned(&e, nl), g[r] = cc_act_zeroed(&e, 3 * n);
-        gpu->attn_fwd(gpu, out[0], lse[0], gq, gk, gv, B, T, NH, HD, scale, m);
-        gpu->attn_bwd(gpu, g[0], gm_act_at(gpu, g[0], n), gm_act_at(gpu, g[0], 2 * n), GM_GRAD_ADD, gdo, gq, gk, gv,
-                      out[0], lse[0], B, T, NH, HD, scale, m);
-        gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gq, gk, gv, B, T, NH, HD, scale, m);
-        gm_cuda_attn_bwd_with(want, gpu, g[1], gm_act_at(gpu, g[1], n), gm_act_at(gpu, g[1], 2 * n), GM_GRAD_ADD, gdo, gq,
-                              gk, gv, out[0], lse[0], B, T, NH, HD, scale, m);
-        char what[128];
-        gm_real *ref = cc_act_from_gpu(&e, out[1], n);
-        snprintf(what, sizeof what, "HD %d: backend attn_fwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
-        cc_act_expect_equal(&e, what, out[0], ref, n);
-        free(ref);
-        ref = cc_act_from_gpu(&e, g[1], 3 * n);
-        snprintf(what, sizeof what, "HD %d: backend attn_bwd vs the %s kernels", HD, hi < 2 ? "mma" : "naive");
-        cc_act_expect_equal(&e, what, g[0], ref, 3 * n);
-        free(ref);
-        for (int r = 0; r < 2; r++) gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
-        gpu->free(gpu, gx);
-        free(x);
-    }
+    const gm_attn_mask m = {NULL, 16, 3};
+    expect_backend_runs(&e, GM_CUDA_ATTN_MMA, "the mma kernels", 200, 64, m, GM_GRAD_ADD);
+    expect_backend_runs(&e, GM_CUDA_ATTN_MMA, "the mma kernels", 200, 128, m, GM_GRAD_ADD);
+    expect_backend_runs(&e, GM_CUDA_ATTN_NAIVE, "the naive kernels", 200, 48, m, GM_GRAD_ADD);
 }
 
 // Asked for by name, the tensor-core kernels refuse what they cannot do (an error at sync), rather
@@ -600,4 +619,68 @@ Test(cuda_attn_mma, refuses_head_dim_32) {
 Test(cuda_attn_mma, refuses_unaligned_tensor) {
     REQUIRE_MMA();
     expect_refused(64, 1);
+}
+
+// ---- cuDNN's fused attention (attention_cudnn.cu): plain causal masks ----
+
+// A GPU, bf16 activations, and cuDNN loadable (GM_REQUIRE_CUDNN=1: its absence fails the test).
+#define REQUIRE_CUDNN()                                                                                    \
+    do {                                                                                                   \
+        CC_REQUIRE_GPU();                                                                                  \
+        char why_[600];                                                                                    \
+        if (gm_cuda_attn_cudnn_graph_check(0, 1, 64, 1, 64, why_, sizeof why_)) {                         \
+            const char *req_ = getenv("GM_REQUIRE_CUDNN");                                                 \
+            cr_assert(!(req_ && !strcmp(req_, "1")), "GM_REQUIRE_CUDNN=1 and %s", why_);                   \
+            cr_skip_test("GPU test skipped: %s", why_);                                                    \
+        }                                                                                                  \
+        if (GM_CUDA_ACT_BYTES != 2) cr_skip_test("GPU test skipped: fp32 activations; cuDNN takes bf16"); \
+    } while (0)
+
+// The bars of the header hold for cuDNN too: its rounding points are the tensor cores' (P and dS
+// bf16 MMA operands, fp32 accumulation, out and the gradients rounded at their store). Every case
+// run twice and bitwise equal: the backward is the form cuDNN runs deterministically.
+Test(cuda_attn_cudnn, plain_causal_against_cpu_and_naive) {
+    REQUIRE_CUDNN();
+    const cc_attn_case cases[] = {
+        {"T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"T = 65, head_dim 128", 65, 2, 128, 128, 0, 0, 1.0, {-1}},
+        {"T = 200 (not a multiple of the tiles)", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"several tiles, peaky softmax", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
+        {"six heads of 128", 1024, 6, 128, 128, 0, 0, 1.0, {-1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], GM_CUDA_ATTN_CUDNN);
+}
+
+// The backend's attn_fwd / attn_bwd run cuDNN on a plain causal mask (the backward where it sets
+// the gradients), at both head dims of the tensor-core kernels.
+Test(cuda_attn_cudnn, backend_picks_cudnn_for_plain_causal) {
+    REQUIRE_CUDNN();
+    cc_env e = cc_begin();
+    const gm_attn_mask m = {NULL, 128, 0};
+    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, "cuDNN", 300, 128, m, GM_GRAD_SET);
+    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, "cuDNN", 300, 64, m, GM_GRAD_SET);
+}
+
+// Asked for by name, cuDNN refuses what it cannot express (an error at sync naming why): the
+// records' window and documents, and adding into gradients.
+Test(cuda_attn_cudnn, refuses_windows_documents_and_adding) {
+    REQUIRE_CUDNN();
+    cc_env e = cc_begin();
+    const int T = 128, HD = 64;
+    gm_actval *buf = cc_act_poisoned(&e, 8 * (size_t)T * HD);
+    gm_real *lse = cc_poisoned(&e, T);
+    int32_t ids[128] = {0};
+    int32_t *doc = cc_to_gpu(&e, ids, sizeof ids);
+    const gm_attn_mask masks[2] = {{NULL, 128, 14}, {doc, 128, 0}};
+    const char *why[2] = {"a window of blocks", "documents"};
+    for (int i = 0; i < 2; i++) {
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_CUDNN, e.gpu, buf, lse, buf, buf, buf, 1, T, 1, HD, 1.0, masks[i]);
+        cr_expect_eq(gm_cuda_sync(e.gpu), -1, "mask with %s: accepted", why[i]);
+        cr_expect(strstr(gm_error(), why[i]) != NULL, "message: %s", gm_error());
+    }
+    gm_cuda_attn_bwd_with(GM_CUDA_ATTN_CUDNN, e.gpu, buf, buf, buf, GM_GRAD_ADD, buf, buf, buf, buf, buf, lse, 1, T, 1,
+                          HD, 1.0, masks[0]);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "GM_GRAD_ADD: accepted");
+    cr_expect(strstr(gm_error(), "cannot add into them") != NULL, "message: %s", gm_error());
+    e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse), e.gpu->free(e.gpu, doc);
 }

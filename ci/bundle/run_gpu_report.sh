@@ -94,6 +94,21 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gm-gpu-report-work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export out work V build_id
 
+# cuDNN, which the plain-causal attention loads at run time (backend/cuda/attention_cudnn.cu): the
+# node's own where the loader finds it, else PyTorch's copy (GM_CUDNN_LIB). Where either is there,
+# the GPU suite runs with GM_REQUIRE_CUDNN=1: its cuDNN tests fail rather than skip.
+cudnn_where=
+if [ -n "${GM_CUDNN_LIB:-}" ]; then
+    cudnn_where="GM_CUDNN_LIB=$GM_CUDNN_LIB (given)"
+elif lib=$(ldconfig -p 2>/dev/null | grep -m1 -o '/[^ ]*/libcudnn\.so\.9$') && [ -n "$lib" ]; then
+    cudnn_where="$lib (the loader's)"
+elif lib=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib", "libcudnn.so.9"))' \
+    2>/dev/null) && [ -f "$lib" ]; then
+    export GM_CUDNN_LIB=$lib
+    cudnn_where="GM_CUDNN_LIB=$lib (PyTorch's copy)"
+fi
+export cudnn_where
+
 # The GPU suites the sanitizers run: all but cuda_fault, whose test faults on purpose.
 export SANITIZED_SUITES='cuda_!(fault)/*'
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
@@ -110,11 +125,15 @@ st_info() {
     nvidia-smi -q -d CLOCK,PERFORMANCE
     echo "== compute-sanitizer: ${sanitizer:-not found}"
     echo "== ncu: ${ncu:-not found}"
+    echo "== cuDNN: ${cudnn_where:-not found (the plain-causal attention runs the tensor-core kernel)}"
     echo "== python3: $(python3 --version 2>&1)"
     echo "== GM_ROOT=$GM_ROOT GM_BIN=$GM_BIN LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     return 0  # a missing nvidia-smi is what this stage reports, not a failure
 }
-st_gpu_suite() { GM_REQUIRE_GPU=1 "$V" --filter 'cuda_*/*' --jobs 1 --verbose; }
+st_gpu_suite() {
+    GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" --filter '@(cuda_*|cudnn_*)/*' \
+        --jobs 1 --verbose
+}
 st_kernels() {  # st_kernels PRESET
     "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 --steps=3 --out="$out" \
         --name="kernels-$1"

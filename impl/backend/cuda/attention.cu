@@ -1,11 +1,13 @@
-// The CUDA backend's attn_fwd / attn_bwd: the shape check, the choice between the tensor-core
-// kernels (attention_mma.cu: head_dim 64 and 128, the presets') and the naive scalar ones
-// (attention_naive.cu: every other head_dim up to 128), and the backward's D pass that both use.
+// The CUDA backend's attn_fwd / attn_bwd: the shape check, the choice between cuDNN's fused
+// attention (attention_cudnn.cu: plain causal masks), the tensor-core kernels (attention_mma.cu:
+// head_dim 64 and 128, the presets') and the naive scalar ones (attention_naive.cu: every other
+// head_dim up to 128), and the backward's D pass that the last two use.
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention.h"
+#include "base/error.h"
 
 // D (B, NH, T, fp32) = rowsum(dout * out) of the activations dout, out (B, T, NH, HD); one warp per
 // (b, t, h) row, 8 per block, a fixed-order warp sum in fp32 (deterministic).
@@ -41,6 +43,23 @@ static int check_shape(gm_cuda_ctx *c, int B, int T, int NH, int HD, gm_attn_mas
     return 1;
 }
 
+// The mask cuDNN's fused attention expresses: causal, one document, no window.
+static int plain_causal(gm_attn_mask m) { return !m.doc && m.window_blocks <= 0; }
+
+// cuDNN could not serve a call (why). Asked for by name: an error, noted; 1 (stop). By the automatic
+// choice: one note per process on stderr, then 0 (the next choice runs).
+static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *why) {
+    if (impl == GM_CUDA_ATTN_CUDNN) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (cuDNN)", why);
+        return 1;
+    }
+    static int said;
+    if (!said) gm_report("note", "attention: cuDNN's fused attention not used for plain causal masks (%s); "
+                                 "the tensor-core kernel runs them", why);
+    said = 1;
+    return 0;
+}
+
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take.
 static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
@@ -68,6 +87,11 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const gm_cuda_act *va = (const gm_cuda_act *)v;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
+    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && plain_causal(mask))) {
+        char why[400];
+        if (!gm_cuda_attn_cudnn_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask, why, sizeof why)) return;
+        if (cudnn_declined(c, impl, why)) return;
+    }
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 4);
     if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
@@ -89,6 +113,17 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const gm_cuda_act *oa = (const gm_cuda_act *)out;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
+    if (impl == GM_CUDA_ATTN_CUDNN && dqkv_write != GM_GRAD_SET) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (cuDNN)", "its backward writes dq, dk, dv; it cannot add into them");
+        return;
+    }
+    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && plain_causal(mask) && dqkv_write == GM_GRAD_SET)) {
+        char why[400];
+        if (!gm_cuda_attn_cudnn_bwd(c, dqa, dka, dva, doa, qa, ka, va, oa, lse, B, T, NH, HD, scale, mask, why,
+                                    sizeof why))
+            return;
+        if (cudnn_declined(c, impl, why)) return;
+    }
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 7);
     if (which < 0) return;

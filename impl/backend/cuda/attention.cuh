@@ -27,4 +27,16 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
                           const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m);
 
+// cuDNN's fused attention (attention_cudnn.cu), plain causal masks only: 0 when the call is
+// enqueued (a failure of the run itself is noted), -1 when cuDNN cannot serve it (the mask, the
+// element, head_dim, alignment, cuDNN absent or offering no engine): why says so and nothing ran.
+// The backward writes dq, dk, dv (GM_GRAD_SET) and computes D itself (into GM_SCR_ATTN_D).
+int gm_cuda_attn_cudnn_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k,
+                           const gm_cuda_act *v, int B, int T, int NH, int HD, double scale, gm_attn_mask m,
+                           char *why, size_t len);
+int gm_cuda_attn_cudnn_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, const gm_cuda_act *dout,
+                           const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, const gm_cuda_act *out,
+                           const float *lse, int B, int T, int NH, int HD, double scale, gm_attn_mask m, char *why,
+                           size_t len);
+
 #endif

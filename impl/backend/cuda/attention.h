@@ -6,7 +6,13 @@
 //   mma    attention_mma.cu: bf16 tensor-core kernels (mma.sync m16n8k16, fp32 accumulation),
 //          head_dim 64 or 128 and every tensor 16-byte aligned; any other shape is an error
 //          (recorded, reported by sync), never a silent fallback.
-//   auto   mma where it applies, naive otherwise.
+//   cudnn  attention_cudnn.cu: cuDNN's fused attention (graph API, loaded at run time), plain causal
+//          masks only (no window, no documents), bf16 activations, head_dim a multiple of 8, 16-byte
+//          aligned tensors, the backward writing (GM_GRAD_SET); anything else, or cuDNN absent,
+//          is an error (recorded, reported by sync) naming the reason.
+//   auto   cudnn for a plain causal mask where it serves (the backward: where dq/dk/dv are set),
+//          else mma where it applies, else naive. When cudnn was tried and could not serve, one
+//          note on stderr says why (once per process) and the next choice runs.
 #ifndef GM_BACKEND_CUDA_ATTENTION_H
 #define GM_BACKEND_CUDA_ATTENTION_H
 
@@ -16,11 +22,17 @@
 extern "C" {
 #endif
 
-typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2 } gm_cuda_attn_impl;
+typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2, GM_CUDA_ATTN_CUDNN = 3 } gm_cuda_attn_impl;
 
 // 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);
+
+// Build cuDNN's attention graph for this shape (bwd: the backward's) without a GPU: load cuDNN and
+// make and finalize every tensor and operation descriptor, stopping before the operation graph
+// (which needs a device). 0, or -1 with the reason in why (cuDNN absent, or the first descriptor it
+// refused, with cuDNN's own message). What the library checks here, a test can check anywhere.
+int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int HD, char *why, size_t len);
 
 void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
                            const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH, int HD,

@@ -2,6 +2,7 @@
 // interface, answering that there is no CUDA, so callers and tests link unchanged.
 #ifndef GM_HAVE_CUDA
 #include <stddef.h>
+#include <stdio.h>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
@@ -21,6 +22,12 @@ int gm_cuda_sync(const gm_backend *be) {
 void *gm_cuda_stream(const gm_backend *be) {
     (void)be;
     return NULL;
+}
+
+int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int HD, char *why, size_t len) {
+    (void)bwd, (void)B, (void)T, (void)NH, (void)HD;
+    snprintf(why, len, "%s", GM_NO_CUDA_WHY);
+    return -1;
 }
 
 // Unreachable without a backend to pass; they fail like the rest.

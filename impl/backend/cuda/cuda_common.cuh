@@ -42,6 +42,7 @@ enum {
     GM_SCR_SVD_WORK,    // SVD: gesvdj's workspace
     GM_SCR_SVD_INFO,    // SVD: gesvdj's info
     GM_SCR_NORMUON,     // normuon: each line's sum of squares before and after scaling (fp64), then the rescale
+    GM_SCR_CUDNN_WS,    // cuDNN's attention: its execution plan's workspace
     GM_SCR_COUNT
 };
 
@@ -75,6 +76,9 @@ typedef struct {
 // Distinct alpha and beta values kept in device memory for the device-pointer plans.
 #define GM_CUDA_LT_SCALARS 64
 
+// cuDNN's handle and attention plans (attention_cudnn.cu), made on the first call that uses them.
+typedef struct gm_cuda_cudnn gm_cuda_cudnn;
+
 typedef struct {
     int device;
     cudaStream_t stream;
@@ -89,6 +93,7 @@ typedef struct {
     int lt_nscalars;
     cusolverDnHandle_t solver;  // made on the first SVD orthogonalization (svd_polar.cu)
     gesvdjInfo_t svdj;
+    gm_cuda_cudnn *cudnn;       // made on the first plain-causal attention (attention_cudnn.cu)
     void *scr[GM_SCR_COUNT];
     size_t scr_bytes[GM_SCR_COUNT];
     int failed;     // an error was recorded since the last sync
