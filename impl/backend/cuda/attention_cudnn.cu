@@ -427,6 +427,10 @@ extern "C" int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int
 // ---- plans: the graph, its engine configuration and execution plan, per shape ----
 
 enum { GM_CUDNN_PLANS = 16 };
+// A plan asking for more workspace than this is declined (our kernel needs none): the deterministic
+// backward may keep per-block partial results, and at T = 65536 an engine that kept a T x T score
+// tile per head would want tens of GB.
+#define GM_CUDNN_MAX_WORKSPACE ((int64_t)1 << 31)
 
 typedef struct {
     int used, bwd;
@@ -488,6 +492,12 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
         }
     }
     if (!failed(g) && !e->plan) fail(g, CUDNN_STATUS_NOT_SUPPORTED, "no engine of the heuristics runs this graph");
+    if (!failed(g) && e->workspace > GM_CUDNN_MAX_WORKSPACE) {
+        snprintf(g->what, sizeof g->what, "its plan wants %.3g GB of workspace (more than %.3g)", e->workspace / 1e9,
+                 GM_CUDNN_MAX_WORKSPACE / 1e9);
+        g->status = CUDNN_STATUS_NOT_SUPPORTED;
+        e->plan = NULL;  // destroyed with the graph's descriptors
+    }
 }
 
 // The cuDNN state of the context, made on first use; NULL with why when cuDNN cannot serve.
