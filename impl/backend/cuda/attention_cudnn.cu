@@ -110,8 +110,8 @@ static int cudnn_load(char *why, size_t len) {
 
 enum { MAX_DESC = 192, MAX_OPS = 32 };
 
-// Unique ids of the tensors the caller's memory backs (the variant pack's); virtual tensors and the
-// by-value scalars get theirs from VIRTUAL_UID up.
+// Unique ids of the tensors the variant pack names: the caller's memory, and the by-value scalars
+// (scale, -inf, 1: read from host memory at the call). Virtual tensors get theirs from VIRTUAL_UID up.
 enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_DO, UID_DQ, UID_DK, UID_DV, UID_DSUM, UID_SCALE, UID_NEGINF,
        UID_ONE, VIRTUAL_UID = 100 };
 
@@ -436,8 +436,9 @@ typedef struct {
     int used, bwd;
     shape s;
     graph g;  // its descriptors outlive the plan's finalization: the plan refers to them
-    cudnnBackendDescriptor_t plan;
+    cudnnBackendDescriptor_t plan;  // NULL: none was found, for the reason in why
     int64_t workspace;
+    char why[400];
 } plan_entry;
 
 struct gm_cuda_cudnn {
@@ -478,6 +479,7 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
             if (dnn.cudnnBackendCreateDescriptor_fn(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) !=
                 CUDNN_STATUS_SUCCESS)
                 return fail(g, CUDNN_STATUS_ALLOC_FAILED, "execution plan");
+            int64_t count = 0;  // elements returned (one)
             const int ok = dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
                                                            1, &handle) == CUDNN_STATUS_SUCCESS &&
                            dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
@@ -485,7 +487,7 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
                                                            &cfg[i]) == CUDNN_STATUS_SUCCESS &&
                            dnn.cudnnBackendFinalize_fn(plan) == CUDNN_STATUS_SUCCESS &&
                            dnn.cudnnBackendGetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                           CUDNN_TYPE_INT64, 1, NULL,
+                                                           CUDNN_TYPE_INT64, 1, &count,
                                                            &e->workspace) == CUDNN_STATUS_SUCCESS;
             if (ok && g->ndesc < MAX_DESC) e->plan = g->desc[g->ndesc++] = plan;
             else dnn.cudnnBackendDestroyDescriptor_fn(plan);
@@ -529,7 +531,9 @@ static plan_entry *plan_for(gm_cuda_ctx *c, int bwd, const shape *s, char *why, 
     if (!st) return NULL;
     for (int i = 0; i < GM_CUDNN_PLANS; i++) {
         plan_entry *e = &st->plan[i];
-        if (e->used && e->bwd == bwd && !memcmp(&e->s, s, sizeof *s)) return e->plan ? e : NULL;
+        if (!e->used || e->bwd != bwd || memcmp(&e->s, s, sizeof *s)) continue;
+        if (!e->plan) say(why, len, "%s", e->why);
+        return e->plan ? e : NULL;
     }
     plan_entry *e = &st->plan[st->next];
     st->next = (st->next + 1) % GM_CUDNN_PLANS;
@@ -539,8 +543,9 @@ static plan_entry *plan_for(gm_cuda_ctx *c, int bwd, const shape *s, char *why, 
     build(&e->g, bwd, s);
     make_plan(st->handle, e);
     if (!e->plan) {
-        graph_why(&e->g, why, len);
+        graph_why(&e->g, e->why, sizeof e->why);
         graph_free(&e->g);  // kept as "no plan" so the search is not repeated every call
+        say(why, len, "%s", e->why);
         return NULL;
     }
     return e;
