@@ -278,11 +278,10 @@ int main(int argc, char **argv) {
         b.mask.doc = gdoc;
     }
 
-    // cuDNN is timed beside ours where the mask is plain causal and one call at tmin runs.
+    // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
     b.nimpl = IMPL_NAIVE + 1;
     if (!b.mask.doc && b.mask.window_blocks <= 0) {
-        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_CUDNN, b.be, b.out, b.lse, b.q, b.k, b.v, b.B, tmin, b.NH, b.HD, b.scale,
-                              b.mask);
+        call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
         if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
         else b.nimpl = IMPL_CUDNN + 1;
     }

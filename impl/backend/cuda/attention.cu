@@ -55,7 +55,7 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
     }
     static int said;
     if (!said) gm_report("note", "attention: cuDNN's fused attention not used for plain causal masks (%s); "
-                                 "the tensor-core kernel runs them", why);
+                                 "our kernels run them", why);
     said = 1;
     return 0;
 }
