@@ -41,6 +41,7 @@ for p in gm_verify gm_verify64; do [ -x "$BUILD/verify/$p" ] && copy_prog "$BUIL
 cp -r "$ROOT/refdata" "$ROOT/impl" "$ROOT/reports" "$ROOT/README.md" "$ROOT/Makefile" "$OUT/root/"
 mkdir -p "$OUT/root/bench"
 cp "$ROOT"/verify/*.py "$OUT/root/verify/"
+cp -r "$ROOT/verify/cudnn_devices" "$OUT/root/verify/"
 cp "$ROOT"/bench/*.py "$ROOT"/bench/*.gp "$ROOT"/bench/*.sh "$OUT/root/bench/"
 cp "$ROOT"/ci/bundle/*.sh "$ROOT/ci/bundle/README.txt" "$OUT/"
 

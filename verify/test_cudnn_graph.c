@@ -1,14 +1,24 @@
 // cuDNN's attention graphs (backend/cuda/attention_cudnn.cu) checked by the real library without a
-// GPU: every tensor and operation descriptor of the forward and the backward graph is made and
-// finalized by libcudnn, which validates each one (attribute types, dimensions against strides,
-// the operands an operation needs). The operation graph, the engine choice and the run need a
-// device: the GPU suite's cuda_attention_cudnn tests do those. Skipped, saying why, where the
-// build has no CUDA or cuDNN cannot be loaded (GM_REQUIRE_CUDNN=1 turns that into a failure).
+// GPU, in two steps. (1) Every tensor and operation descriptor of the forward and the backward graph
+// is made and finalized by libcudnn, which validates each one (attribute types, dimensions against
+// strides, the operands an operation needs). (2) The execution plans for the GPUs the presets run on
+// are built from those GPUs' properties (verify/cudnn_devices/*.json: cuDNN's device JSON of an H100
+// SXM 80 GB and an H200, written from their nvidia-smi reports in reports/ and Hopper's limits; the
+// keys are the ones libcudnn asks for): cuDNN's heuristics must offer an engine and its first choice
+// must accept the graph's pattern and compile its kernel for sm_90 (cuDNN's runtime compiler). With
+// no driver installed, the CUDA toolkit's stub libcuda stands in and loads no module, so the plan
+// stops exactly there, and that stop is what the test accepts (anything earlier, no engine offered
+// or a pattern refused, fails); with a driver the plan is built whole. The run itself, and its
+// numbers, are the GPU suite's (cuda_attn_cudnn). Skipped, saying why, where the build has no CUDA or
+// cuDNN cannot be loaded (GM_REQUIRE_CUDNN=1 turns that into a failure).
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/device.h"
+#include "helpers.h"
 
 static void skip_without_cudnn(const char *why) {
     const char *req = getenv("GM_REQUIRE_CUDNN");
@@ -45,4 +55,56 @@ Test(cudnn_graph, a_refused_descriptor_is_named) {
     char why[600] = "";
     cr_assert(check(0, 1, -4, 6, 128, why, sizeof why) != 0, "T = -4 was accepted");
     cr_expect(strstr(why, "cuDNN's attention graph, Q: CUDNN_STATUS_") != NULL, "reason: %s", why);
+}
+
+// cudnn_plan's answer for one graph on one described GPU, run with the real driver where there is
+// one, else with the toolkit's stub (skipped where neither is there); its exit status.
+static int plan(const char *device, const char *dir, const char *shape, char **out) {
+    char why[256], cmd[2048], stub[512] = "";
+    if (gm_cuda_device_count(why, sizeof why) <= 0) {
+        const char *home = getenv("CUDA_HOME");
+        snprintf(stub, sizeof stub, "%s/lib64/stubs", home && *home ? home : "/usr/local/cuda");
+        char lib[600];
+        snprintf(lib, sizeof lib, "%s/libcuda.so", stub);
+        if (!th_file_exists(lib)) cr_skip_test("cuDNN plan test skipped: no driver and no stub driver (%s)", lib);
+    }
+    snprintf(cmd, sizeof cmd, "%s%s%s %s %s %s %s", *stub ? "LD_LIBRARY_PATH=" : "", stub, *stub ? " " : "",
+             th_testprog_path("cudnn_plan"), th_root_path(device), dir, shape);
+    const int rc = th_run(cmd, out, NULL);
+    if (rc && *out && (strstr(*out, "without CUDA") || strstr(*out, "CPU only") || strstr(*out, "cannot load cuDNN") ||
+                       strstr(*out, "no cudnn.h")))
+        skip_without_cudnn(*out);
+    return rc;
+}
+
+// A plan built whole (a driver), or one whose first engine compiled and stopped at the stub's load.
+static int engine_compiled(int rc, const char *out) {
+    return rc == 0 ? strncmp(out, "plan: engine", 12) == 0 : strstr(out, "cuLibraryLoadData") != NULL;
+}
+
+Test(cudnn_graph, an_engine_compiles_both_graphs_for_h100_and_h200) {
+    // The record's shape on both GPUs, head_dim 64 with a batch of two on one (each plan compiles a
+    // kernel: ~4 s on a CPU core).
+    const struct {
+        const char *device, *shape;  // shape: B T NH HD
+    } cases[] = {{"verify/cudnn_devices/h100-sxm-80gb.json", "1 65536 6 128"},
+                 {"verify/cudnn_devices/h200.json", "1 65536 6 128"},
+                 {"verify/cudnn_devices/h100-sxm-80gb.json", "2 256 2 64"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            char *out = NULL;
+            const int rc = plan(cases[i].device, bwd ? "bwd" : "fwd", cases[i].shape, &out);
+            cr_expect(engine_compiled(rc, out ? out : ""), "%s, %s, B T NH HD = %s: exit %d, %s", cases[i].device,
+                      bwd ? "backward" : "forward", cases[i].shape, rc, out ? out : "");
+            free(out);
+        }
+}
+
+// ... and the check can fail: no engine takes head_dim 12 (not a multiple of 8).
+Test(cudnn_graph, no_engine_takes_head_dim_12) {
+    char *out = NULL;
+    const int rc = plan("verify/cudnn_devices/h100-sxm-80gb.json", "fwd", "1 256 2 12", &out);
+    cr_expect(rc != 0 && !engine_compiled(rc, out ? out : ""), "head_dim 12: exit %d, %s", rc, out ? out : "");
+    cr_expect(out && strstr(out, "no engine of the heuristics runs this graph"), "%s", out ? out : "");
+    free(out);
 }

@@ -10,7 +10,8 @@
 # (a stage left out by --stages: "skipped: not in --stages"); a
 # last line "total: ...". After every stage OUTDIR is packed into OUTDIR.tar.gz (written beside it,
 # then renamed), so a job stopped early leaves what it finished.
-#   info              the machine, nvidia-smi (GPU, driver, clocks), the commit
+#   info              the machine, nvidia-smi (GPU, driver, clocks), the commit, where cuDNN is and its
+#                     JSON of the GPU                                             -> cudnn-device.json
 #   gpu-suite         the GPU tests (suites cuda_*) with GM_REQUIRE_GPU=1, as run_gpu_suite.sh's gpu step
 #   kernels-softcap   bench/kernels at the record's per-GPU step (B 1, T 65536)  -> kernels-softcap.{csv,md}
 #   kernels-normuon   the same for normuon                                        -> kernels-normuon.{csv,md}
@@ -126,6 +127,10 @@ st_info() {
     echo "== compute-sanitizer: ${sanitizer:-not found}"
     echo "== ncu: ${ncu:-not found}"
     echo "== cuDNN: ${cudnn_where:-not found (the plain-causal attention runs the tensor-core kernel)}"
+    # cuDNN's description of this GPU, for building its attention plans on a machine without one
+    # (verify/cudnn_devices/, test cudnn_graph).
+    [ -z "$cudnn_where" ] || "$GM_TESTPROG/cudnn_plan" --device-json >"$out/cudnn-device.json" ||
+        { rm -f "$out/cudnn-device.json"; echo "== cudnn_plan --device-json failed"; }
     echo "== python3: $(python3 --version 2>&1)"
     echo "== GM_ROOT=$GM_ROOT GM_BIN=$GM_BIN LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     return 0  # a missing nvidia-smi is what this stage reports, not a failure

@@ -33,6 +33,17 @@ int gm_cuda_attn_mma_built(void);
 // (which needs a device). 0, or -1 with the reason in why (cuDNN absent, or the first descriptor it
 // refused, with cuDNN's own message). What the library checks here, a test can check anywhere.
 int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int HD, char *why, size_t len);
+// The same graph's execution plan, built without a GPU for the device that device_json describes
+// (cuDNN's device-properties JSON: its SM count, shared memory, compute capability...): the operation
+// graph, cuDNN's heuristics and the first engine configuration that finalizes (kernels compiled where
+// the engine compiles at run time, which needs the CUDA driver library, a stub one included). 0 with
+// the plan's workspace in bytes and its engine (cuDNN's global index), or -1 with the reason (where
+// no engine finalized: the heuristics' first choice and cuDNN's message for it).
+int gm_cuda_attn_cudnn_plan_offline(int bwd, int B, int T, int NH, int HD, const char *device_json,
+                                    int64_t *workspace, int64_t *engine, char *why, size_t len);
+// cuDNN's device-properties JSON of GPU `device` (needs the GPU), the input of the above for a
+// machine without one: 0 with the text in json, or -1 with the reason.
+int gm_cuda_cudnn_device_json(int device, char *json, size_t json_len, char *why, size_t len);
 
 void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
                            const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH, int HD,

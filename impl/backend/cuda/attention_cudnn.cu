@@ -29,6 +29,9 @@
 // loader's path.
 //
 // Plans are built once per (direction, B, T, NH, HD) and kept (GM_CUDNN_PLANS, oldest replaced).
+// Without a GPU, gm_cuda_attn_cudnn_plan_offline builds the same plans for a GPU described by
+// cuDNN's device-properties JSON (cuDNN 9.8 and later), which is how verify/test_cudnn_graph.c
+// checks, on a CPU, that cuDNN's engines take these graphs.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -122,7 +125,8 @@ typedef struct {
     int nops;
     int64_t next_uid;
     cudnnStatus_t status;  // the first failure (CUDNN_STATUS_SUCCESS: none yet)
-    char what[160];        // where it happened
+    char what[600];        // where it happened
+    int ours;              // what is our own account (cuDNN's last message is not added to it)
 } graph;
 
 static void graph_free(graph *g) {
@@ -137,11 +141,17 @@ static void fail(graph *g, cudnnStatus_t st, const char *what) {
     g->status = st;
     snprintf(g->what, sizeof g->what, "%s", what);
 }
+// A failure this file finds itself (no cuDNN call failed: its last message would mislead).
+static void fail_ours(graph *g, cudnnStatus_t st, const char *what) {
+    if (failed(g)) return;
+    fail(g, st, what);
+    g->ours = 1;
+}
 
 static cudnnBackendDescriptor_t make(graph *g, cudnnBackendDescriptorType_t type, const char *what) {
     if (failed(g)) return NULL;
     if (g->ndesc == MAX_DESC) {
-        fail(g, CUDNN_STATUS_INTERNAL_ERROR, "too many descriptors (MAX_DESC)");
+        fail_ours(g, CUDNN_STATUS_INTERNAL_ERROR, "too many descriptors (MAX_DESC)");
         return NULL;
     }
     cudnnBackendDescriptor_t d = NULL;
@@ -194,7 +204,7 @@ static cudnnBackendDescriptor_t tensor(graph *g, tensor_kind kind, int64_t uid, 
 static void add_op(graph *g, cudnnBackendDescriptor_t op, const char *what) {
     finalize(g, op, what);
     if (failed(g)) return;
-    if (g->nops == MAX_OPS) return fail(g, CUDNN_STATUS_INTERNAL_ERROR, "too many operations (MAX_OPS)");
+    if (g->nops == MAX_OPS) return fail_ours(g, CUDNN_STATUS_INTERNAL_ERROR, "too many operations (MAX_OPS)");
     g->ops[g->nops++] = op;
 }
 
@@ -403,10 +413,11 @@ static void build(graph *g, int bwd, const shape *s) {
     else build_fwd(g, s);
 }
 
-// "<what>: <status> (<cuDNN's last message>)" of a failed graph.
+// "<what>: <status> (<cuDNN's last message>)" of a failed graph (the message only where a cuDNN
+// call failed).
 static void graph_why(const graph *g, char *why, size_t len) {
     char last[256] = "";
-    dnn.cudnnGetLastErrorString_fn(last, sizeof last);
+    if (!g->ours) dnn.cudnnGetLastErrorString_fn(last, sizeof last);
     say(why, len, "cuDNN's attention graph, %s: %s%s%s%s", g->what, dnn.cudnnGetErrorString_fn(g->status),
         *last ? " (" : "", last, *last ? ")" : "");
 }
@@ -438,7 +449,9 @@ typedef struct {
     graph g;  // its descriptors outlive the plan's finalization: the plan refers to them
     cudnnBackendDescriptor_t plan;  // NULL: none was found, for the reason in why
     int64_t workspace;
-    char why[400];
+    int64_t engine;       // the plan's engine (cuDNN's global index)
+    char refusal[400];    // why the heuristics' first choice did not finalize (cuDNN's message)
+    char why[800];
 } plan_entry;
 
 struct gm_cuda_cudnn {
@@ -447,12 +460,25 @@ struct gm_cuda_cudnn {
     int next;  // the entry replaced when all are used
 };
 
-// The operation graph on the handle, the heuristics' engine configurations in order, the first
-// that finalizes as an execution plan.
-static void make_plan(cudnnHandle_t handle, plan_entry *e) {
+// The global index of an engine configuration's engine (-1 where cuDNN does not say).
+static int64_t engine_of(cudnnBackendDescriptor_t cfg) {
+    cudnnBackendDescriptor_t engine = NULL;
+    int64_t n = 0, id = -1;
+    if (dnn.cudnnBackendCreateDescriptor_fn(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS) return -1;
+    if (dnn.cudnnBackendGetAttribute_fn(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                        &engine) == CUDNN_STATUS_SUCCESS)
+        dnn.cudnnBackendGetAttribute_fn(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &id);
+    dnn.cudnnBackendDestroyDescriptor_fn(engine);
+    return id;
+}
+
+// The operation graph, the heuristics' engine configurations in order, the first that finalizes as
+// an execution plan: for the device of `handle`, or (handle NULL) for the device `devprop` describes,
+// without one (cuDNN 9.8 and later build plans from a device-properties descriptor).
+static void make_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t devprop, plan_entry *e) {
     graph *g = &e->g;
     cudnnBackendDescriptor_t og = make(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
-    set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "operation graph");
+    if (handle) set(g, og, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, "operation graph");
     set(g, og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops, g->ops, "operation graph");
     finalize(g, og, "operation graph");
     const cudnnBackendHeurMode_t modes[2] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
@@ -460,6 +486,7 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
         cudnnBackendDescriptor_t heur = make(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
         set_desc(g, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, og, "engine heuristics");
         set(g, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m], "engine heuristics");
+        if (!handle) set_desc(g, heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, devprop, "engine heuristics");
         finalize(g, heur, "engine heuristics");
         if (failed(g)) return;
         int64_t n = 0;
@@ -480,8 +507,11 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
                 CUDNN_STATUS_SUCCESS)
                 return fail(g, CUDNN_STATUS_ALLOC_FAILED, "execution plan");
             int64_t count = 0;  // elements returned (one)
-            const int ok = dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE,
-                                                           1, &handle) == CUDNN_STATUS_SUCCESS &&
+            const int ok = (handle ? dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                                                     CUDNN_TYPE_HANDLE, 1, &handle)
+                                   : dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+                                                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &devprop)) ==
+                               CUDNN_STATUS_SUCCESS &&
                            dnn.cudnnBackendSetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                                            &cfg[i]) == CUDNN_STATUS_SUCCESS &&
@@ -489,15 +519,30 @@ static void make_plan(cudnnHandle_t handle, plan_entry *e) {
                            dnn.cudnnBackendGetAttribute_fn(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                            CUDNN_TYPE_INT64, 1, &count,
                                                            &e->workspace) == CUDNN_STATUS_SUCCESS;
-            if (ok && g->ndesc < MAX_DESC) e->plan = g->desc[g->ndesc++] = plan;
-            else dnn.cudnnBackendDestroyDescriptor_fn(plan);
+            if (ok && g->ndesc < MAX_DESC) {
+                e->plan = g->desc[g->ndesc++] = plan;
+                e->engine = engine_of(cfg[i]);
+                continue;
+            }
+            dnn.cudnnBackendDestroyDescriptor_fn(plan);
+            if (!*e->refusal) {
+                char last[300] = "";
+                dnn.cudnnGetLastErrorString_fn(last, sizeof last);
+                snprintf(e->refusal, sizeof e->refusal, "engine %lld: %s", (long long)engine_of(cfg[i]), last);
+            }
         }
     }
-    if (!failed(g) && !e->plan) fail(g, CUDNN_STATUS_NOT_SUPPORTED, "no engine of the heuristics runs this graph");
+    if (!failed(g) && !e->plan) {
+        char what[sizeof g->what];
+        snprintf(what, sizeof what, "no engine of the heuristics runs this graph (their first choice, %s)",
+                 *e->refusal ? e->refusal : "none offered");
+        fail_ours(g, CUDNN_STATUS_NOT_SUPPORTED, what);
+    }
     if (!failed(g) && e->workspace > GM_CUDNN_MAX_WORKSPACE) {
         snprintf(g->what, sizeof g->what, "its plan wants %.3g GB of workspace (more than %.3g)", e->workspace / 1e9,
                  GM_CUDNN_MAX_WORKSPACE / 1e9);
         g->status = CUDNN_STATUS_NOT_SUPPORTED;
+        g->ours = 1;
         e->plan = NULL;  // destroyed with the graph's descriptors
     }
 }
@@ -541,7 +586,7 @@ static plan_entry *plan_for(gm_cuda_ctx *c, int bwd, const shape *s, char *why, 
     memset(e, 0, sizeof *e);
     e->used = 1, e->bwd = bwd, e->s = *s;
     build(&e->g, bwd, s);
-    make_plan(st->handle, e);
+    make_plan(st->handle, NULL, e);
     if (!e->plan) {
         graph_why(&e->g, e->why, sizeof e->why);
         graph_free(&e->g);  // kept as "no plan" so the search is not repeated every call
@@ -549,6 +594,51 @@ static plan_entry *plan_for(gm_cuda_ctx *c, int bwd, const shape *s, char *why, 
         return NULL;
     }
     return e;
+}
+
+extern "C" int gm_cuda_attn_cudnn_plan_offline(int bwd, int B, int T, int NH, int HD, const char *device_json,
+                                               int64_t *workspace, int64_t *engine, char *why, size_t len) {
+    if (cudnn_load(why, len)) return -1;
+    plan_entry *e = (plan_entry *)calloc(1, sizeof *e);
+    if (!e) return say(why, len, "out of memory"), -1;
+    const shape s = {B, T, NH, HD};
+    build(&e->g, bwd, &s);
+    graph *g = &e->g;
+    cudnnBackendDescriptor_t dp = make(g, CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, "device properties");
+    set(g, dp, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, (int64_t)strlen(device_json) + 1,
+        device_json, "device properties");
+    finalize(g, dp, "device properties");
+    make_plan(NULL, dp, e);
+    const int rc = e->plan ? 0 : -1;
+    if (rc) graph_why(g, why, len);
+    else *workspace = e->workspace, *engine = e->engine;
+    graph_free(g);
+    free(e);
+    return rc;
+}
+
+extern "C" int gm_cuda_cudnn_device_json(int device, char *json, size_t json_len, char *why, size_t len) {
+    if (cudnn_load(why, len)) return -1;
+    graph *g = (graph *)calloc(1, sizeof *g);
+    if (!g) return say(why, len, "out of memory"), -1;
+    g->status = CUDNN_STATUS_SUCCESS;
+    const int32_t id = device;
+    cudnnBackendDescriptor_t dp = make(g, CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, "device properties");
+    set(g, dp, CUDNN_ATTR_DEVICEPROP_DEVICE_ID, CUDNN_TYPE_INT32, 1, &id, "device properties");
+    finalize(g, dp, "device properties");
+    int64_t n = 0;
+    if (!failed(g)) {
+        const cudnnStatus_t st = dnn.cudnnBackendGetAttribute_fn(dp, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION,
+                                                                 CUDNN_TYPE_CHAR, (int64_t)json_len, &n, json);
+        if (st != CUDNN_STATUS_SUCCESS) fail(g, st, "device properties: JSON");
+        else if (n <= 0 || (size_t)n >= json_len) fail(g, CUDNN_STATUS_BAD_PARAM, "device properties: JSON too long");
+        else json[n] = 0;
+    }
+    const int rc = failed(g) ? -1 : 0;
+    if (rc) graph_why(g, why, len);
+    graph_free(g);
+    free(g);
+    return rc;
 }
 
 // Run plan e on the context's stream with the tensors' pointers (by-value scalars: host pointers,
@@ -630,6 +720,15 @@ int gm_cuda_attn_cudnn_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_
 #define NO_HEADER "this build had no cudnn.h (cuDNN's headers) when it was compiled"
 
 extern "C" int gm_cuda_attn_cudnn_graph_check(int, int, int, int, int, char *why, size_t len) {
+    snprintf(why, len, NO_HEADER);
+    return -1;
+}
+extern "C" int gm_cuda_attn_cudnn_plan_offline(int, int, int, int, int, const char *, int64_t *, int64_t *,
+                                               char *why, size_t len) {
+    snprintf(why, len, NO_HEADER);
+    return -1;
+}
+extern "C" int gm_cuda_cudnn_device_json(int, char *, size_t, char *why, size_t len) {
     snprintf(why, len, NO_HEADER);
     return -1;
 }

@@ -30,6 +30,19 @@ int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int HD, char *
     return -1;
 }
 
+int gm_cuda_attn_cudnn_plan_offline(int bwd, int B, int T, int NH, int HD, const char *device_json,
+                                    int64_t *workspace, int64_t *engine, char *why, size_t len) {
+    (void)bwd, (void)B, (void)T, (void)NH, (void)HD, (void)device_json, (void)workspace, (void)engine;
+    snprintf(why, len, "%s", GM_NO_CUDA_WHY);
+    return -1;
+}
+
+int gm_cuda_cudnn_device_json(int device, char *json, size_t json_len, char *why, size_t len) {
+    (void)device, (void)json, (void)json_len;
+    snprintf(why, len, "%s", GM_NO_CUDA_WHY);
+    return -1;
+}
+
 // Unreachable without a backend to pass; they fail like the rest.
 void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actval *out, gm_real *lse,
                            const gm_actval *q, const gm_actval *k, const gm_actval *v, int B, int T, int NH, int HD,
