@@ -290,6 +290,9 @@ sanitizer_why() {
     [ -n "$sanitizer" ] || echo "compute-sanitizer not found"
 }
 
+# The plain-causal presets' attention now builds cuDNN plans, each compiling its kernels at run time
+# (~2-4 s a plan on a CPU core, every process anew): step-compare's limit is 90 s for its four
+# plain-causal presets' two plans each; gpu-suite's 150 s holds the cuDNN tests' ~12 plans.
 # Limits from the first H100 run (../shared/h100-2026-11-26/): the 35 GPU tests took 48 s; a
 # kernels step is 0.41 s (4 of them, the CPU ceilings, the shards and the model's set-up around);
 # the step comparison of all presets 22 s; attention_gpu at softcap's window ~15 s to T 65536, plain
@@ -303,7 +306,7 @@ stage info 30 5 anywhere st_info
 stage gpu-suite 150 60 gpu_why st_gpu_suite
 stage kernels-softcap 60 20 gpu_why st_kernels softcap
 stage kernels-normuon 60 20 gpu_why st_kernels normuon
-stage step-compare 60 30 gpu_why st_step_compare
+stage step-compare 90 30 gpu_why st_step_compare
 stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
