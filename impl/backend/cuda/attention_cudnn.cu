@@ -2,7 +2,10 @@
 // mask it expresses exactly: plain causal, one document, no window (adamw, muon-v1, muon-v2,
 // untied). The records' sliding window admits whole 128-token *blocks* and the document mask is
 // per token, neither of which cuDNN's token-level band reproduces, so those presets keep
-// attention_mma.cu.
+// attention_mma.cu. Tried with the offline plans below (cuDNN 9.19, an H100's properties): the
+// token band col + 128 W > row (cuDNN's own sliding window) is taken by the same engines, but adding
+// the exact block rule ((col - col mod 128) + 128 W > row - row mod 128, pointwise MOD/SUB/ADD) or
+// the documents (ids (B, 1, T, 1) == (B, 1, 1, T)) leaves the heuristics offering no engine at all.
 //
 // The graph is the composition cuDNN's runtime-fusion engines recognise as scaled dot-product
 // attention (the shape NVIDIA's cudnn-frontend builds for its SDPA node on cuDNN 9), written here
