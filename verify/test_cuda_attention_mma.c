@@ -1,8 +1,8 @@
 // The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128), and cuDNN's
 // fused attention on plain causal masks (attention_cudnn.cu, suite cuda_attn_cudnn, at the end),
-// against the CPU backend and the naive GPU kernels (attention_naive.cu), over masks with documents, windows
-// of 1 to many blocks, block sizes that do and do not divide the kernels' tiles, and sequence
-// lengths that are not multiples of them; every run twice and bitwise equal (determinism); inputs
+// against the CPU backend and the naive GPU kernels (attention_naive.cu), over masks with
+// documents, windows of 1 to many blocks, block sizes that do and do not divide the kernels' tiles,
+// and sequence lengths that are not multiples of them; every run twice and bitwise equal (determinism); inputs
 // rounded to bf16 on load (nearest even, bitwise); the dispatcher's choice; the refusal of other
 // head dims. Skipped where no GPU is present. Passed on an H100 (2026-11-26, commit d81bddf,
 // reports/gpu-h100/), also under compute-sanitizer memcheck and synccheck.
@@ -171,8 +171,9 @@ static double *widened(const cc_env *e, const double *bound, const gm_real *ref,
     return w;
 }
 
-// How the implementation under test writes its gradients: cuDNN's backward sets them (from zero
-// priors here), the others add into random priors.
+// How the implementation under test writes its gradients: cuDNN's backward sets them (into
+// poisoned memory, so an element it leaves unwritten fails; the CPU adds into zeros), the others add
+// into random priors.
 static gm_grad_write write_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? GM_GRAD_SET : GM_GRAD_ADD; }
 static const char *name_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? "cuDNN" : "tensor cores"; }
 
@@ -189,11 +190,13 @@ static void run_case(cc_env *e, const cc_attn_case *c, gm_cuda_attn_impl test) {
     if (w == GM_GRAD_SET) memset(g0, 0, sizeof(gm_real) * 3 * n);
     gm_actval *gq = cc_act_to_gpu(e, q, n), *gk = cc_act_to_gpu(e, k, n), *gv = cc_act_to_gpu(e, v, n);
     gm_actval *gdout = cc_act_to_gpu(e, dout, n);
-    // [0]: naive, [1]: under test, [2]: under test again; each gradient from the prior g0.
+    // [0]: naive, [1]: under test, [2]: under test again; each gradient added into the prior g0, or
+    // set (write_of).
     gm_actval *gout[3], *gg[3];
     gm_real *glse[3];
     for (int r = 0; r < 3; r++)
-        gout[r] = cc_act_poisoned(e, n), glse[r] = cc_poisoned(e, nl), gg[r] = cc_act_to_gpu(e, g0, 3 * n);
+        gout[r] = cc_act_poisoned(e, n), glse[r] = cc_poisoned(e, nl),
+        gg[r] = w == GM_GRAD_SET ? cc_act_poisoned(e, 3 * n) : cc_act_to_gpu(e, g0, 3 * n);
     int32_t *doc = cc_attn_docs(e, c, B);
     const double scale = 1.0 / sqrt(HD);
 
@@ -324,7 +327,8 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c, gm_cuda_attn_imp
     const char *iname[2] = {name_of(test), "naive GPU"};
     char what[256];
     for (int r = 0; r < 2; r++) {
-        gm_actval *out = cc_act_poisoned(e, n), *g = cc_act_zeroed(e, 3 * n);
+        gm_actval *out = cc_act_poisoned(e, n);
+        gm_actval *g = write_of(test) == GM_GRAD_SET ? cc_act_poisoned(e, 3 * n) : cc_act_zeroed(e, 3 * n);
         gm_real *lse = cc_poisoned(e, nl);
         gm_cuda_attn_fwd_with(impl[r], gpu, out, lse, gq, gk, gv, B, T, NH, HD, scale, gm);
         gm_cuda_attn_bwd_with(impl[r], gpu, g, gm_act_at(gpu, g, n), gm_act_at(gpu, g, 2 * n), write_of(test), gdo, gq,

@@ -1,4 +1,4 @@
-// cuDNN's fused attention (its flash-attention engines, reached through the graph API) for the one
+// cuDNN's fused attention (its attention engines, reached through the graph API) for the one
 // mask it expresses exactly: plain causal, one document, no window (adamw, muon-v1, muon-v2,
 // untied). The records' sliding window admits whole 128-token *blocks* and the document mask is
 // per token, neither of which cuDNN's token-level band reproduces, so those presets keep
@@ -15,10 +15,10 @@
 //             O = P V
 //   backward  D = rowsum(dO * O) (fp32, our D scratch) ; S as above ; P = exp(S - lse) ;
 //             dV = P^T dO ; dP = dO V^T ; dS = (dP - D) * P * scale ; dK = dS^T Q ; dQ = dS K
-// dQ is written by the graph's last matmul directly (no fp32 dQ accumulator in the workspace):
-// that is the form in which cuDNN runs its deterministic backward on Hopper (no atomics across key
-// blocks), which this project needs (bitwise-repeatable steps); the GPU tests check it by running
-// the backward twice.
+// dQ is written by the graph's last matmul directly (no fp32 dQ accumulator in the workspace): the
+// form cudnn-frontend builds when asked for a deterministic backward on Hopper (its accumulator is
+// summed across key blocks in no fixed order), which this project needs (bitwise-repeatable steps);
+// the GPU tests check it by running every backward twice.
 //
 // Tensors keep the backend's layout: q/k/v/out (B, T, NH, HD) are cuDNN's (b, h, s, d) with
 // strides (T NH HD, HD, NH HD, 1); lse (B, NH, T) is its Stats (b, h, s, 1), natural log, as our
@@ -27,7 +27,7 @@
 // cuDNN is loaded at run time (dlopen) on the first plain-causal attention, not linked: where it is
 // absent (or GM_CUDNN_LIB=none), where this build had no cudnn.h, under GM_CUDA_LIBS=ref, or where
 // its heuristics offer no engine for the graph, the backend's automatic choice says so once on
-// stderr and runs the tensor-core kernel; asking for cuDNN explicitly (GM_CUDA_ATTN_CUDNN) fails
+// stderr and runs our kernels; asking for cuDNN explicitly (GM_CUDA_ATTN_CUDNN) fails
 // with the same reason instead. GM_CUDNN_LIB names the library file when it is not on the
 // loader's path.
 //
