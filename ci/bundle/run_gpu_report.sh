@@ -292,7 +292,8 @@ sanitizer_why() {
 
 # The plain-causal presets' attention now builds cuDNN plans, each compiling its kernels at run time
 # (~2-4 s a plan on a CPU core, every process anew): step-compare's limit is 90 s for its four
-# plain-causal presets' two plans each; gpu-suite's 150 s holds the cuDNN tests' ~12 plans.
+# plain-causal presets' two plans each; gpu-suite's 150 s holds the cuDNN tests' ~12 plans;
+# attention-causal's is 120 s, as it now also times cuDNN (two plans at each of its 7 lengths).
 # Limits from the first H100 run (../shared/h100-2026-11-26/): the 35 GPU tests took 48 s; a
 # kernels step is 0.41 s (4 of them, the CPU ceilings, the shards and the model's set-up around);
 # the step comparison of all presets 22 s; attention_gpu at softcap's window ~15 s to T 65536, plain
@@ -311,7 +312,7 @@ stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
 stage predict 60 10 predict_why st_predict
-stage attention-causal 90 30 gpu_why st_attention attention-causal --window=0 --reps=3
+stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
 stage profile 90 30 ncu_why st_profile
 stage racecheck 120 30 sanitizer_why st_racecheck
 stage memcheck 150 30 sanitizer_why st_memcheck
