@@ -99,19 +99,25 @@ static void time_calls(const bench *b, int impl, int pass, int T, double res[3])
     res[0] = gm_median(t, b->reps), res[1] = t[0], res[2] = t[b->reps - 1];
 }
 
-static double out_rel_diff(const bench *b, int impl, int T) {
+// rel[i] = ||out_i - out_naive|| / ||out_naive|| for each timed implementation (naive: 0), the naive
+// forward run once.
+static void out_rel_diffs(const bench *b, int T, double rel[MAX_IMPLS]) {
     const size_t n = (size_t)b->B * T * b->NH * b->HD;
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     if (!x || !y) gm_die("attention_gpu: out of memory");
-    gm_cuda_attn_fwd_with(IMPLS[impl], b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
-    if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
     if (gm_act_download(b->be, y, b->out, n)) gm_die_last();
-    sync_or_die(b);
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) num += ((double)x[i] - y[i]) * ((double)x[i] - y[i]), den += (double)y[i] * y[i];
+    rel[IMPL_NAIVE] = 0;
+    for (int i = 0; i < b->nimpl; i++) {
+        if (i == IMPL_NAIVE) continue;
+        gm_cuda_attn_fwd_with(IMPLS[i], b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
+        if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
+        sync_or_die(b);
+        double num = 0, den = 0;
+        for (size_t e = 0; e < n; e++) num += ((double)x[e] - y[e]) * ((double)x[e] - y[e]), den += (double)y[e] * y[e];
+        rel[i] = sqrt(num / (den > 0 ? den : 1));
+    }
     free(x), free(y);
-    return sqrt(num / (den > 0 ? den : 1));
 }
 
 static void write_or_die(gm_atomic_file *af, int rc) {
@@ -280,7 +286,7 @@ int main(int argc, char **argv) {
 
     // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
     b.nimpl = IMPL_NAIVE + 1;
-    if (!b.mask.doc && b.mask.window_blocks <= 0) {
+    if (gm_cuda_attn_plain_causal(b.mask)) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
         if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
         else b.nimpl = IMPL_CUDNN + 1;
@@ -314,9 +320,7 @@ int main(int argc, char **argv) {
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
         for (int i = 0; i < b.nimpl; i++)
             for (int p = 0; p < 2; p++) time_calls(&b, i, p, w->T, w->ms[i][p]);
-        w->out_rel[IMPL_NAIVE] = 0;
-        for (int i = 0; i < b.nimpl; i++)
-            if (i != IMPL_NAIVE) w->out_rel[i] = out_rel_diff(&b, i, w->T);
+        out_rel_diffs(&b, w->T, w->out_rel);
         fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
                         "naive %9.3f ms;  out diff %.2g\n",
                 w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],

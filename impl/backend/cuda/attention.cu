@@ -43,9 +43,6 @@ static int check_shape(gm_cuda_ctx *c, int B, int T, int NH, int HD, gm_attn_mas
     return 1;
 }
 
-// The mask cuDNN's fused attention expresses: causal, one document, no window.
-static int plain_causal(gm_attn_mask m) { return !m.doc && m.window_blocks <= 0; }
-
 // cuDNN could not serve a call (why). Asked for by name: an error, noted; 1 (stop). By the automatic
 // choice: one note per process on stderr, then 0 (the next choice runs).
 static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *why) {
@@ -87,7 +84,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const gm_cuda_act *va = (const gm_cuda_act *)v;
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
     if (!check_shape(c, B, T, NH, HD, mask)) return;
-    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && plain_causal(mask))) {
+    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && gm_cuda_attn_plain_causal(mask))) {
         char why[400];
         if (!gm_cuda_attn_cudnn_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask, why, sizeof why)) return;
         if (cudnn_declined(c, impl, why)) return;
@@ -117,7 +114,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         gm_cuda_note(c, __FILE__, __LINE__, "attention (cuDNN)", "its backward writes dq, dk, dv; it cannot add into them");
         return;
     }
-    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && plain_causal(mask) && dqkv_write == GM_GRAD_SET)) {
+    if (impl == GM_CUDA_ATTN_CUDNN || (impl == GM_CUDA_ATTN_AUTO && gm_cuda_attn_plain_causal(mask) && dqkv_write == GM_GRAD_SET)) {
         char why[400];
         if (!gm_cuda_attn_cudnn_bwd(c, dqa, dka, dva, doa, qa, ka, va, oa, lse, B, T, NH, HD, scale, mask, why,
                                     sizeof why))

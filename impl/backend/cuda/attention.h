@@ -24,6 +24,10 @@ extern "C" {
 
 typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2, GM_CUDA_ATTN_CUDNN = 3 } gm_cuda_attn_impl;
 
+// The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
+// window.
+static inline int gm_cuda_attn_plain_causal(gm_attn_mask m) { return !m.doc && m.window_blocks <= 0; }
+
 // 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);

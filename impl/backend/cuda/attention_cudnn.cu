@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention.h"
 
 #if GM_HAVE_CUDNN_H
 #include <cudnn.h>
@@ -671,7 +672,7 @@ static int execute(gm_cuda_ctx *c, plan_entry *e, int n, const int64_t *uids, vo
 
 // Whether cuDNN's graph takes this call at all: the mask, the element, head_dim, alignment.
 static int takes(gm_attn_mask m, int HD, const void *const *ptrs, int n, char *why, size_t len) {
-    if (m.doc || m.window_blocks > 0)
+    if (!gm_cuda_attn_plain_causal(m))
         return say(why, len, "the mask has %s: cuDNN's token-level band does not express it",
                    m.doc ? "documents" : "a window of blocks"), 0;
     if (sizeof(gm_cuda_act) != 2) return say(why, len, "activations are fp32 in this build; cuDNN takes bf16"), 0;
