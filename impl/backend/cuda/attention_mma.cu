@@ -96,6 +96,8 @@
 // mma.sync with bf16 operands needs sm_80; a build for an older architecture (CUDA_ARCH, Makefile)
 // has none of the code below, and the dispatcher runs the scalar kernels.
 #if GM_CUDA_ARCH >= 800
+#include "backend/cuda/mma_sm80.cuh"
+
 extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 
 #define MAX_HD 128
@@ -108,37 +110,7 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 #define LOG2E 1.4426950408889634
 #define LN2 0.69314718055994531f
 
-// ---- tensor-core and shared-memory primitives ----
-
-// d += a b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
-static __device__ __forceinline__ void mma16816(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Four 8x8 bf16 matrices from shared memory; `row` is this lane's row address (16-byte aligned).
-static __device__ __forceinline__ void ldsm_x4(uint32_t r[4], const __nv_bfloat16 *row) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-static __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const __nv_bfloat16 *row) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-// Two floats rounded to bf16 (nearest even) in one register, lo in the lower half.
-static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
+// ---- fragment addressing (the instructions: mma_sm80.cuh) ----
 
 // This lane's ldmatrix row address inside a 16 x 16 block at (row 0, col 0) of a shared tile of
 // pitch P. A operand (and .trans B operand of a k-major tile): matrices (rows 0-7, cols 0-7),
@@ -208,16 +180,6 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
 
 // 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows.
 #define CHUNKS(R, HD) ((R) * (HD) / GM_ACT_VEC / NTHREADS)
-
-// 16 bytes from global to shared memory, asynchronously, through L2 only (.cg: a tile is read once
-// per block); src_bytes 0 reads nothing and fills zeros. Lands at this thread's cp_async_wait_all.
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src), "r"(src_bytes)
-                 : "memory");
-}
-// Wait until every cp.async copy of this thread has landed (a no-op without any).
-static __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
 // of pitch PITCH(HD), zeros past T, in 16-byte chunks, consecutive threads along a row. A bf16
