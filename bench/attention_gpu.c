@@ -1,5 +1,6 @@
 // GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
-// (attention_naive.cu), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
+// (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32; its
+// backward is mma's), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
 // attention (attention_cudnn.cu) beside them when it runs here (else one line says why), forward
 // and backward, at a preset's per-GPU attention shape (softcap:
 // B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
@@ -46,15 +47,19 @@
 enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
 
-// cuDNN's fused attention (the third) where the mask is plain causal and cuDNN runs here.
-enum { IMPL_MMA, IMPL_NAIVE, IMPL_CUDNN, MAX_IMPLS };
-static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "cudnn"};
-static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_CUDNN};
+// mma32: the forward only (its backward is mma's code). cuDNN's fused attention (the last) where the
+// mask is plain causal and cuDNN runs here.
+enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_CUDNN, MAX_IMPLS };
+static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "cudnn"};
+static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA32,
+                                                   GM_CUDA_ATTN_CUDNN};
+// Whether implementation i is timed in pass p (0 forward, 1 backward).
+static int timed(int i, int p) { return !(i == IMPL_MMA32 && p == 1); }
 
 typedef struct {
     const gm_backend *be;
     int B, NH, HD, reps;
-    int nimpl;  // IMPL_CUDNN + 1 where cuDNN is timed, else IMPL_NAIVE + 1
+    int nimpl;  // IMPL_CUDNN + 1 where cuDNN is timed, else IMPL_MMA32 + 1
     double scale;
     gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
     gm_actval *q, *k, *v, *dout, *out, *dq, *dk, *dv;  // (B, T, NH, HD) in the backend's element
@@ -137,6 +142,7 @@ static void write_csv(const bench *b, const row *rows, int nrows, const char *pa
     for (int r = 0; r < nrows; r++)
         for (int i = 0; i < b->nimpl; i++)
             for (int p = 0; p < 2; p++) {
+                if (!timed(i, p)) continue;
                 const double *ms = rows[r].ms[i][p];
                 OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
                     p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
@@ -179,6 +185,17 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
                 w->ms[1][p][0], tflops(w->flops[p], w->ms[1][p][0]), w->ms[1][p][0] / w->ms[0][p][0]);
         OUT(&f, " %.2g |\n", w->out_rel[IMPL_MMA]);
     }
+    OUT(&f, "\nThe forward with 32 query rows per warp (mma32: 4 warps a block, K and V fragments feeding two "
+            "m-tiles; bitwise mma's results), the same inputs; `mma / mma32`: mma's time over mma32's; `out diff` "
+            "as above.\n\n");
+    OUT(&f, "| T | mma32 fwd ms | TFLOP/s | mma / mma32 | out diff |\n");
+    OUT(&f, "|---|---|---|---|---|\n");
+    for (int r = 0; r < nrows; r++) {
+        const row *w = &rows[r];
+        OUT(&f, "| %d | %.4g | %.1f | %.2f | %.2g |\n", w->T, w->ms[IMPL_MMA32][0][0],
+            tflops(w->flops[0], w->ms[IMPL_MMA32][0][0]), w->ms[IMPL_MMA][0][0] / w->ms[IMPL_MMA32][0][0],
+            w->out_rel[IMPL_MMA32]);
+    }
     if (b->nimpl > IMPL_CUDNN) {
         OUT(&f, "\ncuDNN's fused attention (graph API, plain causal), the same inputs; `mma / cuDNN`: our kernel's time "
                 "over cuDNN's; `out diff`: ||out_cudnn - out_naive|| / ||out_naive||.\n\n");
@@ -200,7 +217,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
 static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
            "                     [--out=DIR] [--name=BASE]\n"
-           "  GPU attention, tensor cores vs naive (and cuDNN on a plain causal mask), forward and backward,\n"
+           "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp; cuDNN on a plain causal\n"
+           "  mask), forward and backward,\n"
            "  at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md.\n"
            "  Without a GPU: one line, exit 0.\n"
            "  --preset    whose attention shape (default softcap)\n"
@@ -285,7 +303,7 @@ int main(int argc, char **argv) {
     }
 
     // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
-    b.nimpl = IMPL_NAIVE + 1;
+    b.nimpl = IMPL_MMA32 + 1;
     if (gm_cuda_attn_plain_causal(b.mask)) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
         if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
@@ -319,12 +337,15 @@ int main(int argc, char **argv) {
         const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
         for (int i = 0; i < b.nimpl; i++)
-            for (int p = 0; p < 2; p++) time_calls(&b, i, p, w->T, w->ms[i][p]);
+            for (int p = 0; p < 2; p++)
+                if (timed(i, p)) time_calls(&b, i, p, w->T, w->ms[i][p]);
         out_rel_diffs(&b, w->T, w->out_rel);
         fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
                         "naive %9.3f ms;  out diff %.2g\n",
                 w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],
                 tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
+        fprintf(stderr, "          mma32: fwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n", w->ms[IMPL_MMA32][0][0],
+                tflops(w->flops[0], w->ms[IMPL_MMA32][0][0]), w->out_rel[IMPL_MMA32]);
         if (b.nimpl > IMPL_CUDNN)
             fprintf(stderr, "          cudnn: fwd %9.3f ms (%6.1f TFLOP/s), bwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n",
                     w->ms[IMPL_CUDNN][0][0], tflops(w->flops[0], w->ms[IMPL_CUDNN][0][0]), w->ms[IMPL_CUDNN][1][0],

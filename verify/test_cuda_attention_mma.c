@@ -493,6 +493,54 @@ Test(cuda_attn_mma, record_shape_window_14) {
     free(ref_out), free(ref_lse), free(ref_dv), free(mag_o), free(mag_dv), free(b_out), free(b_lse), free(b_dv);
 }
 
+// The forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32: 4 warps a block) issues, for each
+// output element, the MMAs, softmax steps and store of the 16-row one (8 warps) in the same order;
+// only a K or V fragment now feeds two m-tiles. So out and lse must be the same bits, over masks
+// like the bounded cases' (windows, documents, blocks that divide no tile, T past the tiles) and
+// the record's shape; the backward is one code for both. Rows 1 and up of a batch get random EOTs.
+Test(cuda_attn_mma, forward_32_rows_per_warp_same_bits) {
+    REQUIRE_MMA();
+    const cc_attn_case cases[] = {
+        {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"HD 64, block 5, window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
+        {"HD 128, T = 65, docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
+        {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
+         {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
+        {"HD 128, peaky, block 64, window 9, docs", 1200, 1, 128, 64, 9, 1, 3.0, {0, 700, 701, 1100, -1}},
+        {"record: HD 128 x 6 heads, block 128, window 14, docs", 4096, 6, 128, 128, 14, 1, 1.0,
+         {0, 700, 1500, 1501, 2900, -1}},
+    };
+    cc_env e = cc_begin();
+    const gm_backend *gpu = e.gpu;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const cc_attn_case *c = &cases[ci];
+        if (!cc_attn_case_fits(c)) continue;
+        const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
+        const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+        const double scale = 1.0 / sqrt(HD);
+        gm_real *q = randn_bf16(&e, n, c->qscale), *k = randn_bf16(&e, n, 1.0), *v = randn_bf16(&e, n, 1.0);
+        gm_actval *gq = cc_act_to_gpu(&e, q, n), *gk = cc_act_to_gpu(&e, k, n), *gv = cc_act_to_gpu(&e, v, n);
+        int32_t *doc = cc_attn_docs(&e, c, B), *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * B * T);
+        const gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
+        gm_actval *out16 = cc_act_poisoned(&e, n), *out32 = cc_act_poisoned(&e, n);
+        gm_real *lse16 = cc_poisoned(&e, nl), *lse32 = cc_poisoned(&e, nl);
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out16, lse16, gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA32, gpu, out32, lse32, gq, gk, gv, B, T, NH, HD, scale, gm);
+        char what[256];
+        gm_real *want = cc_act_from_gpu(&e, out16, n);
+        snprintf(what, sizeof what, "%s: out, 32 vs 16 rows per warp", c->what);
+        cc_act_expect_equal(&e, what, out32, want, n);
+        free(want);
+        want = cc_from_gpu(&e, lse16, nl);
+        snprintf(what, sizeof what, "%s: lse, 32 vs 16 rows per warp", c->what);
+        cc_expect_equal(&e, what, lse32, want, nl);
+        free(want);
+        gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdoc);
+        gpu->free(gpu, out16), gpu->free(gpu, out32), gpu->free(gpu, lse16), gpu->free(gpu, lse32);
+        free(q), free(k), free(v), free(doc);
+    }
+}
+
 // The kernels round q, k, v to bf16 (nearest even) as they load them: raw fp32 inputs and the
 // same inputs rounded on the host (base/bf16.h, the same rounding) give the same bits. (Where the
 // activation element is bf16 the upload itself already rounds: both sides are then the same bits by
@@ -603,26 +651,28 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
     expect_backend_runs(&e, GM_CUDA_ATTN_NAIVE, "the naive kernels", 200, 48, m, GM_GRAD_ADD);
 }
 
-// Asked for by name, the tensor-core kernels refuse what they cannot do (an error at sync), rather
-// than computing something else: a head_dim other than 64 and 128, or a tensor off 16 bytes.
-static void expect_refused(int HD, int offset) {
+// Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error
+// at sync), rather than computing something else: a head_dim other than 64 and 128, or a tensor
+// off 16 bytes.
+static void expect_refused(gm_cuda_attn_impl impl, int HD, int offset) {
     cc_env e = cc_begin();
     gm_actval *buf = cc_act_poisoned(&e, 128 * HD + 4);
     gm_real *lse = cc_poisoned(&e, 128);
     gm_attn_mask m = {NULL, 128, 0};
-    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1,
-                          HD, 1.0, m);
+    gm_cuda_attn_fwd_with(impl, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1, HD, 1.0, m);
     cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d elements: accepted", HD, offset);
     cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
     e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse);
 }
 Test(cuda_attn_mma, refuses_head_dim_32) {
     REQUIRE_MMA();
-    expect_refused(32, 0);
+    expect_refused(GM_CUDA_ATTN_MMA, 32, 0);
+    expect_refused(GM_CUDA_ATTN_MMA32, 32, 0);
 }
 Test(cuda_attn_mma, refuses_unaligned_tensor) {
     REQUIRE_MMA();
-    expect_refused(64, 1);
+    expect_refused(GM_CUDA_ATTN_MMA, 64, 1);
+    expect_refused(GM_CUDA_ATTN_MMA32, 64, 1);
 }
 
 // ---- cuDNN's fused attention (attention_cudnn.cu): plain causal masks ----

@@ -60,14 +60,14 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take.
 static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
-    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
-    if (impl == GM_CUDA_ATTN_MMA && !gm_cuda_attn_mma_built()) {
+    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n), mma = impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32;
+    if (mma && !gm_cuda_attn_mma_built()) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "not in this build (CUDA_ARCH below compute_80)");
         return -1;
     }
     if (impl == GM_CUDA_ATTN_AUTO) return fits ? GM_CUDA_ATTN_MMA : GM_CUDA_ATTN_NAIVE;
-    if (impl == GM_CUDA_ATTN_MMA && !fits) {
+    if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "needs head_dim 64 or 128 and 16-byte aligned tensors");
         return -1;
@@ -91,7 +91,8 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     }
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 4);
-    if (which == GM_CUDA_ATTN_MMA) gm_cuda_attn_mma_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32)
+        gm_cuda_attn_mma_fwd(c, which == GM_CUDA_ATTN_MMA32 ? 32 : 16, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
     if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
 }
 
@@ -129,7 +130,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA)
+    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32)  // one backward for both
         gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
 }

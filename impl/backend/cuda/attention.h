@@ -22,7 +22,17 @@
 extern "C" {
 #endif
 
-typedef enum { GM_CUDA_ATTN_AUTO = 0, GM_CUDA_ATTN_NAIVE = 1, GM_CUDA_ATTN_MMA = 2, GM_CUDA_ATTN_CUDNN = 3 } gm_cuda_attn_impl;
+// GM_CUDA_ATTN_MMA32: the tensor-core kernels with the forward's 32 query rows per warp (4 warps a
+// block, FlashAttention-2's shape) instead of MMA's 16 (8 warps), the same backward; bitwise the
+// same results. Both stay until a GPU has timed them side by side (bench/attention_gpu); the
+// automatic choice runs MMA's 16, the shape measured so far.
+typedef enum {
+    GM_CUDA_ATTN_AUTO = 0,
+    GM_CUDA_ATTN_NAIVE = 1,
+    GM_CUDA_ATTN_MMA = 2,
+    GM_CUDA_ATTN_CUDNN = 3,
+    GM_CUDA_ATTN_MMA32 = 4
+} gm_cuda_attn_impl;
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
 // window.

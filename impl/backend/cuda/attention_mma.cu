@@ -8,7 +8,10 @@
 // H200 at T 65536: 115 TFLOP/s forward and 120 backward on softcap's final window, 208 / 183 on
 // plain causal, where FlexAttention reaches 357 / 345 on the window and FlashAttention-2 333 / 321
 // on causal in the same run (issue 31). Before the H100 the device code had only been run on a CPU
-// under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository.
+// under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository;
+// such an emulation (mma_sm80.cuh's instructions, reports/gpu-sim/README.md) also ran the forward
+// with 32 query rows per warp (GM_CUDA_ATTN_MMA32, 2026-11-27): bitwise the 16-row forward's out
+// and lse, both within bf16's rounding of a float64 reference. Not yet run on a GPU.
 //
 // Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
 // (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
@@ -17,8 +20,10 @@
 // once, at their store (an ADD widens the old element, adds in fp32 and rounds once); lse is fp32.
 //
 // Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
-// warp (the m of m16n8k16); it walks key tiles of 64 with an online softmax in the log2 domain
-// (scores pre-multiplied by scale * log2 e, exp2f), and writes out and lse (B, NH, T).
+// warp (the m of m16n8k16), or of 4 warps, 32 per warp (M = 2 m-tiles: each K and V fragment
+// loaded from shared memory feeds two MMAs; FlashAttention-2's shape); it walks key tiles of 64
+// with an online softmax in the log2 domain (scores pre-multiplied by scale * log2 e, exp2f), and
+// writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
 // per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
 // barrier per tile: tile i + 1 is copied into one stage while tile i is computed from the other.
@@ -79,7 +84,8 @@
 // stage of the ring, and the tile sizes.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
-// head_dim 64 forward; shared memory 56 to 141 KB per block (the *_smem functions).
+// head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
+// (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
 // blocks of 256 threads; element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
@@ -101,9 +107,12 @@
 extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 
 #define MAX_HD 128
-#define NWARPS 8
-#define NTHREADS (NWARPS * 32)
-#define BLOCK_ROWS (NWARPS * 16)  // rows a block owns: queries (forward, dq) or keys (dk/dv)
+#define BLOCK_ROWS 128  // rows a block owns: queries (forward, dq) or keys (dk/dv)
+// A warp owns M m-tiles (16 rows each) of them: the forward runs M = 1 or 2 (GM_CUDA_ATTN_MMA,
+// GM_CUDA_ATTN_MMA32), the backward M = 1.
+#define NWARPS(M) (BLOCK_ROWS / 16 / (M))
+#define NTHREADS(M) (NWARPS(M) * 32)
+#define BWD_THREADS NTHREADS(1)
 #define KEY_TILE 64               // keys per step of the forward and dq kernels
 #define QUERY_TILE(HD) ((HD) == 128 ? 32 : 64)  // queries per step of the dk/dv kernel
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
@@ -133,39 +142,49 @@ static __device__ __forceinline__ void mma_pair(float (*acc)[4], const uint32_t 
     mma16816(acc[1], a, b[2], b[3]);
 }
 
-// acc (16 x 8*NT, NT n-tiles) += A (16 x 16*KS from shared rows, A layout) * B^T where B is an
-// n-major shared tile (8*NT rows of 16*KS): S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T.
+// acc (16 M x 8*NT: M m-tiles of NT n-tiles, acc[m NT + n]) += A (16 M x 16*KS from shared rows,
+// A layout) * B^T where B is an n-major shared tile (8*NT rows of 16*KS): S = Q K^T, dP = dO V^T,
+// S^T = K Q^T, dP^T = V dO^T. Each B fragment loaded feeds the M m-tiles.
 static __device__ __forceinline__ void mma_abt(float (*acc)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *Bt,
-                                               int P, const int NT, const int KS) {
+                                               int P, const int NT, const int KS, const int M) {
     const __nv_bfloat16 *pa = a_addr(A, P), *pb = b_addr(Bt, P);
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-        uint32_t a[4];
-        ldsm_x4(a, pa + ks * 16);
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < M; mt++) ldsm_x4(a[mt], pa + mt * 16 * P + ks * 16);
 #pragma unroll
         for (int n = 0; n < NT; n += 2) {
             uint32_t b[4];
             ldsm_x4(b, pb + n * 8 * P + ks * 16);
-            mma_pair(acc + n, a, b);
+#pragma unroll
+            for (int mt = 0; mt < M; mt++) mma_pair(acc + mt * NT + n, a[mt], b);
         }
     }
 }
 
-// acc (16 x 8*NT) += X (16 x 16*KS, fp32 accumulator layout, rounded to bf16 here) * B where B is
-// a k-major shared tile (16*KS rows of 8*NT): O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q.
+// acc (16 M x 8*NT, acc[m NT + n]) += X (16 M x 16*KS, fp32 accumulator layout x[m 2KS + j],
+// rounded to bf16 here) * B where B is a k-major shared tile (16*KS rows of 8*NT): O += P V,
+// dQ += dS K, dV += P^T dO, dK += dS^T Q. Each B fragment loaded feeds the M m-tiles.
 static __device__ __forceinline__ void mma_xb(float (*acc)[4], const float (*x)[4], const __nv_bfloat16 *B, int P,
-                                              const int NT, const int KS) {
+                                              const int NT, const int KS, const int M) {
     const __nv_bfloat16 *pb = a_addr(B, P);
 #pragma unroll
     for (int ks = 0; ks < KS; ks++) {
-        const uint32_t a[4] = {pack_bf16(x[2 * ks][0], x[2 * ks][1]), pack_bf16(x[2 * ks][2], x[2 * ks][3]),
-                               pack_bf16(x[2 * ks + 1][0], x[2 * ks + 1][1]),
-                               pack_bf16(x[2 * ks + 1][2], x[2 * ks + 1][3])};
+        uint32_t a[2][4];
+#pragma unroll
+        for (int mt = 0; mt < M; mt++) {
+            const float(*xm)[4] = x + mt * 2 * KS;
+            a[mt][0] = pack_bf16(xm[2 * ks][0], xm[2 * ks][1]), a[mt][1] = pack_bf16(xm[2 * ks][2], xm[2 * ks][3]);
+            a[mt][2] = pack_bf16(xm[2 * ks + 1][0], xm[2 * ks + 1][1]);
+            a[mt][3] = pack_bf16(xm[2 * ks + 1][2], xm[2 * ks + 1][3]);
+        }
 #pragma unroll
         for (int n = 0; n < NT; n += 2) {
             uint32_t b[4];
             ldsm_x4_trans(b, pb + ks * 16 * P + n * 8);
-            mma_pair(acc + n, a, b);
+#pragma unroll
+            for (int mt = 0; mt < M; mt++) mma_pair(acc + mt * NT + n, a[mt], b);
         }
     }
 }
@@ -178,37 +197,37 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
 
 // ---- global activation tiles -> shared bf16 tiles ----
 
-// 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows.
-#define CHUNKS(R, HD) ((R) * (HD) / GM_ACT_VEC / NTHREADS)
+// 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows copied by NTH threads.
+#define CHUNKS(R, HD, NTH) ((R) * (HD) / GM_ACT_VEC / (NTH))
 
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
-// of pitch PITCH(HD), zeros past T, in 16-byte chunks, consecutive threads along a row. A bf16
+// of pitch PITCH(HD), zeros past T, in 16-byte chunks, the block's NTH consecutive threads along a row. A bf16
 // element is copied as it is by cp.async (rows past T zero-filled), landing at this thread's
 // cp_async_wait_all; an fp32 one is loaded into registers (all loads in flight first), rounded to
 // bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the tile is the
 // block's after that wait and a barrier.
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
-                                                 const int R, int T, size_t rs, const int HD) {
+                                                 const int R, int T, size_t rs, const int HD, const int NTH) {
     const int CPR = HD / GM_ACT_VEC;  // chunks per row
     if constexpr (sizeof(gm_cuda_act) == 2) {
 #pragma unroll
-        for (int it = 0; it < CHUNKS(R, HD); it++) {
-            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+        for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             const bool in = r0 + r < T;
             cp_async16(dst + r * PITCH(HD) + GM_ACT_VEC * c, src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c,
                        in ? 16 : 0);
         }
     } else {
-        uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD)];
+        uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD, NTHREADS(2))];  // the most a thread copies
 #pragma unroll
-        for (int it = 0; it < CHUNKS(R, HD); it++) {
-            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+        for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c)
                                  : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
-        for (int it = 0; it < CHUNKS(R, HD); it++) {
-            const int e = it * NTHREADS + threadIdx.x, r = e / CPR, c = e % CPR;
+        for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             const uint4 x = reg[it];
             *(uint2 *)(dst + r * PITCH(HD) + GM_ACT_VEC * c) =
                 make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
@@ -232,21 +251,21 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
     *(pair *)p = v;
 }
 
-// n values of a (T)-vector from t0 on into shared memory; 0 past T.
-static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src, int t0, int n, int T) {
-    for (int i = threadIdx.x; i < n; i += NTHREADS) dst[i] = t0 + i < T ? src[t0 + i] : 0;
+// n values of a (T)-vector from t0 on into shared memory, by NTH threads; 0 past T.
+static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src, int t0, int n, int T, const int NTH) {
+    for (int i = threadIdx.x; i < n; i += NTH) dst[i] = t0 + i < T ? src[t0 + i] : 0;
 }
 
 // The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0)
-// and the keys' doc ids.
+// and the keys' doc ids, by the block's NTH threads.
 static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
                                                      const gm_cuda_act *__restrict__ k,
                                                      const gm_cuda_act *__restrict__ v, const int32_t *doc, int k0,
-                                                     int T, size_t rs, const int HD) {
-    load_rows(sK, k, k0, KEY_TILE, T, rs, HD);
-    load_rows(sV, v, k0, KEY_TILE, T, rs, HD);
-    if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T);
+                                                     int T, size_t rs, const int HD, const int NTH) {
+    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH);
+    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH);
+    if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
 // query lse in log2 units (+inf past T: P = 0), D and the doc id (lse, D: the head's (T)-vectors).
@@ -256,8 +275,8 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const float *__restrict__ lse, const float *__restrict__ D,
                                                        const int32_t *doc, int qa, const int QT, int T, size_t rs,
                                                        const int HD) {
-    load_rows(sQ, q, qa, QT, T, rs, HD);
-    load_rows(sO, dout, qa, QT, T, rs, HD);
+    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS);
+    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS);
     if (threadIdx.x < QT) {
         const int i = qa + threadIdx.x;
         sL[threadIdx.x] = i < T ? lse[i] * (float)LOG2E : INFINITY;
@@ -380,104 +399,124 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
                                                           const int32_t *sDocQ, const gm_cuda_act *__restrict__ k,
                                                           const gm_cuda_act *__restrict__ v, const int32_t *doc,
                                                           const gm_attn_mask *m, int q0, int qlast, int k0, int stage,
-                                                          int T, size_t rs, const int HD) {
+                                                          int T, size_t rs, const int HD, const int NTH) {
     const int P = PITCH(HD), next = stage ^ 1;
     cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
     __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
     if (k0 + KEY_TILE <= qlast)
         load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k, v, doc,
-                      k0 + KEY_TILE, T, rs, HD);
+                      k0 + KEY_TILE, T, rs, HD, NTH);
     key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, false};
     ks.full = tile_full(m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0, doc ? ks.doc[0] : 0);
     return ks;
 }
 
-// ---- forward: grid (ceil(T / 128), NH, B), 256 threads ----
+// ---- forward: grid (ceil(T / 128), NH, B), NTHREADS(M) threads ----
 
+// Each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for two MMAs
+// (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128; M = 1 is
+// 8 warps of 16 rows, one block an SM.
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
 // waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
 // synchronously), and the barrier makes every thread's copies visible and tells that every warp is
 // done with the previous tile, whose stage the copies of the next tile then overwrite while this
 // one is computed (with a bf16 element; an fp32 one is loaded and converted there, before the math).
+template <int M>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
                                                 gm_attn_mask m, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD);
+    const int P = PITCH(HD), NTH = NTHREADS(M);
     // sK, sV, sDocK: 2 stages each of KEY_TILE rows
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
     int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
-    const int qlast = min(q0 + BLOCK_ROWS, T) - 1;
+    const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD);
-    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T);
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
+    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD);
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
 
-    float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
-    zero(o, HD / 8);
+    // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
+    float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
+    zero(o, M * HD / 8);
+#pragma unroll
+    for (int r = 0; r < 2 * M; r++) mrow[r] = -INFINITY, lrow[r] = 0.0f;
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH);
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
         const bool full = ks.full;
 
-        float s[KEY_TILE / 8][4];
-        zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16);
-        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
+        float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
+        zero(s, M * KEY_TILE / 8);
+        mma_abt(s, sQ + wrow * P, cK, P, KEY_TILE / 8, HD / 16, M);
+#pragma unroll
+        for (int mt = 0; mt < M; mt++)
+            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, full, &m, T, q0 + wrow + 16 * mt, k0,
+                       sDocQ + wrow + 16 * mt, cDocK, true);
 
-        // Online softmax for this lane's rows g (e = 0, 1) and g + 8 (e = 2, 3); a row's 64 scores
-        // are spread over the 4 lanes of a quad.
+        // Online softmax for this lane's rows g (e = 0, 1) and g + 8 (e = 2, 3) of each m-tile; a
+        // row's 64 scores are spread over the 4 lanes of a quad.
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float mx = -INFINITY;
+        for (int mt = 0; mt < M; mt++)
 #pragma unroll
-            for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
-            const float mnew = fmaxf(mrow[r], mx);
-            const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
-            const float corr = exp2f(mrow[r] - mref);             // 0 while the row is empty
-            mrow[r] = mnew;
-            lrow[r] *= corr;
+            for (int r = 0; r < 2; r++) {
+                float(*sm)[4] = s + mt * KEY_TILE / 8, (*om)[4] = o + mt * HD / 8;
+                const int mr = 2 * mt + r;
+                float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= corr, o[n][2 * r + 1] *= corr;
+                for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(sm[n][2 * r], sm[n][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
+                const float mnew = fmaxf(mrow[mr], mx);
+                const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
+                const float corr = exp2f(mrow[mr] - mref);            // 0 while the row is empty
+                mrow[mr] = mnew;
+                lrow[mr] *= corr;
 #pragma unroll
-            for (int n = 0; n < KEY_TILE / 8; n++) {
-                s[n][2 * r] = exp2f(s[n][2 * r] - mref);
-                s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - mref);
-                lrow[r] += s[n][2 * r] + s[n][2 * r + 1];  // this lane's columns; the quad sums at the end
+                for (int n = 0; n < HD / 8; n++) om[n][2 * r] *= corr, om[n][2 * r + 1] *= corr;
+#pragma unroll
+                for (int n = 0; n < KEY_TILE / 8; n++) {
+                    sm[n][2 * r] = exp2f(sm[n][2 * r] - mref);
+                    sm[n][2 * r + 1] = exp2f(sm[n][2 * r + 1] - mref);
+                    lrow[mr] += sm[n][2 * r] + sm[n][2 * r + 1];  // this lane's columns; the quad sums at the end
+                }
             }
-        }
-        mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16);
+        mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16, M);
     }
 
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float l = lrow[r];
-        l += __shfl_xor_sync(GM_FULL_MASK, l, 1);
-        l += __shfl_xor_sync(GM_FULL_MASK, l, 2);
-        const int i = q0 + warp * 16 + g + 8 * r;
-        if (i >= T) continue;
-        // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
-        const float inv = 1.0f / l;
-        gm_cuda_act *orow = out + head + (size_t)i * rs + 2 * t;
+    for (int mt = 0; mt < M; mt++)
 #pragma unroll
-        for (int n = 0; n < HD / 8; n++) put_pair(orow + n * 8, GM_GRAD_SET, o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-        if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[r] + log2f(l)) * LN2;
-    }
+        for (int r = 0; r < 2; r++) {
+            const int mr = 2 * mt + r;
+            float l = lrow[mr];
+            l += __shfl_xor_sync(GM_FULL_MASK, l, 1);
+            l += __shfl_xor_sync(GM_FULL_MASK, l, 2);
+            const int i = q0 + wrow + 16 * mt + g + 8 * r;
+            if (i >= T) continue;
+            // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
+            const float inv = 1.0f / l;
+            const float(*om)[4] = o + mt * HD / 8;
+            gm_cuda_act *orow = out + head + (size_t)i * rs + 2 * t;
+#pragma unroll
+            for (int n = 0; n < HD / 8; n++)
+                put_pair(orow + n * 8, GM_GRAD_SET, om[n][2 * r] * inv, om[n][2 * r + 1] * inv);
+            if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[mr] + log2f(l)) * LN2;
+        }
 }
 
-// ---- backward, dq: grid (ceil(T / 128), NH, B), 256 threads; key tiles in a ring as the forward ----
+// ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
+// key tiles in a ring as the forward ----
 
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
@@ -496,9 +535,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD);
-    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD);
-    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T);
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, BWD_THREADS);
     float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -507,30 +546,31 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD);
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, BWD_THREADS);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD);
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
+                          BWD_THREADS);
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
         const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
         zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16);
+        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
         scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
         zero(dp, KEY_TILE / 8);
-        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16);
+        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
 #pragma unroll
         for (int n = 0; n < KEY_TILE / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
-        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16);
+        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
     }
 
 #pragma unroll
@@ -543,8 +583,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     }
 }
 
-// ---- backward, dk and dv: grid (ceil(T / 128), NH, B), 256 threads; query tiles in a ring as the
-// forward's key tiles ----
+// ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
+// query tiles in a ring as the forward's key tiles ----
 
 static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
                                                  const gm_cuda_act *__restrict__ dout,
@@ -566,9 +606,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD);
-    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD);
-    if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T);
+    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T, BWD_THREADS);
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
@@ -592,17 +632,17 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
         float st[QUERY_TILE(64) / 8][4], dpt[QUERY_TILE(64) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
         zero(st, QT / 8);
-        mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16);
+        mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
         scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
         exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
         zero(dpt, QT / 8);
-        mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16);
-        mma_xb(dva, st, cO, P, HD / 8, QT / 16);
+        mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
+        mma_xb(dva, st, cO, P, HD / 8, QT / 16, 1);
 #pragma unroll
         for (int n = 0; n < QT / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
-        mma_xb(dka, st, cQ, P, HD / 8, QT / 16);
+        mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
     }
 
 #pragma unroll
@@ -630,27 +670,33 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a): with one block per SM every kernel fits in 255
-// registers without spilling (122 to 229 with the bf16 element; 2026-11-27);
-// the head_dim 64 forward also fits in 128 without spilling, so it asks for two blocks per SM. The
-// others spilled at 128 (32 to 1256 bytes, measured before the ring).
-__global__ static void __launch_bounds__(NTHREADS, 2) attn_fwd_64(FWD_ARGS) {
-    fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 64);
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27): the backward kernels
+// and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255 registers without
+// spilling (165 to 237); the M = 1 head_dim 64 forward fits in 128 (124; two blocks per SM). The
+// M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim
+// 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
+// 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
+// to say). The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+#define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
+template <int M>
+__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
+    fwd_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_fwd_128(FWD_ARGS) {
-    fwd_body(out, lse, q, k, v, T, NH, scale_log2, m, 128);
+template <int M>
+__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 128)) attn_fwd_128(FWD_ARGS) {
+    fwd_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
+__global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1)
+__global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
-__global__ static void __launch_bounds__(NTHREADS, 1)
+__global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
     dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
@@ -677,20 +723,27 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
     return 1;
 }
 
-// Launch `kern` with `smem` bytes of dynamic shared memory (above the default 48 KiB: opted in).
-#define LAUNCH(c, kern, grid, smem, ...)                                                                             \
+// Launch `kern` with `nth` threads and `smem` bytes of dynamic shared memory (above the default
+// 48 KiB: opted in).
+#define LAUNCH(c, kern, grid, nth, smem, ...)                                                                        \
     do {                                                                                                             \
         GM_CU(c, cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(smem)));             \
-        kern<<<grid, NTHREADS, smem, (c)->stream>>>(__VA_ARGS__);                                                    \
+        kern<<<grid, nth, smem, (c)->stream>>>(__VA_ARGS__);                                                         \
         GM_CU_LAUNCHED(c);                                                                                           \
     } while (0)
 
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *out, float *lse, const gm_cuda_act *q, const gm_cuda_act *k,
-                          const gm_cuda_act *v, int B, int T, int NH, int HD, double scale, gm_attn_mask m) {
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, int warp_rows, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
+                          const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
+                          gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
-    if (HD == 64) LAUNCH(c, attn_fwd_64, grid, fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
-    else LAUNCH(c, attn_fwd_128, grid, fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
+    if (warp_rows == 32) {
+        if (HD == 64) LAUNCH(c, attn_fwd_64<2>, grid, NTHREADS(2), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
+        else LAUNCH(c, attn_fwd_128<2>, grid, NTHREADS(2), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
+    } else {
+        if (HD == 64) LAUNCH(c, attn_fwd_64<1>, grid, NTHREADS(1), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
+        else LAUNCH(c, attn_fwd_128<1>, grid, NTHREADS(1), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
+    }
 }
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
@@ -700,11 +753,11 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     if (HD == 64) {
-        LAUNCH(c, attn_dq_64, grid, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-        LAUNCH(c, attn_dkdv_64, grid, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dq_64, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dkdv_64, grid, BWD_THREADS, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
     } else {
-        LAUNCH(c, attn_dq_128, grid, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-        LAUNCH(c, attn_dkdv_128, grid, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dq_128, grid, BWD_THREADS, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
+        LAUNCH(c, attn_dkdv_128, grid, BWD_THREADS, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
     }
 }
 #else
@@ -713,7 +766,7 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void
 static void absent(gm_cuda_ctx *c) {
     gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
 }
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_cuda_act *, float *, const gm_cuda_act *, const gm_cuda_act *,
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, int, gm_cuda_act *, float *, const gm_cuda_act *, const gm_cuda_act *,
                           const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
