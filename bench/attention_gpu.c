@@ -1,6 +1,6 @@
 // GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
-// (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32; its
-// backward is mma's), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
+// (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32) and,
+// on an sm_90 GPU, on Hopper's wgmma (GM_CUDA_ATTN_WGMMA; both with mma's backward), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
 // attention (attention_cudnn.cu) beside them when it runs here (else one line says why), forward
 // and backward, at a preset's per-GPU attention shape (softcap:
 // B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
@@ -47,24 +47,25 @@
 enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
 
-// mma32: the forward only (its backward is mma's code). cuDNN's fused attention (the last) where the
-// mask is plain causal and cuDNN runs here.
-enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_CUDNN, MAX_IMPLS };
-static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "cudnn"};
+// mma32 and wgmma: forwards only (their backward is mma's code); wgmma where it runs (an sm_90 GPU).
+// cuDNN's fused attention where the mask is plain causal and cuDNN runs here.
+enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_WGMMA, IMPL_CUDNN, MAX_IMPLS };
+static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "wgmma", "cudnn"};
 static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA32,
-                                                   GM_CUDA_ATTN_CUDNN};
-// Whether implementation i is timed in pass p (0 forward, 1 backward).
-static int timed(int i, int p) { return !(i == IMPL_MMA32 && p == 1); }
+                                                   GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_CUDNN};
 
 typedef struct {
     const gm_backend *be;
     int B, NH, HD, reps;
-    int nimpl;  // IMPL_CUDNN + 1 where cuDNN is timed, else IMPL_MMA32 + 1
+    int on[MAX_IMPLS];  // which implementations run here
     double scale;
     gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
     gm_actval *q, *k, *v, *dout, *out, *dq, *dk, *dv;  // (B, T, NH, HD) in the backend's element
     gm_real *lse;
 } bench;
+
+// Whether implementation i is timed in pass p (0 forward, 1 backward).
+static int timed(const bench *b, int i, int p) { return b->on[i] && !((i == IMPL_MMA32 || i == IMPL_WGMMA) && p == 1); }
 
 typedef struct {
     int T;
@@ -113,8 +114,8 @@ static void out_rel_diffs(const bench *b, int T, double rel[MAX_IMPLS]) {
     gm_cuda_attn_fwd_with(GM_CUDA_ATTN_NAIVE, b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
     if (gm_act_download(b->be, y, b->out, n)) gm_die_last();
     rel[IMPL_NAIVE] = 0;
-    for (int i = 0; i < b->nimpl; i++) {
-        if (i == IMPL_NAIVE) continue;
+    for (int i = 0; i < MAX_IMPLS; i++) {
+        if (i == IMPL_NAIVE || !b->on[i]) continue;
         gm_cuda_attn_fwd_with(IMPLS[i], b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
         if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
         sync_or_die(b);
@@ -140,9 +141,9 @@ static void write_csv(const bench *b, const row *rows, int nrows, const char *pa
     if (gm_atomic_open(&f, path)) gm_die_last();
     OUT(&f, "impl,pass,B,T,NH,HD,block,window,docs,pairs,flops,median_ms,min_ms,max_ms,tflops,out_rel_diff\n");
     for (int r = 0; r < nrows; r++)
-        for (int i = 0; i < b->nimpl; i++)
+        for (int i = 0; i < MAX_IMPLS; i++)
             for (int p = 0; p < 2; p++) {
-                if (!timed(i, p)) continue;
+                if (!timed(b, i, p)) continue;
                 const double *ms = rows[r].ms[i][p];
                 OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
                     p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
@@ -158,7 +159,7 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
     if (gm_atomic_open(&f, path)) gm_die_last();
     char *hw = gm_hardware_json();
     OUT(&f, "# GPU attention: tensor cores (mma.sync bf16) vs naive fp32%s, %s shapes\n\n",
-        b->nimpl > IMPL_CUDNN ? ", and cuDNN's fused attention" : "", preset);
+        b->on[IMPL_CUDNN] ? ", and cuDNN's fused attention" : "", preset);
     OUT(&f, "- Machine: `%s`.\n", hw);
     OUT(&f, "- Commit: `%s`. Command: `%s`.\n", gm_build_commit, cmdline);
     OUT(&f, "- Host load average (1 min): %.2f at start, %.2f at end; the GPU is assumed otherwise idle.\n", load[0],
@@ -185,18 +186,23 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
                 w->ms[1][p][0], tflops(w->flops[p], w->ms[1][p][0]), w->ms[1][p][0] / w->ms[0][p][0]);
         OUT(&f, " %.2g |\n", w->out_rel[IMPL_MMA]);
     }
-    OUT(&f, "\nThe forward with 32 query rows per warp (mma32: 4 warps a block, K and V fragments feeding two "
-            "m-tiles; bitwise mma's results), the same inputs; `mma / mma32`: mma's time over mma32's; `out diff` "
-            "as above.\n\n");
-    OUT(&f, "| T | mma32 fwd ms | TFLOP/s | mma / mma32 | out diff |\n");
-    OUT(&f, "|---|---|---|---|---|\n");
-    for (int r = 0; r < nrows; r++) {
-        const row *w = &rows[r];
-        OUT(&f, "| %d | %.4g | %.1f | %.2f | %.2g |\n", w->T, w->ms[IMPL_MMA32][0][0],
-            tflops(w->flops[0], w->ms[IMPL_MMA32][0][0]), w->ms[IMPL_MMA][0][0] / w->ms[IMPL_MMA32][0][0],
-            w->out_rel[IMPL_MMA32]);
+    static const char *const form[2] = {
+        "with 32 query rows per warp (mma32: 4 warps a block, K and V fragments feeding two m-tiles; bitwise mma's "
+        "results)",
+        "on Hopper's wgmma (wgmma: two warpgroups of 64 rows, Q, K, V read by wgmma from shared memory)"};
+    for (int i = IMPL_MMA32; i <= IMPL_WGMMA; i++) {
+        if (!b->on[i]) continue;
+        OUT(&f, "\nThe forward %s, the same inputs; `mma / %s`: mma's time over its; `out diff` as above.\n\n",
+            form[i - IMPL_MMA32], IMPL_NAMES[i]);
+        OUT(&f, "| T | %s fwd ms | TFLOP/s | mma / %s | out diff |\n", IMPL_NAMES[i], IMPL_NAMES[i]);
+        OUT(&f, "|---|---|---|---|---|\n");
+        for (int r = 0; r < nrows; r++) {
+            const row *w = &rows[r];
+            OUT(&f, "| %d | %.4g | %.1f | %.2f | %.2g |\n", w->T, w->ms[i][0][0], tflops(w->flops[0], w->ms[i][0][0]),
+                w->ms[IMPL_MMA][0][0] / w->ms[i][0][0], w->out_rel[i]);
+        }
     }
-    if (b->nimpl > IMPL_CUDNN) {
+    if (b->on[IMPL_CUDNN]) {
         OUT(&f, "\ncuDNN's fused attention (graph API, plain causal), the same inputs; `mma / cuDNN`: our kernel's time "
                 "over cuDNN's; `out diff`: ||out_cudnn - out_naive|| / ||out_naive||.\n\n");
         OUT(&f, "| T | cuDNN fwd ms | TFLOP/s | mma / cuDNN | cuDNN bwd ms | TFLOP/s | mma / cuDNN | out diff |\n");
@@ -217,8 +223,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
 static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
            "                     [--out=DIR] [--name=BASE]\n"
-           "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp; cuDNN on a plain causal\n"
-           "  mask), forward and backward,\n"
+           "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp, and on wgmma on an sm_90\n"
+           "  GPU; cuDNN on a plain causal mask), forward and backward,\n"
            "  at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md.\n"
            "  Without a GPU: one line, exit 0.\n"
            "  --preset    whose attention shape (default softcap)\n"
@@ -303,11 +309,13 @@ int main(int argc, char **argv) {
     }
 
     // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
-    b.nimpl = IMPL_MMA32 + 1;
+    b.on[IMPL_MMA] = b.on[IMPL_NAIVE] = b.on[IMPL_MMA32] = 1;
+    b.on[IMPL_WGMMA] = gm_cuda_attn_wgmma_ready(b.be);
+    if (!b.on[IMPL_WGMMA]) fprintf(stderr, "attention_gpu: wgmma not timed: not an sm_90 GPU with the sm_90a build\n");
     if (gm_cuda_attn_plain_causal(b.mask)) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
         if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
-        else b.nimpl = IMPL_CUDNN + 1;
+        else b.on[IMPL_CUDNN] = 1;
     }
     double load[2] = {gm_load_average(), 0};
     fprintf(stderr, "attention_gpu: %s, B=%d NH=%d HD=%d, window %d blocks of %d, docs %s; T = %d..%d\n", preset, b.B,
@@ -336,17 +344,19 @@ int main(int argc, char **argv) {
                          b.scale, b.mask);
         const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
-        for (int i = 0; i < b.nimpl; i++)
+        for (int i = 0; i < MAX_IMPLS; i++)
             for (int p = 0; p < 2; p++)
-                if (timed(i, p)) time_calls(&b, i, p, w->T, w->ms[i][p]);
+                if (timed(&b, i, p)) time_calls(&b, i, p, w->T, w->ms[i][p]);
         out_rel_diffs(&b, w->T, w->out_rel);
         fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
                         "naive %9.3f ms;  out diff %.2g\n",
                 w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],
                 tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
-        fprintf(stderr, "          mma32: fwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n", w->ms[IMPL_MMA32][0][0],
-                tflops(w->flops[0], w->ms[IMPL_MMA32][0][0]), w->out_rel[IMPL_MMA32]);
-        if (b.nimpl > IMPL_CUDNN)
+        for (int i = IMPL_MMA32; i <= IMPL_WGMMA; i++)
+            if (b.on[i])
+                fprintf(stderr, "          %s: fwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n", IMPL_NAMES[i],
+                        w->ms[i][0][0], tflops(w->flops[0], w->ms[i][0][0]), w->out_rel[i]);
+        if (b.on[IMPL_CUDNN])
             fprintf(stderr, "          cudnn: fwd %9.3f ms (%6.1f TFLOP/s), bwd %9.3f ms (%6.1f TFLOP/s);  out diff %.2g\n",
                     w->ms[IMPL_CUDNN][0][0], tflops(w->flops[0], w->ms[IMPL_CUDNN][0][0]), w->ms[IMPL_CUDNN][1][0],
                     tflops(w->flops[1], w->ms[IMPL_CUDNN][1][0]), w->out_rel[IMPL_CUDNN]);

@@ -1,4 +1,5 @@
-// The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128), and cuDNN's
+// The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128; its forward
+// also with 32 rows a warp and on Hopper's wgmma, suite cuda_attn_wgmma), and cuDNN's
 // fused attention on plain causal masks (attention_cudnn.cu, suite cuda_attn_cudnn, at the end),
 // against the CPU backend and the naive GPU kernels (attention_naive.cu), over masks with
 // documents, windows of 1 to many blocks, block sizes that do and do not divide the kernels' tiles,
@@ -175,7 +176,9 @@ static double *widened(const cc_env *e, const double *bound, const gm_real *ref,
 // poisoned memory, so an element it leaves unwritten fails; the CPU adds into zeros), the others add
 // into random priors.
 static gm_grad_write write_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? GM_GRAD_SET : GM_GRAD_ADD; }
-static const char *name_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? "cuDNN" : "tensor cores"; }
+static const char *name_of(gm_cuda_attn_impl impl) {
+    return impl == GM_CUDA_ATTN_CUDNN ? "cuDNN" : impl == GM_CUDA_ATTN_WGMMA ? "wgmma" : "tensor cores";
+}
 
 // One case: CPU reference, naive GPU, the implementation under test (tensor cores or cuDNN,
 // twice). Both backwards get the CPU forward's out and lse, so each comparison sees one kernel's
@@ -673,6 +676,50 @@ Test(cuda_attn_mma, refuses_unaligned_tensor) {
     REQUIRE_MMA();
     expect_refused(GM_CUDA_ATTN_MMA, 64, 1);
     expect_refused(GM_CUDA_ATTN_MMA32, 64, 1);
+}
+
+// ---- the forward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA: sm_90a machine code on an sm_90 GPU) ----
+
+// The bounds and the counting cases of the mma kernels (its backward is theirs, handed the CPU's
+// out and lse; its forward runs twice, bitwise). The order of the fp32 sums inside a wgmma is the
+// hardware's, so its out is held to the bounds, not to mma.sync's bits. Skipped on other GPUs.
+#define REQUIRE_WGMMA()                                                                                    \
+    do {                                                                                                   \
+        REQUIRE_MMA();                                                                                     \
+        cc_env probe = cc_begin();                                                                         \
+        if (!gm_cuda_attn_wgmma_ready(probe.gpu))                                                          \
+            cr_skip_test("GPU test skipped: wgmma needs an sm_90 GPU and the sm_90a build (CUDA_ARCH)");   \
+    } while (0)
+
+Test(cuda_attn_wgmma, masks_and_head_dims) {
+    REQUIRE_WGMMA();
+    const cc_attn_case cases[] = {
+        {"HD 64, T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+        {"HD 64, block 5 (dividing no tile), window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
+        {"HD 128, T = 65 (one tile and a row), docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
+        {"HD 128, causal, peaky", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
+        {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
+         {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
+        {"HD 128, record's block 128, window 14, docs", 2600, 1, 128, 128, 14, 1, 1.0, {0, 1000, 1001, 1791, 1792, 2500, -1}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], GM_CUDA_ATTN_WGMMA);
+}
+
+// Asked for by name where it cannot run (no sm_90 GPU, or a build without sm_90a): an error at sync
+// naming what it needs, nothing computed.
+Test(cuda_attn_wgmma, refused_where_absent) {
+    REQUIRE_MMA();
+    cc_env e = cc_begin();
+    if (gm_cuda_attn_wgmma_ready(e.gpu)) cr_skip_test("GPU test skipped: wgmma runs here (the test is for GPUs where it does not)");
+    gm_actval *buf = cc_act_poisoned(&e, 128 * 64 * 3);
+    gm_real *lse = cc_poisoned(&e, 128);
+    const gm_attn_mask m = {NULL, 128, 0};
+    gm_cuda_attn_fwd_with(GM_CUDA_ATTN_WGMMA, e.gpu, buf, lse, gm_act_at(e.gpu, buf, 128 * 64),
+                          gm_act_at(e.gpu, buf, 128 * 64 * 2), buf, 1, 128, 1, 64, 0.125, m);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "wgmma where it cannot run: accepted");
+    cr_expect(strstr(gm_error(), "sm_90") != NULL, "message: %s", gm_error());
+    e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse);
 }
 
 // ---- cuDNN's fused attention (attention_cudnn.cu): plain causal masks ----

@@ -60,7 +60,8 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take.
 static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
-    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n), mma = impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32;
+    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
+    const int mma = impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
     if (mma && !gm_cuda_attn_mma_built()) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "not in this build (CUDA_ARCH below compute_80)");
@@ -70,6 +71,11 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *cons
     if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "needs head_dim 64 or 128 and 16-byte aligned tensors");
+        return -1;
+    }
+    if (impl == GM_CUDA_ATTN_WGMMA && !gm_cuda_attn_wgmma_runs(c)) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma)",
+                     "needs an sm_90 GPU (H100, H200) and a build with CUDA_ARCH=sm_90a");
         return -1;
     }
     return impl;
@@ -91,8 +97,12 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     }
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, HD, ptrs, 4);
-    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32)
-        gm_cuda_attn_mma_fwd(c, which == GM_CUDA_ATTN_MMA32 ? 32 : 16, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA) {
+        const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
+                                      : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
+                                                                    : GM_ATTN_FWD_MMA16;
+        gm_cuda_attn_mma_fwd(c, form, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
+    }
     if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
 }
 
@@ -130,9 +140,13 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32)  // one backward for both
+    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA)  // one backward
         gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+}
+
+extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {
+    return gm_cuda_attn_mma_built() && gm_cuda_attn_wgmma_runs(gm_cuda_ctx_of(be));
 }
 
 void gm_cuda_attn_fwd(const gm_backend *be, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,

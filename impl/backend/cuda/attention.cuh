@@ -20,11 +20,15 @@ void gm_cuda_attn_naive_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm
 // Whether the tensor-core kernels take this head_dim and these tensors (16-byte alignment, for
 // their 16-byte loads); n pointers.
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n);
-// The forward with warp_rows (16 or 32) query rows per warp: 8 warps a block, one block an SM, or
-// 4 warps a block (FlashAttention-2's shape), two an SM at head_dim 128 (attention_mma.cu).
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, int warp_rows, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
+// The tensor-core forward's forms (attention_mma.cu): mma.sync with 16 query rows per warp (8 warps
+// a block, one block an SM) or 32 (4 warps a block, FlashAttention-2's shape, two an SM at head_dim
+// 128), or wgmma (sm_90a: two warpgroups of 64 rows; only where gm_cuda_attn_wgmma_runs).
+typedef enum { GM_ATTN_FWD_MMA16, GM_ATTN_FWD_MMA32, GM_ATTN_FWD_WGMMA } gm_attn_fwd_form;
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m);
+// 1 when the wgmma form runs on the current device (the sm_90a machine code on an sm_90 GPU).
+int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c);
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
                           const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
                           const float *lse, const float *D, int B, int T, int NH, int HD, double scale,

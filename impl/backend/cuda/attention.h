@@ -24,14 +24,16 @@ extern "C" {
 
 // GM_CUDA_ATTN_MMA32: the tensor-core kernels with the forward's 32 query rows per warp (4 warps a
 // block, FlashAttention-2's shape) instead of MMA's 16 (8 warps), the same backward; bitwise the
-// same results. Both stay until a GPU has timed them side by side (bench/attention_gpu); the
-// automatic choice runs MMA's 16, the shape measured so far.
+// same results. GM_CUDA_ATTN_WGMMA: the forward on Hopper's wgmma (sm_90a machine code on an sm_90
+// GPU, else refused), the same backward. They stay beside MMA until a GPU has run and timed them
+// (bench/attention_gpu); the automatic choice runs MMA's 16 rows, the form measured so far.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,
     GM_CUDA_ATTN_MMA = 2,
     GM_CUDA_ATTN_CUDNN = 3,
-    GM_CUDA_ATTN_MMA32 = 4
+    GM_CUDA_ATTN_MMA32 = 4,
+    GM_CUDA_ATTN_WGMMA = 5
 } gm_cuda_attn_impl;
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
@@ -41,6 +43,8 @@ static inline int gm_cuda_attn_plain_causal(gm_attn_mask m) { return !m.doc && m
 // 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);
+// 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device), else 0.
+int gm_cuda_attn_wgmma_ready(const gm_backend *be);
 
 // Build cuDNN's attention graph for this shape (bwd: the backward's) without a GPU: load cuDNN and
 // make and finalize every tensor and operation descriptor, stopping before the operation graph

@@ -74,14 +74,21 @@
 // elements) is stored to shared memory as it is, 16 bytes; an fp32 chunk (4 elements) is rounded
 // and stored as 8 bytes of bf16 (either way a phase writes 128 contiguous bytes: conflict-free).
 //
-// Hopper (sm_90a) would add, for a GPU session to measure: wgmma (warpgroup MMA, m64nNk16, B and
-// optionally A read straight from shared memory through descriptors, asynchronous, about twice
-// mma.sync's throughput on H100) and TMA (bulk asynchronous tensor copies into shared memory with
-// mbarrier completion, freeing the warps from address arithmetic), with producer/consumer warp
-// specialization and pingpong scheduling as in FlashAttention-3. TMA copies bytes as they are, so
-// it needs bf16 q, k, v, dout in global memory (the bf16 activation element); with the fp32
-// element these kernels convert on load, through registers. Also left for measurement: a third
-// stage of the ring, and the tile sizes.
+// Hopper (GM_CUDA_ATTN_WGMMA, sm_90a machine code on an sm_90 GPU; the forward only, its backward
+// is the one above): the forward's two products by wgmma (wgmma_sm90.cuh), the rest as the 16-row
+// forward: a block's two warpgroups own 64 query rows each; S = Q K^T is HD/16 wgmma m64n64k16
+// reading Q and K from shared memory, P V is KEY_TILE/16 wgmma m64n(HD)k16 with P from registers
+// (the accumulator of S, rounded to bf16, in the A layout) and V from shared memory read transposed.
+// The accumulators of wgmma have mma.sync's fragment layout per warp (a warp's 16 rows, n-tiles of
+// 8 in order), so the softmax and the mask are the same code. Q, K and V go to shared memory in
+// core matrices (8 rows x 16 bytes, 128 contiguous bytes: the no-swizzle layout wgmma's descriptors
+// describe) instead of pitched rows; a proxy fence after the copies lands orders them before
+// wgmma's reads. Each wgmma group is waited for at once (no overlap of the softmax with the next
+// tile's products yet). Not yet run on a GPU: executed on a CPU under a host emulation of wgmma's
+// descriptors, fragment layouts and asynchrony (reports/gpu-sim/README.md), where its out and lse
+// match the reference as the 16-row forward's do. Left for a GPU session to measure and build on:
+// TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as in
+// FlashAttention-3, 128-byte swizzled layouts, and a wgmma backward.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
 // head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
@@ -103,6 +110,7 @@
 // has none of the code below, and the dispatcher runs the scalar kernels.
 #if GM_CUDA_ARCH >= 800
 #include "backend/cuda/mma_sm80.cuh"
+#include "backend/cuda/wgmma_sm90.cuh"
 
 extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 
@@ -200,36 +208,56 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
 // 16-byte chunks (GM_ACT_VEC elements) per thread for a tile of R rows copied by NTH threads.
 #define CHUNKS(R, HD, NTH) ((R) * (HD) / GM_ACT_VEC / (NTH))
 
+// The two layouts of a shared bf16 tile (rows of HD): pitched, rows of PITCH(HD) elements (what
+// ldmatrix reads), or in core matrices, the no-swizzle layout wgmma reads through a descriptor
+// (wgmma_sm90.cuh): 8 rows x 8 columns stored as 64 contiguous elements, [r/8][col/8][r%8][col%8].
+// Element offset of (row r, column col):
+static __device__ __forceinline__ int tile_at(int r, int col, const int HD, const bool core8) {
+    return core8 ? ((r / 8) * (HD / 8) + col / 8) * 64 + (r % 8) * 8 + col % 8 : r * PITCH(HD) + col;
+}
+// Row and 16-byte chunk (of CPR a row) that chunk index e of a tile copies: pitched tiles go along
+// a row (consecutive threads write consecutive 16 bytes of it), core-matrix tiles down 8 rows first
+// (8 consecutive threads write one 128-byte core matrix); either way a phase of stores covers the
+// 32 banks once.
+static __device__ __forceinline__ void chunk_at(int e, int CPR, const bool core8, int *r, int *c) {
+    if (core8) *r = e % 8 + e / (8 * CPR) * 8, *c = e / 8 % CPR;
+    else *r = e / CPR, *c = e % CPR;
+}
+
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
-// of pitch PITCH(HD), zeros past T, in 16-byte chunks, the block's NTH consecutive threads along a row. A bf16
-// element is copied as it is by cp.async (rows past T zero-filled), landing at this thread's
-// cp_async_wait_all; an fp32 one is loaded into registers (all loads in flight first), rounded to
-// bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the tile is the
-// block's after that wait and a barrier.
+// (pitched, or core8: in core matrices), zeros past T, in 16-byte chunks copied by the block's NTH
+// threads. A bf16 element is copied as it is by cp.async (rows past T zero-filled), landing at this
+// thread's cp_async_wait_all; an fp32 one is loaded into registers (all loads in flight first),
+// rounded to bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the
+// tile is the block's after that wait and a barrier.
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
-                                                 const int R, int T, size_t rs, const int HD, const int NTH) {
+                                                 const int R, int T, size_t rs, const int HD, const int NTH,
+                                                 const bool core8 = false) {
     const int CPR = HD / GM_ACT_VEC;  // chunks per row
     if constexpr (sizeof(gm_cuda_act) == 2) {
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            int r, c;
+            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
             const bool in = r0 + r < T;
-            cp_async16(dst + r * PITCH(HD) + GM_ACT_VEC * c, src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c,
-                       in ? 16 : 0);
+            cp_async16(dst + tile_at(r, GM_ACT_VEC * c, HD, core8),
+                       src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c, in ? 16 : 0);
         }
     } else {
         uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD, NTHREADS(2))];  // the most a thread copies
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            int r, c;
+            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
             reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c)
                                  : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            int r, c;
+            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
             const uint4 x = reg[it];
-            *(uint2 *)(dst + r * PITCH(HD) + GM_ACT_VEC * c) =
+            *(uint2 *)(dst + tile_at(r, GM_ACT_VEC * c, HD, core8)) =
                 make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
                            pack_bf16(__uint_as_float(x.z), __uint_as_float(x.w)));
         }
@@ -258,13 +286,14 @@ static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src
 
 // The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0)
-// and the keys' doc ids, by the block's NTH threads.
+// and the keys' doc ids, by the block's NTH threads (K and V pitched, or core8: in core matrices).
 static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
                                                      const gm_cuda_act *__restrict__ k,
                                                      const gm_cuda_act *__restrict__ v, const int32_t *doc, int k0,
-                                                     int T, size_t rs, const int HD, const int NTH) {
-    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH);
-    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH);
+                                                     int T, size_t rs, const int HD, const int NTH,
+                                                     const bool core8 = false) {
+    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, core8);
+    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, core8);
     if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
@@ -389,7 +418,9 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
 // first step also for the query tile), issues the next tile's copies into the other stage once every
 // warp is done with it, and returns tile k0's stage and whether the block's queries see all of it.
-// Every thread calls it once per tile, in order (it holds the tile's one barrier).
+// Every thread calls it once per tile, in order (it holds the tile's one barrier). core8: the tiles
+// are in core matrices for wgmma, whose reads (the async proxy) a proxy fence orders after the
+// copies.
 typedef struct {
     const __nv_bfloat16 *K, *V;
     const int32_t *doc;
@@ -399,33 +430,84 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
                                                           const int32_t *sDocQ, const gm_cuda_act *__restrict__ k,
                                                           const gm_cuda_act *__restrict__ v, const int32_t *doc,
                                                           const gm_attn_mask *m, int q0, int qlast, int k0, int stage,
-                                                          int T, size_t rs, const int HD, const int NTH) {
+                                                          int T, size_t rs, const int HD, const int NTH,
+                                                          const bool core8 = false) {
     const int P = PITCH(HD), next = stage ^ 1;
     cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
-    __syncthreads();      // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
+    if (core8) fence_proxy_async();
+    __syncthreads();  // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
     if (k0 + KEY_TILE <= qlast)
         load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k, v, doc,
-                      k0 + KEY_TILE, T, rs, HD, NTH);
+                      k0 + KEY_TILE, T, rs, HD, NTH, core8);
     key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, false};
     ks.full = tile_full(m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0, doc ? ks.doc[0] : 0);
     return ks;
+}
+
+// ---- the forward's two products with wgmma (sm_90a; the WGMMA form) ----
+
+// S (this warp's 16 rows x KEY_TILE keys, s[n][4]: wgmma's accumulator order, the same fragments
+// as mma.sync's n-tiles) = Q K^T for the warpgroup's 64 rows: HD/16 wgmma m64n64k16 reading Q (the
+// warpgroup's 64 rows) and the key tile K from shared memory in core matrices, K-major (LBO: the
+// next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). Synchronous: issued,
+// committed and waited for here.
+static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
+                                                 const int HD) {
+    const uint32_t lbo = 128, sbo = HD / 8 * 128;
+    float *d = &s[0][0];
+    wgmma_hold(d, KEY_TILE / 2);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1
+        wgmma_m64n64k16_ss(d, wgmma_desc(Q + ks * 128, lbo, sbo), wgmma_desc(K + ks * 128, lbo, sbo), ks > 0);
+    wgmma_commit_wait();
+    wgmma_hold(d, KEY_TILE / 2);
+}
+
+// O (this warp's 16 rows x HD) += P V: KEY_TILE/16 wgmma m64n(HD)k16 with P from registers (s
+// rounded to bf16 into A fragments, as mma_xb does) and the key tile V from shared memory in core
+// matrices, read MN-major (transposed: SBO the next 8 columns, 128 bytes on; LBO the next 8 keys,
+// HD/8 core matrices on).
+static __device__ __forceinline__ void wg_pv(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *V,
+                                             const int HD) {
+    const uint32_t lbo = HD / 8 * 128, sbo = 128;
+    uint32_t a[KEY_TILE / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < KEY_TILE / 16; kk++)
+        a[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+        a[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    float *d = &o[0][0];
+    wgmma_hold(d, HD / 2);
+    wgmma_hold_a(&a[0][0], KEY_TILE / 4);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // keys 16 kk..: core-matrix rows 2 kk, 2 kk + 1
+        const uint64_t desc = wgmma_desc(V + kk * 16 * HD, lbo, sbo);
+        if (HD == 128) wgmma_m64n128k16_rs(d, a[kk], desc);
+        else wgmma_m64n64k16_rs(d, a[kk], desc);
+    }
+    wgmma_commit_wait();
+    wgmma_hold(d, HD / 2);
+    wgmma_hold_a(&a[0][0], KEY_TILE / 4);  // read until the wait
 }
 
 // ---- forward: grid (ceil(T / 128), NH, B), NTHREADS(M) threads ----
 
 // Each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for two MMAs
 // (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128; M = 1 is
-// 8 warps of 16 rows, one block an SM.
+// 8 warps of 16 rows, one block an SM. WG (with M = 1): the two products by wgmma (sm_90a), each
+// warpgroup of 4 warps one m64 tile, Q, K and V in core matrices; the rest as M = 1.
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
 // waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
 // synchronously), and the barrier makes every thread's copies visible and tells that every warp is
 // done with the previous tile, whose stage the copies of the next tile then overwrite while this
 // one is computed (with a bf16 element; an fp32 one is loaded and converted there, before the math).
-template <int M>
+template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
                                                 gm_attn_mask m, const int HD) {
+    static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(M);
     // sK, sV, sDocK: 2 stages each of KEY_TILE rows
@@ -437,10 +519,10 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH, WG);
     if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH, WG);
 
     // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
     float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
@@ -450,14 +532,18 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH);
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH, WG);
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
         const bool full = ks.full;
 
         float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
-        zero(s, M * KEY_TILE / 8);
-        mma_abt(s, sQ + wrow * P, cK, P, KEY_TILE / 8, HD / 16, M);
+        if constexpr (WG) {
+            wg_scores(s, sQ + warp / 4 * 64 * HD, cK, HD);  // the warpgroup's 64 rows
+        } else {
+            zero(s, M * KEY_TILE / 8);
+            mma_abt(s, sQ + wrow * P, cK, P, KEY_TILE / 8, HD / 16, M);
+        }
 #pragma unroll
         for (int mt = 0; mt < M; mt++)
             scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, full, &m, T, q0 + wrow + 16 * mt, k0,
@@ -490,7 +576,8 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
                     lrow[mr] += sm[n][2 * r] + sm[n][2 * r + 1];  // this lane's columns; the quad sums at the end
                 }
             }
-        mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16, M);
+        if constexpr (WG) wg_pv(o, s, cV, HD);
+        else mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16, M);
     }
 
     const int g = lane / 4, t = lane % 4;
@@ -676,15 +763,16 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim
 // 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
 // 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
-// to say). The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// to say). The wgmma forwards (WG), one block of 8 warps per SM: 154 registers at head_dim 128, 114
+// at 64, no spill. The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
-template <int M>
+template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
-    fwd_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, 64);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 64);
 }
-template <int M>
+template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 128)) attn_fwd_128(FWD_ARGS) {
-    fwd_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
@@ -732,18 +820,40 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
         GM_CU_LAUNCHED(c);                                                                                           \
     } while (0)
 
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, int warp_rows, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
+// Whether the wgmma kernels run on the current device: a probe kernel reports whether the machine
+// code the driver picked for it is the sm_90a build's (once per device).
+__device__ static int wgmma_probe_flag;
+__global__ static void wgmma_probe(void) { wgmma_probe_flag = GM_WGMMA_BUILT; }
+int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
+    static int known[64];  // per device: 0 unknown, 1 no, 2 yes
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (!known[dev]) {
+        int flag = 0;
+        wgmma_probe<<<1, 1, 0, c->stream>>>();
+        if (cudaMemcpyFromSymbolAsync(&flag, wgmma_probe_flag, sizeof flag, 0, cudaMemcpyDeviceToHost, c->stream) !=
+                cudaSuccess ||
+            cudaStreamSynchronize(c->stream) != cudaSuccess)
+            flag = 0;
+        known[dev] = flag ? 2 : 1;
+    }
+    return known[dev] == 2;
+}
+
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
-    if (warp_rows == 32) {
-        if (HD == 64) LAUNCH(c, attn_fwd_64<2>, grid, NTHREADS(2), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
-        else LAUNCH(c, attn_fwd_128<2>, grid, NTHREADS(2), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
-    } else {
-        if (HD == 64) LAUNCH(c, attn_fwd_64<1>, grid, NTHREADS(1), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);
-        else LAUNCH(c, attn_fwd_128<1>, grid, NTHREADS(1), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);
-    }
+#define FWD(M, WG)                                                                                                   \
+    do {                                                                                                             \
+        if (HD == 64) LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m); \
+        else LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);      \
+    } while (0)
+    if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
+    else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
+    else FWD(1, false);
+#undef FWD
 }
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
@@ -766,8 +876,9 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void
 static void absent(gm_cuda_ctx *c) {
     gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
 }
-void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, int, gm_cuda_act *, float *, const gm_cuda_act *, const gm_cuda_act *,
-                          const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
+int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) { return (void)c, 0; }
+void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form, gm_cuda_act *, float *, const gm_cuda_act *,
+                          const gm_cuda_act *, const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *, gm_grad_write,

@@ -60,6 +60,7 @@ void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *be, gm_actv
     gm_fail("cuda backend: built without CUDA");
 }
 int gm_cuda_attn_mma_built(void) { return 0; }
+int gm_cuda_attn_wgmma_ready(const gm_backend *be) { return (void)be, 0; }
 gm_cuda_libs gm_cuda_libs_of(const gm_backend *be) {
     (void)be;
     return GM_CUDA_LIBS_VENDOR;

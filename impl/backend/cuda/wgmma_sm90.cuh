@@ -1,0 +1,88 @@
+// The warpgroup PTX instructions of the Hopper attention forward (attention_mma.cu's WGMMA form),
+// sm_90a only: wgmma.mma_async (bf16 operands, fp32 accumulators) with shared-memory matrix
+// descriptors, its fence / commit / wait, and the proxy fence that makes shared-memory writes of
+// the threads (cp.async) visible to wgmma's reads. Kept apart, like mma_sm80.cuh, so that a host
+// emulation (outside the repository; reports/gpu-sim/README.md) can replace this one file.
+//
+// Shared-memory operands use the no-swizzle canonical layout: "core matrices" of 8 rows x 16 bytes
+// stored as 128 contiguous bytes; a descriptor gives the start address, the byte offset between
+// core matrices adjacent along K (LBO) and along M or N (SBO), and swizzle mode 0 (PTX ISA,
+// "Matrix Descriptor Format"; for this mode the same two meanings whether the operand is K-major or,
+// transposed on read, MN-major).
+#ifndef GM_BACKEND_CUDA_WGMMA_SM90_CUH
+#define GM_BACKEND_CUDA_WGMMA_SM90_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+// The instructions exist in the sm_90a compilation only (__CUDA_ARCH_FEAT_SM90_ALL); the build's
+// compute_90 PTX, for other GPUs, gets bodies that trap, and the host runs the wgmma kernels only
+// where a probe kernel reports the sm_90a machine code running (attention_mma.cu).
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+#define GM_WGMMA(...) __VA_ARGS__
+#define GM_WGMMA_BUILT 1
+#else
+#define GM_WGMMA(...) __trap()
+#define GM_WGMMA_BUILT 0
+#endif
+
+// A matrix descriptor: start address, LBO and SBO in 16-byte units (14 bits each), no swizzle.
+static __device__ __forceinline__ uint64_t wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 | (uint64_t)((sbo >> 4) & 0x3fff) << 32;
+}
+
+// Before the first wgmma reading registers other instructions wrote (accumulators, A fragments).
+static __device__ __forceinline__ void wgmma_fence(void) { GM_WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory")); }
+// Close the wgmma issued so far into a group, and wait until no group is pending: the accumulators
+// are then the threads' again.
+static __device__ __forceinline__ void wgmma_commit_wait(void) {
+    GM_WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
+}
+// The compiler must neither read nor move an accumulator across an asynchronous wgmma: a register
+// barrier on each.
+static __device__ __forceinline__ void wgmma_hold(float *d, const int n) {
+#pragma unroll
+    for (int i = 0; i < n; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+// Likewise for A fragments in registers, which an asynchronous wgmma reads until its wait.
+static __device__ __forceinline__ void wgmma_hold_a(uint32_t *a, const int n) {
+#pragma unroll
+    for (int i = 0; i < n; i++) asm volatile("" : "+r"(a[i])::"memory");
+}
+// Shared-memory writes of the generic proxy (stores, cp.async) before reads by wgmma (async proxy).
+static __device__ __forceinline__ void fence_proxy_async(void) {
+    GM_WGMMA(asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"));
+}
+
+// d (64 x 64, fp32, this thread's 32) (+)= A B^T: A 64 x 16 and B 64 x 16, both K-major in shared
+// memory (descriptors); scale_d 0 overwrites d.
+static __device__ __forceinline__ void wgmma_m64n64k16_ss(float d[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    GM_WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d)));
+}
+
+// d (64 x 64, fp32, this thread's 32) += A B: A 64 x 16 from registers (mma.sync's A layout per
+// warp, the warp's 16 rows), B 16 x 64 MN-major in shared memory (descriptor; transposed on read).
+static __device__ __forceinline__ void wgmma_m64n64k16_rs(float d[32], const uint32_t a[4], uint64_t desc_b) {
+    GM_WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b)));
+}
+
+// d (64 x 128, fp32, this thread's 64) += A B: A 64 x 16 from registers (mma.sync's A layout per
+// warp, the warp's 16 rows), B 16 x 128 MN-major in shared memory (descriptor; transposed on read).
+static __device__ __forceinline__ void wgmma_m64n128k16_rs(float d[64], const uint32_t a[4], uint64_t desc_b) {
+    GM_WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b)));
+}
+
+#endif
