@@ -1,5 +1,5 @@
 // The tensor-core attention (attention_mma.cu: bf16 mma.sync, head_dim 64 and 128; its forward
-// also with 32 rows a warp and on Hopper's wgmma, suite cuda_attn_wgmma), and cuDNN's
+// also with 32 rows a warp; both passes on Hopper's wgmma, suite cuda_attn_wgmma), and cuDNN's
 // fused attention on plain causal masks (attention_cudnn.cu, suite cuda_attn_cudnn, at the end),
 // against the CPU backend and the naive GPU kernels (attention_naive.cu), over masks with
 // documents, windows of 1 to many blocks, block sizes that do and do not divide the kernels' tiles,
@@ -678,11 +678,11 @@ Test(cuda_attn_mma, refuses_unaligned_tensor) {
     expect_refused(GM_CUDA_ATTN_MMA32, 64, 1);
 }
 
-// ---- the forward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA: sm_90a machine code on an sm_90 GPU) ----
+// ---- the kernels on Hopper's wgmma (GM_CUDA_ATTN_WGMMA: sm_90a machine code on an sm_90 GPU) ----
 
-// The bounds and the counting cases of the mma kernels (its backward is theirs, handed the CPU's
-// out and lse; its forward runs twice, bitwise). The order of the fp32 sums inside a wgmma is the
-// hardware's, so its out is held to the bounds, not to mma.sync's bits. Skipped on other GPUs.
+// The bounds and the counting cases of the mma kernels, forward and backward (the backward handed
+// the CPU's out and lse; each run twice, bitwise). The order of the fp32 sums inside a wgmma is the
+// hardware's, so the results are held to the bounds, not to mma.sync's bits. Skipped on other GPUs.
 #define REQUIRE_WGMMA()                                                                                    \
     do {                                                                                                   \
         REQUIRE_MMA();                                                                                     \

@@ -140,8 +140,9 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA)  // one backward
-        gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA)  // mma32: mma's
+        gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask,
+                             which == GM_CUDA_ATTN_WGMMA);
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
 }
 

@@ -24,9 +24,10 @@ extern "C" {
 
 // GM_CUDA_ATTN_MMA32: the tensor-core kernels with the forward's 32 query rows per warp (4 warps a
 // block, FlashAttention-2's shape) instead of MMA's 16 (8 warps), the same backward; bitwise the
-// same results. GM_CUDA_ATTN_WGMMA: the forward on Hopper's wgmma (sm_90a machine code on an sm_90
-// GPU, else refused), the same backward. They stay beside MMA until a GPU has run and timed them
-// (bench/attention_gpu); the automatic choice runs MMA's 16 rows, the form measured so far.
+// same results. GM_CUDA_ATTN_WGMMA: the same kernels with their products on Hopper's wgmma, forward
+// and backward (sm_90a machine code on an sm_90 GPU, else refused). They stay beside MMA until a
+// GPU has run and timed them (bench/attention_gpu); the automatic choice runs MMA's 16 rows, the
+// form measured so far.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,

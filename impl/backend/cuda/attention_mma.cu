@@ -74,21 +74,23 @@
 // elements) is stored to shared memory as it is, 16 bytes; an fp32 chunk (4 elements) is rounded
 // and stored as 8 bytes of bf16 (either way a phase writes 128 contiguous bytes: conflict-free).
 //
-// Hopper (GM_CUDA_ATTN_WGMMA, sm_90a machine code on an sm_90 GPU; the forward only, its backward
-// is the one above): the forward's two products by wgmma (wgmma_sm90.cuh), the rest as the 16-row
-// forward: a block's two warpgroups own 64 query rows each; S = Q K^T is HD/16 wgmma m64n64k16
-// reading Q and K from shared memory, P V is KEY_TILE/16 wgmma m64n(HD)k16 with P from registers
-// (the accumulator of S, rounded to bf16, in the A layout) and V from shared memory read transposed.
-// The accumulators of wgmma have mma.sync's fragment layout per warp (a warp's 16 rows, n-tiles of
-// 8 in order), so the softmax and the mask are the same code. Q, K and V go to shared memory in
-// core matrices (8 rows x 16 bytes, 128 contiguous bytes: the no-swizzle layout wgmma's descriptors
-// describe) instead of pitched rows; a proxy fence after the copies lands orders them before
-// wgmma's reads. Each wgmma group is waited for at once (no overlap of the softmax with the next
-// tile's products yet). Not yet run on a GPU: executed on a CPU under a host emulation of wgmma's
-// descriptors, fragment layouts and asynchrony (reports/gpu-sim/README.md), where its out and lse
-// match the reference as the 16-row forward's do. Left for a GPU session to measure and build on:
-// TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as in
-// FlashAttention-3, 128-byte swizzled layouts, and a wgmma backward.
+// Hopper (GM_CUDA_ATTN_WGMMA, sm_90a machine code on an sm_90 GPU; the WG template parameter): the
+// same three kernels with their products by wgmma (wgmma_sm90.cuh), everything else shared. A
+// block's two warpgroups own 64 rows each (queries, or keys in dk/dv); a product whose B side is a
+// streamed tile read along head_dim (S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T) is HD/16
+// wgmma m64n64k16 from shared memory (wg_scores); one whose A side is an accumulator (P V, dS K,
+// P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout) and
+// B read transposed (wg_pv). The accumulators of wgmma have mma.sync's fragment layout per warp (a
+// warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are the same
+// code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128 contiguous bytes:
+// the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
+// the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
+// fragment registers to hold). Each wgmma group is waited for at once (no overlap of the softmax
+// with the next products yet). Not yet run on a GPU: executed on a CPU under a host emulation of
+// wgmma's descriptors, fragment layouts and asynchrony (reports/gpu-sim/README.md), where every
+// output matches the reference as the mma kernels' do. Left for a GPU session to measure and build
+// on: TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as in
+// FlashAttention-3, 128-byte swizzled layouts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
 // head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
@@ -122,7 +124,9 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 #define NTHREADS(M) (NWARPS(M) * 32)
 #define BWD_THREADS NTHREADS(1)
 #define KEY_TILE 64               // keys per step of the forward and dq kernels
-#define QUERY_TILE(HD) ((HD) == 128 ? 32 : 64)  // queries per step of the dk/dv kernel
+// Queries per step of the dk/dv kernel: 32 at head_dim 128 with mma.sync (the registers of dK and
+// dV), else 64 (wgmma's products need no fragment registers).
+#define QUERY_TILE(HD, WG) ((HD) == 128 && !(WG) ? 32 : 64)
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
 #define LOG2E 1.4426950408889634
 #define LN2 0.69314718055994531f
@@ -303,9 +307,9 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const gm_cuda_act *__restrict__ dout,
                                                        const float *__restrict__ lse, const float *__restrict__ D,
                                                        const int32_t *doc, int qa, const int QT, int T, size_t rs,
-                                                       const int HD) {
-    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS);
-    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS);
+                                                       const int HD, const bool core8) {
+    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, core8);
+    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, core8);
     if (threadIdx.x < QT) {
         const int i = qa + threadIdx.x;
         sL[threadIdx.x] = i < T ? lse[i] * (float)LOG2E : INFINITY;
@@ -444,14 +448,15 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
     return ks;
 }
 
-// ---- the forward's two products with wgmma (sm_90a; the WGMMA form) ----
+// ---- the two kinds of product with wgmma (sm_90a; the WG kernels) ----
 
-// S (this warp's 16 rows x KEY_TILE keys, s[n][4]: wgmma's accumulator order, the same fragments
-// as mma.sync's n-tiles) = Q K^T for the warpgroup's 64 rows: HD/16 wgmma m64n64k16 reading Q (the
-// warpgroup's 64 rows) and the key tile K from shared memory in core matrices, K-major (LBO: the
+// s (this warp's 16 rows x 64 columns, s[n][4]: wgmma's accumulator order, the same fragments as
+// mma.sync's n-tiles) = A B^T for the warpgroup's 64 rows of A (S = Q K^T, dP = dO V^T, and with
+// keys as rows S^T = K Q^T, dP^T = V dO^T): HD/16 wgmma m64n64k16 reading A (from the warpgroup's
+// first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
 // next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). Synchronous: issued,
 // committed and waited for here.
-static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
+static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
                                                  const int HD) {
     const uint32_t lbo = 128, sbo = HD / 8 * 128;
     float *d = &s[0][0];
@@ -459,16 +464,16 @@ static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloa
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1
-        wgmma_m64n64k16_ss(d, wgmma_desc(Q + ks * 128, lbo, sbo), wgmma_desc(K + ks * 128, lbo, sbo), ks > 0);
+        wgmma_m64n64k16_ss(d, wgmma_desc(A + ks * 128, lbo, sbo), wgmma_desc(B + ks * 128, lbo, sbo), ks > 0);
     wgmma_commit_wait();
     wgmma_hold(d, KEY_TILE / 2);
 }
 
-// O (this warp's 16 rows x HD) += P V: KEY_TILE/16 wgmma m64n(HD)k16 with P from registers (s
-// rounded to bf16 into A fragments, as mma_xb does) and the key tile V from shared memory in core
-// matrices, read MN-major (transposed: SBO the next 8 columns, 128 bytes on; LBO the next 8 keys,
-// HD/8 core matrices on).
-static __device__ __forceinline__ void wg_pv(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *V,
+// o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (the warp's 16 x 64 accumulator
+// s, rounded to bf16 into A fragments as mma_xb does) from registers and the 64-row streamed tile B
+// from shared memory in core matrices, read MN-major (transposed: SBO the next 8 columns, 128 bytes
+// on; LBO the next 8 rows, HD/8 core matrices on): O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q.
+static __device__ __forceinline__ void wg_pv(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
                                              const int HD) {
     const uint32_t lbo = HD / 8 * 128, sbo = 128;
     uint32_t a[KEY_TILE / 16][4];
@@ -481,8 +486,8 @@ static __device__ __forceinline__ void wg_pv(float (*o)[4], const float (*s)[4],
     wgmma_hold_a(&a[0][0], KEY_TILE / 4);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // keys 16 kk..: core-matrix rows 2 kk, 2 kk + 1
-        const uint64_t desc = wgmma_desc(V + kk * 16 * HD, lbo, sbo);
+    for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // rows 16 kk.. of B: core-matrix rows 2 kk, 2 kk + 1
+        const uint64_t desc = wgmma_desc(B + kk * 16 * HD, lbo, sbo);
         if (HD == 128) wgmma_m64n128k16_rs(d, a[kk], desc);
         else wgmma_m64n64k16_rs(d, a[kk], desc);
     }
@@ -603,8 +608,10 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
 }
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
-// key tiles in a ring as the forward ----
+// key tiles in a ring as the forward. WG: the three products by wgmma, as the forward's (S = Q K^T
+// and dP = dO V^T by wg_scores, dQ += dS K by wg_pv with K read transposed) ----
 
+template <bool WG>
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
@@ -622,8 +629,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
-    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
+    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, BWD_THREADS);
     float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
@@ -633,7 +640,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, BWD_THREADS);
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, BWD_THREADS, WG);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
@@ -641,23 +648,32 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
             key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
-                          BWD_THREADS);
+                          BWD_THREADS, WG);
         const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
         const int32_t *cDocK = ks.doc;
         const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
-        zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
+        if constexpr (WG) {
+            wg_scores(s, sQ + warp / 4 * 64 * HD, cK, HD);
+        } else {
+            zero(s, KEY_TILE / 8);
+            mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
+        }
         scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
-        zero(dp, KEY_TILE / 8);
-        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
+        if constexpr (WG) {
+            wg_scores(dp, sO + warp / 4 * 64 * HD, cV, HD);
+        } else {
+            zero(dp, KEY_TILE / 8);
+            mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
+        }
 #pragma unroll
         for (int n = 0; n < KEY_TILE / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
-        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
+        if constexpr (WG) wg_pv(acc, s, cK, HD);
+        else mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
     }
 
 #pragma unroll
@@ -671,8 +687,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 }
 
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
-// query tiles in a ring as the forward's key tiles ----
+// query tiles in a ring as the forward's key tiles. WG: the four products by wgmma, a warpgroup's
+// 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_scores over 64-query tiles, dV += P^T dO
+// and dK += dS^T Q by wg_pv with dO and Q read transposed) ----
 
+template <bool WG>
 static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
                                                  const gm_cuda_act *__restrict__ dout,
                                                  const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
@@ -681,7 +700,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
                                                  gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD), QT = QUERY_TILE(HD);
+    const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
     // sQ, sO, sL, sD, sDocQ: 2 stages each of QT queries
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
                   *sO = sQ + 2 * QT * P;
@@ -693,43 +712,54 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
-    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
-    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
+    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T, BWD_THREADS);
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
-    load_query_tile(sQ, sO, sL, sD, sDocQ, q + head, dout + head, lse + vec, D + vec, doc, k0, QT, T, rs, HD);
+    load_query_tile(sQ, sO, sL, sD, sDocQ, q + head, dout + head, lse + vec, D + vec, doc, k0, QT, T, rs, HD, WG);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
 
     for (int qa = k0, stage = 0; qa < qend; qa += QT, stage ^= 1) {  // QT divides 128, so qa stays tile-aligned
         cp_async_wait_all();  // this thread's copies of tile qa (and at first of sK, sV) have landed
-        __syncthreads();      // everyone's have; tile qa - QT (stage ^ 1) is consumed
+        if (WG) fence_proxy_async();
+        __syncthreads();  // everyone's have; tile qa - QT (stage ^ 1) is consumed
         const int next = stage ^ 1;
         if (qa + QT < qend)
             load_query_tile(sQ + next * QT * P, sO + next * QT * P, sL + next * QT, sD + next * QT, sDocQ + next * QT,
-                            q + head, dout + head, lse + vec, D + vec, doc, qa + QT, QT, T, rs, HD);
+                            q + head, dout + head, lse + vec, D + vec, doc, qa + QT, QT, T, rs, HD, WG);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int32_t *cDocQ = sDocQ + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
         const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? cDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
 
-        float st[QUERY_TILE(64) / 8][4], dpt[QUERY_TILE(64) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
-        zero(st, QT / 8);
-        mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
+        float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
+        if constexpr (WG) {
+            wg_scores(st, sK + warp / 4 * 64 * HD, cQ, HD);  // the warpgroup's 64 keys
+        } else {
+            zero(st, QT / 8);
+            mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
+        }
         scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
         exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
-        zero(dpt, QT / 8);
-        mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
-        mma_xb(dva, st, cO, P, HD / 8, QT / 16, 1);
+        if constexpr (WG) {
+            wg_scores(dpt, sV + warp / 4 * 64 * HD, cO, HD);
+            wg_pv(dva, st, cO, HD);
+        } else {
+            zero(dpt, QT / 8);
+            mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
+            mma_xb(dva, st, cO, P, HD / 8, QT / 16, 1);
+        }
 #pragma unroll
         for (int n = 0; n < QT / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
-        mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
+        if constexpr (WG) wg_pv(dka, st, cQ, HD);
+        else mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
     }
 
 #pragma unroll
@@ -763,8 +793,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim
 // 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
 // 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
-// to say). The wgmma forwards (WG), one block of 8 warps per SM: 154 registers at head_dim 128, 114
-// at 64, no spill. The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 154 registers at
+// head_dim 128 (114 at 64), dq 174 (128), dk/dv 250 (188). The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
@@ -774,34 +804,38 @@ template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 128)) attn_fwd_128(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
+template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
+template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
+template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
+    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
 }
+template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
+    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
 // per-row vectors; the streamed tiles twice (the ring's 2 stages). Forward at HD 128:
 // (128 + 2 x (64 + 64)) x 272 + (128 + 2 x 64) x 4 = 105,472; dq: 140,288; dk/dv:
-// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 128) x 4 = 105,728 (HD 64: 56,320 / 74,752 /
-// 75,776).
+// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 128) x 4 = 105,728, with wgmma's 64-query
+// tiles 141,312 (HD 64: 56,320 / 74,752 / 75,776).
 static size_t fwd_smem(int HD) {
     return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dq_smem(int HD) {
     return (size_t)(2 * BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
-static size_t dkdv_smem(int HD) {
-    return (size_t)(2 * BLOCK_ROWS + 4 * QUERY_TILE(HD)) * PITCH(HD) * 2 + (6 * QUERY_TILE(HD) + BLOCK_ROWS) * 4;
+static size_t dkdv_smem(int HD, bool WG) {
+    return (size_t)(2 * BLOCK_ROWS + 4 * QUERY_TILE(HD, WG)) * PITCH(HD) * 2 + (6 * QUERY_TILE(HD, WG) + BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
@@ -859,16 +893,25 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
                           const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
                           const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
-                          gm_attn_mask m) {
+                          gm_attn_mask m, bool wgmma) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
-    if (HD == 64) {
-        LAUNCH(c, attn_dq_64, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-        LAUNCH(c, attn_dkdv_64, grid, BWD_THREADS, dkdv_smem(64), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-    } else {
-        LAUNCH(c, attn_dq_128, grid, BWD_THREADS, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-        LAUNCH(c, attn_dkdv_128, grid, BWD_THREADS, dkdv_smem(128), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w);
-    }
+#define BWD(WG)                                                                                                      \
+    do {                                                                                                             \
+        if (HD == 64) {                                                                                              \
+            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w); \
+            LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, \
+                   sc, m, w);                                                                                        \
+        } else {                                                                                                     \
+            LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m,  \
+                   w);                                                                                               \
+            LAUNCH(c, attn_dkdv_128<WG>, grid, BWD_THREADS, dkdv_smem(128, WG), dk, dv, dout, q, k, v, lse, D, T, NH,  \
+                   sl2, sc, m, w);                                                                                   \
+        }                                                                                                            \
+    } while (0)
+    if (wgmma) BWD(true);
+    else BWD(false);
+#undef BWD
 }
 #else
 extern "C" int gm_cuda_attn_mma_built(void) { return 0; }
@@ -883,7 +926,7 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form, gm_cuda_act *, float
 }
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *, gm_grad_write,
                           const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *,
-                          const float *, const float *, int, int, int, int, double, gm_attn_mask) {
+                          const float *, const float *, int, int, int, int, double, gm_attn_mask, bool) {
     absent(c);
 }
 #endif
