@@ -67,6 +67,12 @@ else
   CUDA_NOTE := CUDA: nvcc not found (PATH, /usr/local/cuda/bin): building the CPU backend only
 endif
 
+# The tensor-core attention's device code run on the CPU (verify/emu/: the CUDA execution model and
+# the PTX instructions emulated on the host; g++ with CUDA's headers), for verify/test_attn_emulated.c.
+ATTN_EMU := $(if $(NVCC),$(BUILD)/verify/prog/attn_emu)
+ATTN_EMU_FLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -DGM_HAVE_CUDA -DGM_CUDA_ARCH=900 \
+  -DGM_ATTN_HOST_EMULATION -Iverify/emu/shim -Iverify/emu -Iimpl -I$(CUDA_HOME)/include
+
 LIB_SRC := $(shell find impl -name '*.c' -not -path 'impl/bin/*' | sort)
 BIN_SRC := $(wildcard impl/bin/*.c)
 # verify/both/*.c run in both builds (fp32 and fp64), each asserting its own precision's bar.
@@ -191,6 +197,10 @@ $(BUILD)/verify/prog/%: $(REL)/verify/prog/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
+$(BUILD)/verify/prog/attn_emu: verify/emu/attn_emu.cc
+	@mkdir -p $(dir $@)
+	$(call say,CXX,$@)
+	$(Q)$(CXX) $(ATTN_EMU_FLAGS) -MMD -MP -MF $@.d $< -o $@ -lpthread
 $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
@@ -225,7 +235,7 @@ build: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory -j$(JOBS) build-all
 # The sub-make's one goal: named targets that are up to date would each print "... is up to date".
 .PHONY: build-all
-build-all: $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify \
+build-all: $(BUILD)/libgptmuon.a $(BINS) $(BENCH_BINS) $(BUILD)/verify/gm_verify $(ATTN_EMU) \
 	  $(patsubst verify/prog/%.c,$(BUILD)/verify/prog/%,$(TESTPROG_SRC)) $(patsubst verify/prog/%.c,$(SAN)/bin/%,$(TESTPROG_SRC)) \
 	  $(if $(wildcard verify/fp64/*.c),$(BUILD)/verify/gm_verify64) \
 	  $(SAN)/verify/gm_verify $(patsubst impl/bin/%.c,$(SAN)/bin/%,$(BIN_SRC)) $(SAN_BENCH_BINS)

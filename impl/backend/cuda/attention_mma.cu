@@ -9,9 +9,10 @@
 // plain causal, where FlexAttention reaches 357 / 345 on the window and FlashAttention-2 333 / 321
 // on causal in the same run (issue 31). Before the H100 the device code had only been run on a CPU
 // under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository;
-// such an emulation (mma_sm80.cuh's instructions, reports/gpu-sim/README.md) also ran the forward
-// with 32 query rows per warp (GM_CUDA_ATTN_MMA32, 2026-11-27): bitwise the 16-row forward's out
-// and lse, both within bf16's rounding of a float64 reference. Not yet run on a GPU.
+// verify/emu/ is such an emulation in the repository (mma_sm80.cuh's and wgmma_sm90.cuh's
+// instructions; make verify runs it: verify/test_attn_emulated.c), under which every kernel here
+// matches a float64 reference, and the forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32,
+// 2026-11-27) is bitwise the 16-row one. That forward is not yet run on a GPU.
 //
 // Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
 // (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
@@ -86,9 +87,9 @@
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
 // the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
 // fragment registers to hold). Each wgmma group is waited for at once (no overlap of the softmax
-// with the next products yet). Not yet run on a GPU: executed on a CPU under a host emulation of
-// wgmma's descriptors, fragment layouts and asynchrony (reports/gpu-sim/README.md), where every
-// output matches the reference as the mma kernels' do. Left for a GPU session to measure and build
+// with the next products yet). Not yet run on a GPU: executed on a CPU under verify/emu/'s
+// emulation of wgmma's descriptors, fragment layouts and asynchrony, where every output matches
+// the reference as the mma kernels' do. Left for a GPU session to measure and build
 // on: TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as in
 // FlashAttention-3, 128-byte swizzled layouts.
 //
@@ -310,7 +311,7 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const int HD, const bool core8) {
     load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, core8);
     load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, core8);
-    if (threadIdx.x < QT) {
+    if ((int)threadIdx.x < QT) {
         const int i = qa + threadIdx.x;
         sL[threadIdx.x] = i < T ? lse[i] * (float)LOG2E : INFINITY;
         sD[threadIdx.x] = i < T ? D[i] : 0.0f;
@@ -775,6 +776,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     }
 }
 
+// verify/emu/ compiles the device code above as host C++ (GM_ATTN_HOST_EMULATION, with its own
+// mma_sm80.cuh and wgmma_sm90.cuh) and runs the bodies on a CPU; the kernels and launchers below are
+// CUDA only.
+#ifndef GM_ATTN_HOST_EMULATION
 // ---- kernels: one per head_dim, so every array size and loop count is a constant ----
 
 #define FWD_ARGS                                                                                                     \
@@ -913,6 +918,7 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
     else BWD(false);
 #undef BWD
 }
+#endif  // GM_ATTN_HOST_EMULATION
 #else
 extern "C" int gm_cuda_attn_mma_built(void) { return 0; }
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) { return (void)HD, (void)ptrs, (void)n, 0; }

@@ -1,8 +1,8 @@
 // The warp-level PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and
 // later: mma.sync m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding
 // cvt, and 16-byte cp.async. Fragment layouts: attention_mma.cu's header. Kept apart from the
-// kernels so that their C++ is the kernels' only other content: a host emulation of these
-// instructions (outside the repository; reports/gpu-sim/README.md) replaces this one file to
+// kernels so that their C++ is the kernels' only other content: the host emulation of these
+// instructions (verify/emu/shim/backend/cuda/mma_sm80.cuh) replaces this one file to
 // execute the kernels on a CPU.
 #ifndef GM_BACKEND_CUDA_MMA_SM80_CUH
 #define GM_BACKEND_CUDA_MMA_SM80_CUH

@@ -2,7 +2,7 @@
 // sm_90a only: wgmma.mma_async (bf16 operands, fp32 accumulators) with shared-memory matrix
 // descriptors, its fence / commit / wait, and the proxy fence that makes shared-memory writes of
 // the threads (cp.async) visible to wgmma's reads. Kept apart, like mma_sm80.cuh, so that a host
-// emulation (outside the repository; reports/gpu-sim/README.md) can replace this one file.
+// emulation (verify/emu/shim/backend/cuda/wgmma_sm90.cuh) can replace this one file.
 //
 // Shared-memory operands use the no-swizzle canonical layout: "core matrices" of 8 rows x 16 bytes
 // stored as 128 contiguous bytes; a descriptor gives the start address, the byte offset between

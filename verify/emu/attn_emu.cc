@@ -1,0 +1,226 @@
+// The tensor-core attention's kernel bodies (impl/backend/cuda/attention_mma.cu: the mma.sync
+// forward with 16 and 32 query rows per warp, its backward, and the wgmma forward and backward) run
+// on the CPU under emu.h, against a float64 reference of the same mask rule (gm_attn_allowed), for
+// verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc; Makefile).
+//
+//   attn_emu                                 the default cases
+//   attn_emu B T NH HD BLOCK WINDOW DOC_LEN  one case (WINDOW 0: causal only; DOC_LEN 0: no
+//                                            documents, else lengths uniform in 1 .. 2 DOC_LEN - 1)
+//
+// Per case one line per output and implementation: max |error| / max |reference|, bounded by 2e-2
+// (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
+// as MMA operands and every output at its store); the 32-row forward must equal the 16-row one bit
+// for bit (the same operations in the same order); "PASS" or "FAIL" per case, then "<n> failed";
+// exit status 1 when any failed.
+#include "emu.h"
+
+alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 141 KB)
+
+#include "backend/cuda/attention_mma.cu"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <functional>
+#include <random>
+#include <thread>
+
+thread_local uint3 emu_thread_idx, emu_block_idx;
+thread_local dim3 emu_grid_dim, emu_block_dim;
+thread_local int emu_phase;
+thread_local std::vector<emu_copy> emu_copies;
+thread_local std::vector<emu_wgmma_op> emu_wgmma_ops;
+emu_warp *emu_warps;
+emu_warpgroup *emu_warpgroups;
+std::barrier<> *emu_block_bar;
+
+// Runs body as every thread of every block of grid, one block at a time, shared memory poisoned
+// (NaN bytes) before each. A thread that ends with cp.async copies it never waited for aborts.
+static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
+    for (unsigned bz = 0; bz < grid.z; bz++)
+        for (unsigned by = 0; by < grid.y; by++)
+            for (unsigned bx = 0; bx < grid.x; bx++) {
+                memset(smem, 0xff, sizeof smem);
+                std::barrier<> block_bar(nthreads);
+                std::vector<emu_warp> warps(nthreads / 32);
+                std::vector<emu_warpgroup> groups((nthreads + 127) / 128);
+                for (emu_warp &w : warps) w.bar = new std::barrier<>(32);
+                for (emu_warpgroup &g : groups) g.bar = new std::barrier<>(128);
+                emu_block_bar = &block_bar, emu_warps = warps.data(), emu_warpgroups = groups.data();
+                std::vector<std::thread> threads;
+                for (int t = 0; t < nthreads; t++)
+                    threads.emplace_back([&, t] {
+                        emu_thread_idx = {(unsigned)t, 0, 0}, emu_block_idx = {bx, by, bz};
+                        emu_grid_dim = grid, emu_block_dim = dim3(nthreads), emu_phase = 0;
+                        body();
+                        if (!emu_copies.empty()) {
+                            fprintf(stderr, "attn_emu: a thread ended with cp.async copies never waited for\n");
+                            abort();
+                        }
+                    });
+                for (std::thread &x : threads) x.join();
+                for (emu_warp &w : warps) delete w.bar;
+                for (emu_warpgroup &g : groups) delete g.bar;
+            }
+}
+
+static float bf16_value(float x) { return emu_bf16_lo(emu_round_bf16(x)); }
+static std::vector<float> widen(const std::vector<gm_cuda_act> &x) {
+    std::vector<float> r(x.size());
+    for (size_t i = 0; i < x.size(); i++) r[i] = gm_act_widen(x[i]);
+    return r;
+}
+
+// Prints and returns max |got - ref| / max |ref| (max |got - ref| where ref is all zeros; a NaN in
+// got gives NaN, which no bound passes).
+static double report(const char *impl, const char *what, const std::vector<float> &got, const std::vector<double> &ref) {
+    double top = 0, err = 0;
+    for (size_t i = 0; i < ref.size(); i++) {
+        top = fmax(top, fabs(ref[i]));
+        const double e = fabs(got[i] - ref[i]);
+        if (!(e <= err)) err = e;
+    }
+    const double rel = top > 0 ? err / top : err;
+    printf("  %-6s %-4s max |ref| %-8.3g max error %-9.3g relative %.3g\n", impl, what, top, err, rel);
+    return rel;
+}
+
+struct attn_case {
+    int B, T, NH, HD, block, window, doc_len;
+};
+
+static int run_case(const attn_case &c, unsigned seed) {
+    const int B = c.B, T = c.T, NH = c.NH, HD = c.HD;
+    printf("case B %d T %d NH %d HD %d block %d window %d doc_len %d\n", B, T, NH, HD, c.block, c.window, c.doc_len);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0, 1);
+    const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
+    std::vector<float> qf(n), kf(n), vf(n), df(n);
+    std::vector<gm_cuda_act> q(n), k(n), v(n), dout(n);
+    for (size_t i = 0; i < n; i++) {
+        qf[i] = bf16_value(normal(rng)), kf[i] = bf16_value(normal(rng));
+        vf[i] = bf16_value(normal(rng)), df[i] = bf16_value(normal(rng));
+        gm_act_round(&q[i], qf[i]), gm_act_round(&k[i], kf[i]), gm_act_round(&v[i], vf[i]), gm_act_round(&dout[i], df[i]);
+    }
+    std::vector<int32_t> doc((size_t)B * T);
+    for (int b = 0; b < B; b++)
+        for (int t = 0, d = 0, left = 0; t < T; t++) {
+            if (c.doc_len > 0 && left-- == 0) d++, left = (int)(rng() % (2 * c.doc_len - 1));
+            doc[(size_t)b * T + t] = d;
+        }
+    gm_attn_mask m;
+    memset(&m, 0, sizeof m);
+    m.doc = c.doc_len > 0 ? doc.data() : NULL, m.block = c.block, m.window_blocks = c.window;
+    const double scale = 1 / sqrt((double)HD);
+    auto at = [&](int b, int t, int h) { return (((size_t)b * T + t) * NH + h) * HD; };
+
+    // Reference, float64, from the same bf16 values: out, lse, and the gradients with D from its out.
+    std::vector<double> rout(n), rlse(nl), rdq(n, 0), rdk(n, 0), rdv(n, 0);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                std::vector<double> p(i + 1, 0);
+                double mx = -INFINITY, l = 0;
+                for (int j = 0; j <= i; j++) {
+                    if (!gm_attn_allowed(&m, i, j, doc[(size_t)b * T + i], doc[(size_t)b * T + j])) {
+                        p[j] = -INFINITY;
+                        continue;
+                    }
+                    double x = 0;
+                    for (int e = 0; e < HD; e++) x += (double)qf[at(b, i, h) + e] * kf[at(b, j, h) + e];
+                    p[j] = x * scale, mx = fmax(mx, p[j]);
+                }
+                for (int j = 0; j <= i; j++) p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx), l += p[j];
+                for (int j = 0; j <= i; j++) p[j] /= l;
+                rlse[((size_t)b * NH + h) * T + i] = mx + log(l);
+                double D = 0;
+                for (int e = 0; e < HD; e++) {
+                    double o = 0;
+                    for (int j = 0; j <= i; j++) o += p[j] * vf[at(b, j, h) + e];
+                    rout[at(b, i, h) + e] = o, D += o * df[at(b, i, h) + e];
+                }
+                for (int j = 0; j <= i; j++) {
+                    if (p[j] == 0) continue;
+                    double dp = 0;
+                    for (int e = 0; e < HD; e++) dp += (double)df[at(b, i, h) + e] * vf[at(b, j, h) + e];
+                    const double ds = p[j] * (dp - D);
+                    for (int e = 0; e < HD; e++) {
+                        rdq[at(b, i, h) + e] += scale * ds * kf[at(b, j, h) + e];
+                        rdk[at(b, j, h) + e] += scale * ds * qf[at(b, i, h) + e];
+                        rdv[at(b, j, h) + e] += p[j] * df[at(b, i, h) + e];
+                    }
+                }
+            }
+
+    const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
+    const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
+    double worst = 0;  // the largest relative error; NaN once any is NaN
+    auto note = [&worst](double rel) { worst = worst != worst ? worst : rel > worst || rel != rel ? rel : worst; };
+    int failed = 0;
+    // Forwards: mma with 16 rows a warp, 32 rows a warp (bitwise the same), wgmma.
+    std::vector<gm_cuda_act> out(n), out32(n), outw(n);
+    std::vector<float> lse(nl), lse32(nl), lsew(nl);
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
+    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
+    note(report("mma", "out", widen(out), rout));
+    note(report("mma", "lse", lse, rlse));
+    note(report("wgmma", "out", widen(outw), rout));
+    note(report("wgmma", "lse", lsew, rlse));
+    const bool same32 = !memcmp(out32.data(), out.data(), n * sizeof(gm_cuda_act)) && !memcmp(lse32.data(), lse.data(), nl * 4);
+    printf("  mma32  out, lse %s the 16-row forward's\n", same32 ? "bitwise" : "NOT bitwise");
+    failed += !same32;
+    // Backwards on the mma forward's out and lse (D = rowsum(dout out) as attention.cu computes it).
+    std::vector<float> D(nl);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < T; i++) {
+                float s = 0;
+                for (int e = 0; e < HD; e++) s += gm_act_widen(dout[at(b, i, h) + e]) * gm_act_widen(out[at(b, i, h) + e]);
+                D[((size_t)b * NH + h) * T + i] = s;
+            }
+    for (int wg = 0; wg < 2; wg++) {
+        std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
+        const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
+        launch(grid, BWD_THREADS, [&] {
+            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+        });
+        launch(grid, BWD_THREADS, [&] {
+            if (wg) dkdv_body<true>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+            else dkdv_body<false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+        });
+        const char *impl = wg ? "wgmma" : "mma";
+        note(report(impl, "dq", widen(dq), rdq));
+        note(report(impl, "dk", widen(dk), rdk));
+        note(report(impl, "dv", widen(dv), rdv));
+    }
+    failed += !(worst <= 2e-2);
+    printf("  %s (worst relative error %.3g)\n", failed ? "FAIL" : "PASS", worst);
+    return failed != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 8) {
+        const attn_case c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                             atoi(argv[7])};
+        if (c.B < 1 || c.T < 1 || c.NH < 1 || (c.HD != 64 && c.HD != 128) || c.block < 1 || c.window < 0 || c.doc_len < 0) {
+            fprintf(stderr, "attn_emu: B, T, NH, BLOCK >= 1, HD 64 or 128, WINDOW, DOC_LEN >= 0\n");
+            return 2;
+        }
+        const int failed = run_case(c, 1);
+        printf("%d failed\n", failed);
+        return failed != 0;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: attn_emu [B T NH HD BLOCK WINDOW DOC_LEN]\n");
+        return 2;
+    }
+    // Head dims 64 and 128; a window of whole blocks that divide no tile, and documents; T past the
+    // tiles; two batch rows and heads.
+    const attn_case cases[] = {{1, 130, 1, 64, 5, 7, 20}, {2, 200, 1, 128, 64, 2, 50}};
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) failed += run_case(cases[i], 1 + (unsigned)i);
+    printf("%d failed\n", failed);
+    return failed != 0;
+}

@@ -1,0 +1,89 @@
+// Host emulation of impl/backend/cuda/wgmma_sm90.cuh (verify/emu/emu.h). wgmma is asynchronous: an
+// issued operation is queued per thread and performed at the warpgroup's commit + wait (the latest
+// point the PTX ISA allows), reading shared memory and the A registers then, so a kernel that
+// touched either before its wait computes something else. Per operation, each thread computes its
+// own accumulators: warp w of the warpgroup holds rows 16w..16w+15, n-tile j in registers
+// 4j..4j+3 in mma.sync's C layout; A from registers in mma.sync's A layout, per warp. Descriptors:
+// start address, LBO and SBO in 16-byte units, no swizzle; element (mn, k) of a K-major operand at
+// start + (mn/8) SBO + (k/8) LBO + (mn%8) 16 + (k%8) 2 bytes, of an MN-major (transposed) one at
+// start + (mn/8) SBO + (k/8) LBO + (k%8) 16 + (mn%8) 2 (the canonical layouts of the PTX ISA's
+// "Matrix Descriptor Format", as CUTLASS's make_gmma_desc documents them). The fences have nothing
+// to order in a model whose memory is coherent.
+#ifndef GM_BACKEND_CUDA_WGMMA_SM90_CUH
+#define GM_BACKEND_CUDA_WGMMA_SM90_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#include <vector>
+
+#define GM_WGMMA_BUILT 1
+
+struct emu_wgmma_op {
+    bool a_in_registers;
+    uint64_t desc_a, desc_b;
+    const uint32_t *a;  // a_in_registers: this thread's fragment
+    float *d;
+    int n, scale_d;
+};
+extern thread_local std::vector<emu_wgmma_op> emu_wgmma_ops;
+
+static inline uint64_t wgmma_desc(const void *p, uint32_t lbo, uint32_t sbo) {
+    const uint32_t a = (uint32_t)((const unsigned char *)p - smem);
+    return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 | (uint64_t)((sbo >> 4) & 0x3fff) << 32;
+}
+static inline void wgmma_fence(void) {}
+static inline void fence_proxy_async(void) {}
+static inline void wgmma_hold(float *, const int) {}
+static inline void wgmma_hold_a(uint32_t *, const int) {}
+
+static inline float emu_desc_element(uint64_t desc, int mn, int k, bool mn_major) {
+    const bool fault = emu_fault("wgmma_desc");
+    const uint32_t start = (uint32_t)(desc & 0x3fff) << 4, lbo = (uint32_t)((desc >> (fault ? 32 : 16)) & 0x3fff) << 4,
+                   sbo = (uint32_t)((desc >> (fault ? 16 : 32)) & 0x3fff) << 4;
+    const uint32_t at = start + (mn / 8) * sbo + (k / 8) * lbo +
+                        (mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2);
+    uint16_t h;
+    memcpy(&h, smem + at, 2);
+    return __uint_as_float((uint32_t)h << 16);
+}
+static inline void wgmma_m64n64k16_ss(float d[32], uint64_t da, uint64_t db, int scale_d) {
+    emu_wgmma_ops.push_back({false, da, db, nullptr, d, 64, scale_d});
+}
+static inline void wgmma_m64n64k16_rs(float d[32], const uint32_t a[4], uint64_t db) {
+    emu_wgmma_ops.push_back({true, 0, db, a, d, 64, 1});
+}
+static inline void wgmma_m64n128k16_rs(float d[64], const uint32_t a[4], uint64_t db) {
+    emu_wgmma_ops.push_back({true, 0, db, a, d, 128, 1});
+}
+static inline void wgmma_commit_wait(void) {
+    const int t = threadIdx.x % 128, w = t / 32, g = t % 32 / 4, tq = t % 4;
+    emu_warpgroup &wg = emu_warpgroups[threadIdx.x / 128];
+    wg.queue[t] = &emu_wgmma_ops;
+    wg.bar->arrive_and_wait();  // every thread's operations are queued and their registers stay put
+    for (size_t i = 0; i < emu_wgmma_ops.size(); i++) {
+        const emu_wgmma_op &op = emu_wgmma_ops[i];
+        float A[64][16];
+        for (int o = 0; o < 128 && op.a_in_registers; o++) {  // thread o's fragment: rows of warp o / 32
+            const uint32_t *a = (*wg.queue[o])[i].a;
+            const int ow = o / 32, og = o % 32 / 4, ot = o % 4;
+            const int ar[4] = {og, og + 8, og, og + 8}, ak[4] = {2 * ot, 2 * ot, 2 * ot + 8, 2 * ot + 8};
+            for (int r = 0; r < 4; r++)
+                A[16 * ow + ar[r]][ak[r]] = emu_bf16_lo(a[r]), A[16 * ow + ar[r]][ak[r] + 1] = emu_bf16_hi(a[r]);
+        }
+        for (int m = 0; m < 64 && !op.a_in_registers; m++)
+            for (int k = 0; k < 16; k++) A[m][k] = emu_desc_element(op.desc_a, m, k, false);
+        for (int j = 0; j < op.n / 8; j++)
+            for (int e = 0; e < 4; e++) {
+                const int row = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * tq + (e & 1);
+                double acc = 0;  // B is K-major (n x k) with A in shared memory, MN-major (k x n) with A in registers
+                for (int k = 0; k < 16; k++) acc += (double)A[row][k] * emu_desc_element(op.desc_b, col, k, op.a_in_registers);
+                float &dv = op.d[4 * j + e];
+                dv = (float)((op.scale_d ? dv : 0.0f) + acc);
+            }
+    }
+    wg.bar->arrive_and_wait();  // nobody reads another's registers any more
+    emu_wgmma_ops.clear();
+}
+
+#endif
