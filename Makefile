@@ -69,7 +69,7 @@ endif
 
 # The tensor-core attention's device code run on the CPU (verify/emu/: the CUDA execution model and
 # the PTX instructions emulated on the host; g++ with CUDA's headers), for verify/test_attn_emulated.c.
-ATTN_EMU := $(if $(NVCC),$(BUILD)/verify/prog/attn_emu)
+ATTN_EMU := $(if $(and $(NVCC),$(wildcard verify/emu/attn_emu.cc)),$(BUILD)/verify/prog/attn_emu)
 ATTN_EMU_FLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -DGM_HAVE_CUDA -DGM_CUDA_ARCH=900 \
   -DGM_ATTN_HOST_EMULATION -Iverify/emu/shim -Iverify/emu -Iimpl -I$(CUDA_HOME)/include
 

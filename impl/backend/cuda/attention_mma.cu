@@ -79,9 +79,9 @@
 // same three kernels with their products by wgmma (wgmma_sm90.cuh), everything else shared. A
 // block's two warpgroups own 64 rows each (queries, or keys in dk/dv); a product whose B side is a
 // streamed tile read along head_dim (S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T) is HD/16
-// wgmma m64n64k16 from shared memory (wg_scores); one whose A side is an accumulator (P V, dS K,
+// wgmma m64n64k16 from shared memory (wg_abt); one whose A side is an accumulator (P V, dS K,
 // P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout) and
-// B read transposed (wg_pv). The accumulators of wgmma have mma.sync's fragment layout per warp (a
+// B read transposed (wg_xb). The accumulators of wgmma have mma.sync's fragment layout per warp (a
 // warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are the same
 // code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128 contiguous bytes:
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
@@ -449,7 +449,7 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
     return ks;
 }
 
-// ---- the two kinds of product with wgmma (sm_90a; the WG kernels) ----
+// ---- the two kinds of product with wgmma (sm_90a; the WG kernels): mma_abt's and mma_xb's ----
 
 // s (this warp's 16 rows x 64 columns, s[n][4]: wgmma's accumulator order, the same fragments as
 // mma.sync's n-tiles) = A B^T for the warpgroup's 64 rows of A (S = Q K^T, dP = dO V^T, and with
@@ -457,7 +457,7 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 // first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
 // next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). Synchronous: issued,
 // committed and waited for here.
-static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
                                                  const int HD) {
     const uint32_t lbo = 128, sbo = HD / 8 * 128;
     float *d = &s[0][0];
@@ -474,7 +474,7 @@ static __device__ __forceinline__ void wg_scores(float (*s)[4], const __nv_bfloa
 // s, rounded to bf16 into A fragments as mma_xb does) from registers and the 64-row streamed tile B
 // from shared memory in core matrices, read MN-major (transposed: SBO the next 8 columns, 128 bytes
 // on; LBO the next 8 rows, HD/8 core matrices on): O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q.
-static __device__ __forceinline__ void wg_pv(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
+static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
                                              const int HD) {
     const uint32_t lbo = HD / 8 * 128, sbo = 128;
     uint32_t a[KEY_TILE / 16][4];
@@ -545,7 +545,7 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
 
         float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
         if constexpr (WG) {
-            wg_scores(s, sQ + warp / 4 * 64 * HD, cK, HD);  // the warpgroup's 64 rows
+            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD);  // the warpgroup's 64 rows
         } else {
             zero(s, M * KEY_TILE / 8);
             mma_abt(s, sQ + wrow * P, cK, P, KEY_TILE / 8, HD / 16, M);
@@ -582,7 +582,7 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
                     lrow[mr] += sm[n][2 * r] + sm[n][2 * r + 1];  // this lane's columns; the quad sums at the end
                 }
             }
-        if constexpr (WG) wg_pv(o, s, cV, HD);
+        if constexpr (WG) wg_xb(o, s, cV, HD);
         else mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16, M);
     }
 
@@ -610,7 +610,7 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
 // key tiles in a ring as the forward. WG: the three products by wgmma, as the forward's (S = Q K^T
-// and dP = dO V^T by wg_scores, dQ += dS K by wg_pv with K read transposed) ----
+// and dP = dO V^T by wg_abt, dQ += dS K by wg_xb with K read transposed) ----
 
 template <bool WG>
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
@@ -656,7 +656,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
         if constexpr (WG) {
-            wg_scores(s, sQ + warp / 4 * 64 * HD, cK, HD);
+            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD);
         } else {
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
@@ -664,7 +664,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
         if constexpr (WG) {
-            wg_scores(dp, sO + warp / 4 * 64 * HD, cV, HD);
+            wg_abt(dp, sO + warp / 4 * 64 * HD, cV, HD);
         } else {
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
@@ -673,7 +673,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         for (int n = 0; n < KEY_TILE / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
-        if constexpr (WG) wg_pv(acc, s, cK, HD);
+        if constexpr (WG) wg_xb(acc, s, cK, HD);
         else mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
     }
 
@@ -689,8 +689,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
 // query tiles in a ring as the forward's key tiles. WG: the four products by wgmma, a warpgroup's
-// 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_scores over 64-query tiles, dV += P^T dO
-// and dK += dS^T Q by wg_pv with dO and Q read transposed) ----
+// 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_abt over 64-query tiles, dV += P^T dO
+// and dK += dS^T Q by wg_xb with dO and Q read transposed) ----
 
 template <bool WG>
 static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
@@ -740,7 +740,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
         if constexpr (WG) {
-            wg_scores(st, sK + warp / 4 * 64 * HD, cQ, HD);  // the warpgroup's 64 keys
+            wg_abt(st, sK + warp / 4 * 64 * HD, cQ, HD);  // the warpgroup's 64 keys
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
@@ -748,8 +748,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
         exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
         if constexpr (WG) {
-            wg_scores(dpt, sV + warp / 4 * 64 * HD, cO, HD);
-            wg_pv(dva, st, cO, HD);
+            wg_abt(dpt, sV + warp / 4 * 64 * HD, cO, HD);
+            wg_xb(dva, st, cO, HD);
         } else {
             zero(dpt, QT / 8);
             mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
@@ -759,7 +759,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         for (int n = 0; n < QT / 8; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
-        if constexpr (WG) wg_pv(dka, st, cQ, HD);
+        if constexpr (WG) wg_xb(dka, st, cQ, HD);
         else mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
     }
 
@@ -865,8 +865,8 @@ __device__ static int wgmma_probe_flag;
 __global__ static void wgmma_probe(void) { wgmma_probe_flag = GM_WGMMA_BUILT; }
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
     static int known[64];  // per device: 0 unknown, 1 no, 2 yes
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    const int dev = c->device;
+    if (dev < 0 || dev >= 64) return 0;
     if (!known[dev]) {
         int flag = 0;
         wgmma_probe<<<1, 1, 0, c->stream>>>();
