@@ -455,19 +455,26 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 // mma.sync's n-tiles) = A B^T for the warpgroup's 64 rows of A (S = Q K^T, dP = dO V^T, and with
 // keys as rows S^T = K Q^T, dP^T = V dO^T): HD/16 wgmma m64n64k16 reading A (from the warpgroup's
 // first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
-// next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). Synchronous: issued,
-// committed and waited for here.
+// next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). With s2: a second,
+// independent product s2 = A2 B2^T issued behind the first (the backward's S and dP), so the tensor
+// cores run both before the one wait. Synchronous: issued, committed and waited for here.
 static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
-                                                 const int HD) {
+                                              const int HD, float (*s2)[4] = nullptr, const __nv_bfloat16 *A2 = nullptr,
+                                              const __nv_bfloat16 *B2 = nullptr) {
     const uint32_t lbo = 128, sbo = HD / 8 * 128;
-    float *d = &s[0][0];
+    float *d = &s[0][0], *d2 = s2 ? &s2[0][0] : nullptr;
     wgmma_hold(d, KEY_TILE / 2);
+    if (d2) wgmma_hold(d2, KEY_TILE / 2);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1
         wgmma_m64n64k16_ss(d, wgmma_desc(A + ks * 128, lbo, sbo), wgmma_desc(B + ks * 128, lbo, sbo), ks > 0);
+#pragma unroll
+    for (int ks = 0; ks < HD / 16 && d2; ks++)
+        wgmma_m64n64k16_ss(d2, wgmma_desc(A2 + ks * 128, lbo, sbo), wgmma_desc(B2 + ks * 128, lbo, sbo), ks > 0);
     wgmma_commit_wait();
     wgmma_hold(d, KEY_TILE / 2);
+    if (d2) wgmma_hold(d2, KEY_TILE / 2);
 }
 
 // o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (the warp's 16 x 64 accumulator
@@ -481,7 +488,8 @@ static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4],
 #pragma unroll
     for (int kk = 0; kk < KEY_TILE / 16; kk++)
         a[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-        a[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        a[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+        a[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     float *d = &o[0][0];
     wgmma_hold(d, HD / 2);
     wgmma_hold_a(&a[0][0], KEY_TILE / 4);
@@ -655,17 +663,15 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
-        if constexpr (WG) {
-            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD);
+        if constexpr (WG) {  // S and dP together
+            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD, dp, sO + warp / 4 * 64 * HD, cV);
         } else {
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
         }
         scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
-        if constexpr (WG) {
-            wg_abt(dp, sO + warp / 4 * 64 * HD, cV, HD);
-        } else {
+        if constexpr (!WG) {
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
         }
@@ -738,9 +744,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const int qlast = min(qa + QT, T) - 1;
         const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? cDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
 
-        float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];  // S^T, dP^T: this warp's 16 keys x QT queries
-        if constexpr (WG) {
-            wg_abt(st, sK + warp / 4 * 64 * HD, cQ, HD);  // the warpgroup's 64 keys
+        // S^T, dP^T: this warp's 16 keys x QT queries
+        float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
+        if constexpr (WG) {  // S^T and dP^T together, the warpgroup's 64 keys
+            wg_abt(st, sK + warp / 4 * 64 * HD, cQ, HD, dpt, sV + warp / 4 * 64 * HD, cO);
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
@@ -748,7 +755,6 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
         exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
         if constexpr (WG) {
-            wg_abt(dpt, sV + warp / 4 * 64 * HD, cO, HD);
             wg_xb(dva, st, cO, HD);
         } else {
             zero(dpt, QT / 8);
@@ -799,7 +805,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
 // 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
 // to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 154 registers at
-// head_dim 128 (114 at 64), dq 174 (128), dk/dv 250 (188). The backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// head_dim 128 (114 at 64), dq 182 (141), dk/dv 244 (189). The mma.sync backward spilled at 128
+// (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
@@ -840,7 +847,8 @@ static size_t dq_smem(int HD) {
     return (size_t)(2 * BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
-    return (size_t)(2 * BLOCK_ROWS + 4 * QUERY_TILE(HD, WG)) * PITCH(HD) * 2 + (6 * QUERY_TILE(HD, WG) + BLOCK_ROWS) * 4;
+    const int QT = QUERY_TILE(HD, WG);
+    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (6 * QT + BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
@@ -886,8 +894,10 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
     const float sl2 = (float)(scale * LOG2E);
 #define FWD(M, WG)                                                                                                   \
     do {                                                                                                             \
-        if (HD == 64) LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m); \
-        else LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);      \
+        if (HD == 64)                                                                                                \
+            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);      \
+        else                                                                                                         \
+            LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);    \
     } while (0)
     if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
     else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
@@ -904,9 +914,10 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
 #define BWD(WG)                                                                                                      \
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
-            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m, w); \
-            LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH, sl2, \
-                   sc, m, w);                                                                                        \
+            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m,  \
+                   w);                                                                                               \
+            LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH,   \
+                   sl2, sc, m, w);                                                                                   \
         } else {                                                                                                     \
             LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m,  \
                    w);                                                                                               \
