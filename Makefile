@@ -68,7 +68,8 @@ else
 endif
 
 # The tensor-core attention's device code run on the CPU (verify/emu/: the CUDA execution model and
-# the PTX instructions emulated on the host; g++ with CUDA's headers), for verify/test_attn_emulated.c.
+# the PTX instructions emulated on the host; g++ with CUDA's headers, linked with the release library
+# for the CPU backend's dense attention reference), for verify/test_attn_emulated.c.
 ATTN_EMU := $(if $(and $(NVCC),$(wildcard verify/emu/attn_emu.cc)),$(BUILD)/verify/prog/attn_emu)
 ATTN_EMU_FLAGS := -std=c++20 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas -DGM_HAVE_CUDA -DGM_CUDA_ARCH=900 \
   -DGM_ATTN_HOST_EMULATION -Iverify/emu/shim -Iverify/emu -Iimpl -I$(CUDA_HOME)/include
@@ -197,10 +198,10 @@ $(BUILD)/verify/prog/%: $(REL)/verify/prog/%.o $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) $(CUDA_LIBS) -o $@
-$(BUILD)/verify/prog/attn_emu: verify/emu/attn_emu.cc
+$(BUILD)/verify/prog/attn_emu: verify/emu/attn_emu.cc $(BUILD)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,CXX,$@)
-	$(Q)$(CXX) $(ATTN_EMU_FLAGS) -MMD -MP -MF $@.d $< -o $@ -lpthread
+	$(Q)$(CXX) $(ATTN_EMU_FLAGS) -MMD -MP -MF $@.d $< $(BUILD)/libgptmuon.a $(LDLIBS_COMMON) -o $@
 $(SAN)/bin/%: $(SAN)/verify/prog/%.o $(SAN)/libgptmuon.a
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

@@ -2,7 +2,7 @@
 // emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async and wgmma, compiled by
 // g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
 // per warp, the wgmma forward, and both backwards on two masks (head_dim 64 and 128, windows of
-// blocks that divide no tile, documents), each against a float64 reference of the mask rule: every
+// blocks that divide no tile, documents), each against the CPU backend's dense reference: every
 // output within 2e-2 of the reference's largest value (a few bf16 roundings; a wrong fragment
 // layout, tile range or mask gives errors of order one), the 32-row forward bitwise the 16-row one.
 // That the emulation reads the instructions as the hardware does was checked by running the kernels

@@ -1,7 +1,9 @@
 // The tensor-core attention's kernel bodies (impl/backend/cuda/attention_mma.cu: the mma.sync
 // forward with 16 and 32 query rows per warp, its backward, and the wgmma forward and backward) run
-// on the CPU under emu.h, against a float64 reference of the same mask rule (gm_attn_allowed), for
-// verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc; Makefile).
+// on the CPU under emu.h, against the CPU backend's dense reference (backend/cpu/cpu.h:
+// gm_cpu_attn_fwd_dense / bwd_dense on gm_cpu_attn_dense_mask, the mask rule element by element),
+// for verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc) and linked with the
+// release library for that reference (Makefile).
 //
 //   attn_emu                                 the default cases
 //   attn_emu B T NH HD BLOCK WINDOW DOC_LEN  one case (WINDOW 0: causal only; DOC_LEN 0: no
@@ -17,6 +19,10 @@
 alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 141 KB)
 
 #include "backend/cuda/attention_mma.cu"
+
+extern "C" {
+#include "backend/cpu/cpu.h"  // the dense reference: gm_cpu_attn_{fwd,bwd}_dense, gm_cpu_attn_dense_mask
+}
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +70,6 @@ static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
             }
 }
 
-static float bf16_value(float x) { return emu_bf16_lo(emu_round_bf16(x)); }
 static std::vector<float> widen(const std::vector<gm_cuda_act> &x) {
     std::vector<float> r(x.size());
     for (size_t i = 0; i < x.size(); i++) r[i] = gm_act_widen(x[i]);
@@ -73,7 +78,7 @@ static std::vector<float> widen(const std::vector<gm_cuda_act> &x) {
 
 // Prints and returns max |got - ref| / max |ref| (max |got - ref| where ref is all zeros; a NaN in
 // got gives NaN, which no bound passes).
-static double report(const char *impl, const char *what, const std::vector<float> &got, const std::vector<double> &ref) {
+static double report(const char *impl, const char *what, const std::vector<float> &got, const std::vector<float> &ref) {
     double top = 0, err = 0;
     for (size_t i = 0; i < ref.size(); i++) {
         top = fmax(top, fabs(ref[i]));
@@ -98,8 +103,8 @@ static int run_case(const attn_case &c, unsigned seed) {
     std::vector<float> qf(n), kf(n), vf(n), df(n);
     std::vector<gm_cuda_act> q(n), k(n), v(n), dout(n);
     for (size_t i = 0; i < n; i++) {
-        qf[i] = bf16_value(normal(rng)), kf[i] = bf16_value(normal(rng));
-        vf[i] = bf16_value(normal(rng)), df[i] = bf16_value(normal(rng));
+        qf[i] = gm_round_bf16(normal(rng)), kf[i] = gm_round_bf16(normal(rng));
+        vf[i] = gm_round_bf16(normal(rng)), df[i] = gm_round_bf16(normal(rng));
         gm_act_round(&q[i], qf[i]), gm_act_round(&k[i], kf[i]), gm_act_round(&v[i], vf[i]), gm_act_round(&dout[i], df[i]);
     }
     std::vector<int32_t> doc((size_t)B * T);
@@ -114,43 +119,14 @@ static int run_case(const attn_case &c, unsigned seed) {
     const double scale = 1 / sqrt((double)HD);
     auto at = [&](int b, int t, int h) { return (((size_t)b * T + t) * NH + h) * HD; };
 
-    // Reference, float64, from the same bf16 values: out, lse, and the gradients with D from its out.
-    std::vector<double> rout(n), rlse(nl), rdq(n, 0), rdk(n, 0), rdv(n, 0);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int i = 0; i < T; i++) {
-                std::vector<double> p(i + 1, 0);
-                double mx = -INFINITY, l = 0;
-                for (int j = 0; j <= i; j++) {
-                    if (!gm_attn_allowed(&m, i, j, doc[(size_t)b * T + i], doc[(size_t)b * T + j])) {
-                        p[j] = -INFINITY;
-                        continue;
-                    }
-                    double x = 0;
-                    for (int e = 0; e < HD; e++) x += (double)qf[at(b, i, h) + e] * kf[at(b, j, h) + e];
-                    p[j] = x * scale, mx = fmax(mx, p[j]);
-                }
-                for (int j = 0; j <= i; j++) p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx), l += p[j];
-                for (int j = 0; j <= i; j++) p[j] /= l;
-                rlse[((size_t)b * NH + h) * T + i] = mx + log(l);
-                double D = 0;
-                for (int e = 0; e < HD; e++) {
-                    double o = 0;
-                    for (int j = 0; j <= i; j++) o += p[j] * vf[at(b, j, h) + e];
-                    rout[at(b, i, h) + e] = o, D += o * df[at(b, i, h) + e];
-                }
-                for (int j = 0; j <= i; j++) {
-                    if (p[j] == 0) continue;
-                    double dp = 0;
-                    for (int e = 0; e < HD; e++) dp += (double)df[at(b, i, h) + e] * vf[at(b, j, h) + e];
-                    const double ds = p[j] * (dp - D);
-                    for (int e = 0; e < HD; e++) {
-                        rdq[at(b, i, h) + e] += scale * ds * kf[at(b, j, h) + e];
-                        rdk[at(b, j, h) + e] += scale * ds * qf[at(b, i, h) + e];
-                        rdv[at(b, j, h) + e] += p[j] * df[at(b, i, h) + e];
-                    }
-                }
-            }
+    // The CPU backend's dense reference on the same bf16 values: out, lse, and the gradients (added
+    // into zeros) with D from its own out.
+    std::vector<float> rout(n), rlse(nl), rdq(n, 0), rdk(n, 0), rdv(n, 0);
+    std::vector<uint8_t> dense((size_t)B * T * T);
+    gm_cpu_attn_dense_mask(dense.data(), B, T, m);
+    gm_cpu_attn_fwd_dense(rout.data(), rlse.data(), qf.data(), kf.data(), vf.data(), B, T, NH, HD, scale, dense.data());
+    gm_cpu_attn_bwd_dense(rdq.data(), rdk.data(), rdv.data(), df.data(), qf.data(), kf.data(), vf.data(), B, T, NH, HD,
+                          scale, dense.data());
 
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;

@@ -11,7 +11,7 @@
 // under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository;
 // verify/emu/ is such an emulation in the repository (mma_sm80.cuh's and wgmma_sm90.cuh's
 // instructions; make verify runs it: verify/test_attn_emulated.c), under which every kernel here
-// matches a float64 reference, and the forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32,
+// matches the CPU backend's dense reference, and the forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32,
 // 2026-11-27) is bitwise the 16-row one. That forward is not yet run on a GPU.
 //
 // Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded

@@ -8,17 +8,14 @@
 
 #include <vector>
 
-// bf16 halves of a register (low: the lower-index element) as floats; round to nearest even.
-static inline float emu_bf16_lo(uint32_t r) { return __uint_as_float(r << 16); }
-static inline float emu_bf16_hi(uint32_t r) { return __uint_as_float(r & 0xffff0000u); }
-static inline uint16_t emu_round_bf16(float x) {
-    uint32_t u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
+#include "base/bf16.h"
+
+// bf16 halves of a register (low: the lower-index element) as floats; two floats rounded to bf16
+// (base/bf16.h: nearest even, the GPU's canonical NaN) in one register, lo in the low half.
+static inline float emu_bf16_lo(uint32_t r) { return gm_bf16_to_f32((gm_bf16)(r & 0xffffu)); }
+static inline float emu_bf16_hi(uint32_t r) { return gm_bf16_to_f32((gm_bf16)(r >> 16)); }
 static inline uint32_t pack_bf16(float lo, float hi) {
-    return (uint32_t)emu_round_bf16(lo) | (uint32_t)emu_round_bf16(hi) << 16;
+    return (uint32_t)gm_f32_to_bf16(lo) | (uint32_t)gm_f32_to_bf16(hi) << 16;
 }
 
 // d += a b, m16n8k16: A 16 x 16 (a0: row g, k 2t, 2t+1; a1: row g+8; a2: row g, k 2t+8, 2t+9; a3:
