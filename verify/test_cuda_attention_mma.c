@@ -31,9 +31,9 @@
 // lse = log(count), dv = sum of admitted dout, dq = scale sum dS k, dk = scale sum dS q with
 // dS = dout . v (an integer <= HD, exact in bf16), all to within 4 u32 (a few final roundings;
 // lse 8 u32, for log2f's 1 ulp): one pair admitted or refused wrongly moves some sum by a whole
-// unit. (The naive kernels
-// scale every term of dq and dk before summing: (K + 4) u32 there, K the longest sum; all terms
-// are >= 0, so that bound is rigorous.)
+// unit. (The naive kernels scale every term of dq and dk before summing: (K + 4) u32 there, K the
+// longest sum; cuDNN rounds the scaled dS to bf16: u16 more on dq and dk. All terms are >= 0, so
+// these bounds are rigorous.)
 // The activation element (cuda_check.h): q, k, v, dout, the prior gradients and the out both
 // backwards read go up through cc_act_to_gpu (the CPU backward reads the same rounded out, and the
 // bounds' D is computed from it), so both sides compute from the same values. Where the element is
@@ -54,6 +54,7 @@
 #include "backend/attn_mask.h"
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/device.h"
 #include "base/bf16.h"
 #include "base/error.h"
 #include "base/rng.h"
@@ -177,7 +178,11 @@ static double *widened(const cc_env *e, const double *bound, const gm_real *ref,
 // into random priors.
 static gm_grad_write write_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_ATTN_CUDNN ? GM_GRAD_SET : GM_GRAD_ADD; }
 static const char *name_of(gm_cuda_attn_impl impl) {
-    return impl == GM_CUDA_ATTN_CUDNN ? "cuDNN" : impl == GM_CUDA_ATTN_WGMMA ? "wgmma" : "tensor cores";
+    return impl == GM_CUDA_ATTN_CUDNN   ? "cuDNN"
+           : impl == GM_CUDA_ATTN_WGMMA ? "wgmma"
+           : impl == GM_CUDA_ATTN_MMA32 ? "tensor cores, 32 rows a warp"
+           : impl == GM_CUDA_ATTN_NAIVE ? "the naive kernels"
+                                        : "tensor cores";
 }
 
 // One case: CPU reference, naive GPU, the implementation under test (tensor cores or cuDNN,
@@ -314,8 +319,13 @@ static void run_counting_case(cc_env *e, const cc_attn_case *c, gm_cuda_attn_imp
     for (size_t i = 0; i < n; i++) ref_o[i] = (gm_real)ro[i], bo[i] = 4 * U32 * fabs(ro[i]);
     // lse: log2f's ulp (2 u32 relative), the product with ln 2, this reference's rounding: 8 u32.
     for (size_t i = 0; i < nl; i++) ref_l[i] = (gm_real)rl[i], bl[i] = 8 * U32 * fmax(1, fabs(rl[i]));
+    // cuDNN's graph rounds dS with the scale in it, scale (dP - D) P, an MMA operand not exact in
+    // bf16: u16 on each term of dq and dk, all >= 0, so u16 |dq| (on an H200 at ecc8627 its dq was
+    // 1.5 times the bound without this term).
+    const double ds_scaled = test == GM_CUDA_ATTN_CUDNN ? U16 : 0;
     for (size_t i = 0; i < 3 * n; i++)
-        ref_g[i] = (gm_real)rg[i], bg[i] = 4 * U32 * fabs(rg[i]), bgn[i] = (i < 2 * n ? K + 4 : 4) * U32 * fabs(rg[i]);
+        ref_g[i] = (gm_real)rg[i], bg[i] = ((i < 2 * n ? ds_scaled : 0) + 4 * U32) * fabs(rg[i]),
+        bgn[i] = (i < 2 * n ? K + 4 : 4) * U32 * fabs(rg[i]);
     // The exact references do not round; the device stores out, dq, dk, dv to the element.
     cc_act_widen(e, bo, ref_o, n, 0), cc_act_widen(e, bg, ref_g, 3 * n, 0), cc_act_widen(e, bgn, ref_g, 3 * n, 0);
 
@@ -604,10 +614,10 @@ Test(cuda_attn_mma, rounds_inputs_on_load) {
     }
 }
 
-// The backend's attn_fwd / attn_bwd under `mask` give bitwise the results of `want` asked for by
-// name (out, lse, and dq | dk | dv written as `w` says).
-static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl want, const char *name, int T, int HD, gm_attn_mask m,
-                                gm_grad_write w) {
+// The backend's attn_fwd / attn_bwd at (B 1, T, 2 heads, HD) under `mask` give bitwise the results
+// of `fwd` and `bwd` asked for by name (out, lse, and dq | dk | dv written as `w` says).
+static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl fwd, gm_cuda_attn_impl bwd, int T, int HD,
+                                gm_attn_mask m, gm_grad_write w) {
     const gm_backend *gpu = e->gpu;
     const int B = 1, NH = 2;
     const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
@@ -622,20 +632,20 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl want, const char *n
     gpu->attn_fwd(gpu, out[0], lse[0], gq, gk, gv, B, T, NH, HD, scale, m);
     gpu->attn_bwd(gpu, g[0], gm_act_at(gpu, g[0], n), gm_act_at(gpu, g[0], 2 * n), w, gdo, gq, gk, gv, out[0], lse[0],
                   B, T, NH, HD, scale, m);
-    gm_cuda_attn_fwd_with(want, gpu, out[1], lse[1], gq, gk, gv, B, T, NH, HD, scale, m);
-    gm_cuda_attn_bwd_with(want, gpu, g[1], gm_act_at(gpu, g[1], n), gm_act_at(gpu, g[1], 2 * n), w, gdo, gq, gk, gv,
+    gm_cuda_attn_fwd_with(fwd, gpu, out[1], lse[1], gq, gk, gv, B, T, NH, HD, scale, m);
+    gm_cuda_attn_bwd_with(bwd, gpu, g[1], gm_act_at(gpu, g[1], n), gm_act_at(gpu, g[1], 2 * n), w, gdo, gq, gk, gv,
                           out[0], lse[0], B, T, NH, HD, scale, m);
     char what[128];
     gm_real *ref = cc_act_from_gpu(e, out[1], n);
-    snprintf(what, sizeof what, "HD %d: backend attn_fwd vs %s: out", HD, name);
+    snprintf(what, sizeof what, "T %d HD %d: backend attn_fwd vs %s: out", T, HD, name_of(fwd));
     cc_act_expect_equal(e, what, out[0], ref, n);
     free(ref);
     ref = cc_from_gpu(e, lse[1], nl);
-    snprintf(what, sizeof what, "HD %d: backend attn_fwd vs %s: lse", HD, name);
+    snprintf(what, sizeof what, "T %d HD %d: backend attn_fwd vs %s: lse", T, HD, name_of(fwd));
     cc_expect_equal(e, what, lse[0], ref, nl);
     free(ref);
     ref = cc_act_from_gpu(e, g[1], 3 * n);
-    snprintf(what, sizeof what, "HD %d: backend attn_bwd vs %s: dq | dk | dv", HD, name);
+    snprintf(what, sizeof what, "T %d HD %d: backend attn_bwd vs %s: dq | dk | dv", T, HD, name_of(bwd));
     cc_act_expect_equal(e, what, g[0], ref, 3 * n);
     free(ref);
     for (int r = 0; r < 2; r++) gpu->free(gpu, out[r]), gpu->free(gpu, lse[r]), gpu->free(gpu, g[r]);
@@ -643,15 +653,38 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl want, const char *n
     free(x);
 }
 
-// The backend's attn_fwd / attn_bwd run the tensor cores at head_dim 64 and 128 and the naive
-// kernels otherwise (a windowed mask: cuDNN does not take it).
+// The backend's attn_fwd / attn_bwd run what gm_cuda_attn_auto_form names, and that is the rule
+// attention.cu derives from the measured times (a windowed mask: cuDNN does not take it): head_dim
+// 64 the 16-row mma kernels both ways; 128 the backward on wgmma where it runs (else mma), the
+// forward with 32 rows a warp from 4 blocks of 128 queries an SM on (at 2 heads: T = 256 SMs, and
+// not one block fewer); other head dims the naive kernels.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
     const gm_attn_mask m = {NULL, 16, 3};
-    expect_backend_runs(&e, GM_CUDA_ATTN_MMA, "the mma kernels", 200, 64, m, GM_GRAD_ADD);
-    expect_backend_runs(&e, GM_CUDA_ATTN_MMA, "the mma kernels", 200, 128, m, GM_GRAD_ADD);
-    expect_backend_runs(&e, GM_CUDA_ATTN_NAIVE, "the naive kernels", 200, 48, m, GM_GRAD_ADD);
+    const int sms = gm_cuda_device_sms(0), T_mma32 = 256 * sms;
+    cr_assert(sms > 0, "no SM count for device 0");
+    const gm_cuda_attn_impl bwd128 = gm_cuda_attn_wgmma_ready(e.gpu) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    const struct {
+        int T, HD;
+        gm_cuda_attn_impl fwd, bwd;
+    } want[] = {{200, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
+                {T_mma32, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
+                {200, 128, GM_CUDA_ATTN_MMA, bwd128},
+                {T_mma32 - 128, 128, GM_CUDA_ATTN_MMA, bwd128},
+                {T_mma32, 128, GM_CUDA_ATTN_MMA32, bwd128},
+                {200, 48, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const int T = want[i].T, HD = want[i].HD;
+        cr_expect_eq(gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD), want[i].fwd, "T %d HD %d: forward form %d, not %s",
+                     T, HD, gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD), name_of(want[i].fwd));
+        cr_expect_eq(gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD), want[i].bwd, "T %d HD %d: backward form %d, not %s",
+                     T, HD, gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD), name_of(want[i].bwd));
+        char what[96];  // its work: (query, key, dim) triples of 2 heads, the keys of a window and a block
+        snprintf(what, sizeof what, "the backend's choice at T %d HD %d", T, HD);
+        if (cc_case_fits(what, 2.0 * 2 * T * fmin(T, m.block * (m.window_blocks + 1)) * HD))
+            expect_backend_runs(&e, want[i].fwd, want[i].bwd, T, HD, m, GM_GRAD_ADD);
+    }
 }
 
 // Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error
@@ -738,7 +771,8 @@ Test(cuda_attn_wgmma, refused_where_absent) {
     } while (0)
 
 // The bars of the header hold for cuDNN too: its rounding points are the tensor cores' (P and dS
-// bf16 MMA operands, fp32 accumulation, out and the gradients rounded at their store). Every case
+// bf16 MMA operands, fp32 accumulation, out and the gradients rounded at their store), except that
+// its dS operand carries the scale, which the counting cases' bound for dq and dk allows for. Every case
 // run twice and bitwise equal: the backward is the form cuDNN runs deterministically.
 Test(cuda_attn_cudnn, plain_causal_against_cpu_and_naive) {
     REQUIRE_CUDNN();
@@ -758,8 +792,8 @@ Test(cuda_attn_cudnn, backend_picks_cudnn_for_plain_causal) {
     REQUIRE_CUDNN();
     cc_env e = cc_begin();
     const gm_attn_mask m = {NULL, 128, 0};
-    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, "cuDNN", 300, 128, m, GM_GRAD_SET);
-    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, "cuDNN", 300, 64, m, GM_GRAD_SET);
+    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, GM_CUDA_ATTN_CUDNN, 300, 128, m, GM_GRAD_SET);
+    expect_backend_runs(&e, GM_CUDA_ATTN_CUDNN, GM_CUDA_ATTN_CUDNN, 300, 64, m, GM_GRAD_SET);
 }
 
 // Asked for by name, cuDNN refuses what it cannot express (an error at sync naming why): the

@@ -3,10 +3,12 @@
 // head_dim 64 and 128, the presets') and the naive scalar ones (attention_naive.cu: every other
 // head_dim up to 128), and the backward's D pass that the last two use.
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention.h"
+#include "backend/cuda/device.h"
 #include "base/error.h"
 
 // D (B, NH, T, fp32) = rowsum(dout * out) of the activations dout, out (B, T, NH, HD); one warp per
@@ -57,9 +59,36 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
     return 0;
 }
 
+// The streaming multiprocessors of c's device (asked once per device).
+static int sm_count(gm_cuda_ctx *c) {
+    static int known[64];
+    const int dev = c->device;
+    if (dev < 0 || dev >= 64) return 0;
+    if (!known[dev]) known[dev] = gm_cuda_device_sms(dev);
+    return known[dev];
+}
+
+// The tensor-core form the automatic choice runs, from their times side by side on an H200 at
+// commit ecc8627 (reports/gpu-h200/run-ecc8627/attention-{window,causal}.md; 6 heads of 128):
+//   forward   32 rows a warp (mma32) was 1.17 to 1.20 times as fast as the 16-row kernel with 768 or
+//             more blocks of 128 queries (T 16384 to 65536, window 14), 0.77 to 1.05 times with 384
+//             or fewer (T 1024 to 8192, window 14 and plain causal): mma32 from 4 blocks an SM on.
+//   backward  wgmma was 1.09 to 1.16 times as fast as mma at every T measured (1024 to 65536 with
+//             window 14, 1024 to 8192 plain causal): wgmma wherever it runs.
+// Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
+// causal ones, which cuDNN serves where present).
+static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD) {
+    if (HD != 128) return GM_CUDA_ATTN_MMA;
+    if (bwd) return gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    const double blocks = (double)B * NH * ceil(T / 128.0);
+    const int sms = sm_count(c);
+    return sms > 0 && blocks >= 4.0 * sms ? GM_CUDA_ATTN_MMA32 : GM_CUDA_ATTN_MMA;
+}
+
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take.
-static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *const *ptrs, int n) {
+static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD,
+                const void *const *ptrs, int n) {
     const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
     const int mma = impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
     if (mma && !gm_cuda_attn_mma_built()) {
@@ -67,7 +96,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int HD, const void *cons
                      "not in this build (CUDA_ARCH below compute_80)");
         return -1;
     }
-    if (impl == GM_CUDA_ATTN_AUTO) return fits ? GM_CUDA_ATTN_MMA : GM_CUDA_ATTN_NAIVE;
+    if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
     if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "needs head_dim 64 or 128 and 16-byte aligned tensors");
@@ -96,7 +125,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {o, qa, ka, va};
-    const int which = pick(c, impl, HD, ptrs, 4);
+    const int which = pick(c, impl, 0, B, T, NH, HD, ptrs, 4);
     if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA) {
         const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
                                       : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
@@ -133,7 +162,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
-    const int which = pick(c, impl, HD, ptrs, 7);
+    const int which = pick(c, impl, 1, B, T, NH, HD, ptrs, 7);
     if (which < 0) return;
     const size_t nrows = (size_t)B * T * NH;
     float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
@@ -144,6 +173,11 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask,
                              which == GM_CUDA_ATTN_WGMMA);
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+}
+
+extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD) {
+    gm_cuda_ctx *c = gm_cuda_ctx_of(be);
+    return gm_cuda_attn_mma_built() && (HD == 64 || HD == 128) ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
 }
 
 extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {

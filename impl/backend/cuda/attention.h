@@ -11,7 +11,7 @@
 //          aligned tensors, the backward writing (GM_GRAD_SET); anything else, or cuDNN absent,
 //          is an error (recorded, reported by sync) naming the reason.
 //   auto   cudnn for a plain causal mask where it serves (the backward: where dq/dk/dv are set),
-//          else mma where it applies, else naive. When cudnn was tried and could not serve, one
+//          else the tensor-core form gm_cuda_attn_auto_form names where they apply, else naive. When cudnn was tried and could not serve, one
 //          note on stderr says why (once per process) and the next choice runs.
 #ifndef GM_BACKEND_CUDA_ATTENTION_H
 #define GM_BACKEND_CUDA_ATTENTION_H
@@ -25,9 +25,8 @@ extern "C" {
 // GM_CUDA_ATTN_MMA32: the tensor-core kernels with the forward's 32 query rows per warp (4 warps a
 // block, FlashAttention-2's shape) instead of MMA's 16 (8 warps), the same backward; bitwise the
 // same results. GM_CUDA_ATTN_WGMMA: the same kernels with their products on Hopper's wgmma, forward
-// and backward (sm_90a machine code on an sm_90 GPU, else refused). They stay beside MMA until a
-// GPU has run and timed them (bench/attention_gpu); the automatic choice runs MMA's 16 rows, the
-// form measured so far.
+// and backward (sm_90a machine code on an sm_90 GPU, else refused). The automatic choice among the
+// three is gm_cuda_attn_auto_form's.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,
@@ -44,6 +43,11 @@ static inline int gm_cuda_attn_plain_causal(gm_attn_mask m) { return !m.doc && m
 // 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);
+// The form the automatic choice runs for this shape where cuDNN does not serve it (tensors 16-byte
+// aligned): the forward (bwd 0) MMA32 at head_dim 128 from 4 blocks of 128 queries an SM on, else
+// MMA; the backward WGMMA at head_dim 128 where it runs, else MMA; NAIVE for other head dims or a
+// build without the tensor-core kernels. Chosen from measured times: attention.cu says which.
+gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD);
 // 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device), else 0.
 int gm_cuda_attn_wgmma_ready(const gm_backend *be);
 

@@ -20,6 +20,8 @@ int gm_cuda_device_name(int device, char *buf, size_t len);
 // Free and total memory of device `device` in bytes (cudaMemGetInfo); -1 + gm_fail when there is
 // no such device.
 int gm_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
+// The streaming multiprocessors of device `device`; 0 when there is no such device (or no CUDA).
+int gm_cuda_device_sms(int device);
 // Why a build has no CUDA: the Makefile names it for the builds that leave CUDA out by design
 // (the sanitizer and fp64 builds, where nvcc may well be installed); elsewhere nvcc was not found.
 #ifndef GM_NO_CUDA_WHY

@@ -23,6 +23,8 @@ int gm_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
     return gm_fail("built without CUDA");
 }
 
+int gm_cuda_device_sms(int device) { return (void)device, 0; }
+
 int gm_cuda_rng_u32(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     (void)seed, (void)stream, (void)first, (void)out, (void)n;
     return gm_fail("built without CUDA");

@@ -52,6 +52,11 @@ extern "C" int gm_cuda_device_memory(int device, size_t *free_bytes, size_t *tot
     return 0;
 }
 
+extern "C" int gm_cuda_device_sms(int device) {
+    int sms = 0;
+    return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess ? sms : 0;
+}
+
 __global__ static void rng_u32_kernel(uint64_t seed, uint64_t stream, uint64_t first, uint32_t *out, size_t n) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = gm_rng_u32(seed, stream, first + i);
