@@ -63,6 +63,7 @@ typedef struct {
     gm_attn_mask mask;  // doc: device ids (B, tmax) or NULL
     gm_actval *q, *k, *v, *dout, *out, *dq, *dk, *dv;  // (B, T, NH, HD) in the backend's element
     gm_real *lse;
+    char declined_why[400];  // why cuDNN declined its first T (it may decline a longer T than tmin)
 } bench;
 
 // Whether implementation i is timed in pass p (0 forward, 1 backward).
@@ -73,7 +74,11 @@ typedef struct {
     double pairs, flops[2];          // per call: [0] forward, [1] backward (model count)
     double ms[MAX_IMPLS][2][3];      // [impl][pass][median, min, max]
     double out_rel[MAX_IMPLS];       // ||out_impl - out_naive|| / ||out_naive|| (naive: 0)
+    int declined[MAX_IMPLS];         // an implementation that refused this T (cuDNN: its workspace)
 } row;
+
+// Whether implementation i ran in pass p at this row's T.
+static int ran(const bench *b, const row *w, int i, int p) { return timed(b, i, p) && !w->declined[i]; }
 
 static void call(const bench *b, int impl, int pass, int T) {
     const gm_backend *be = b->be;
@@ -106,9 +111,9 @@ static void time_calls(const bench *b, int impl, int pass, int T, double res[3])
     res[0] = gm_median(t, b->reps), res[1] = t[0], res[2] = t[b->reps - 1];
 }
 
-// rel[i] = ||out_i - out_naive|| / ||out_naive|| for each timed implementation (naive: 0), the naive
-// forward run once.
-static void out_rel_diffs(const bench *b, int T, double rel[MAX_IMPLS]) {
+// rel[i] = ||out_i - out_naive|| / ||out_naive|| for each implementation that ran (naive: 0), the
+// naive forward run once.
+static void out_rel_diffs(const bench *b, int T, const int declined[MAX_IMPLS], double rel[MAX_IMPLS]) {
     const size_t n = (size_t)b->B * T * b->NH * b->HD;
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     if (!x || !y) gm_die("attention_gpu: out of memory");
@@ -116,7 +121,7 @@ static void out_rel_diffs(const bench *b, int T, double rel[MAX_IMPLS]) {
     if (gm_act_download(b->be, y, b->out, n)) gm_die_last();
     rel[IMPL_NAIVE] = 0;
     for (int i = 0; i < MAX_IMPLS; i++) {
-        if (i == IMPL_NAIVE || !b->on[i]) continue;
+        if (i == IMPL_NAIVE || !b->on[i] || declined[i]) continue;
         gm_cuda_attn_fwd_with(IMPLS[i], b->be, b->out, b->lse, b->q, b->k, b->v, b->B, T, b->NH, b->HD, b->scale, b->mask);
         if (gm_act_download(b->be, x, b->out, n)) gm_die_last();
         sync_or_die(b);
@@ -144,7 +149,7 @@ static void write_csv(const bench *b, const row *rows, int nrows, const char *pa
     for (int r = 0; r < nrows; r++)
         for (int i = 0; i < MAX_IMPLS; i++)
             for (int p = 0; p < 2; p++) {
-                if (!timed(b, i, p)) continue;
+                if (!ran(b, &rows[r], i, p)) continue;
                 const double *ms = rows[r].ms[i][p];
                 OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
                     p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
@@ -205,13 +210,18 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
             const row *w = &rows[r];
             OUT(&f, "| %d |", w->T);
             for (int p = 0; p < 2; p++)
-                if (timed(b, i, p))
+                if (ran(b, w, i, p))
                     OUT(&f, " %.4g | %.1f | %.2f |", w->ms[i][p][0], tflops(w->flops[p], w->ms[i][p][0]),
                         w->ms[IMPL_MMA][p][0] / w->ms[i][p][0]);
                 else
                     OUT(&f, " - | - | - |");
-            OUT(&f, " %.2g |\n", w->out_rel[i]);
+            if (w->declined[i]) OUT(&f, " - |\n");
+            else OUT(&f, " %.2g |\n", w->out_rel[i]);
         }
+        int first = -1;
+        for (int r = 0; r < nrows && first < 0; r++)
+            if (rows[r].declined[i]) first = rows[r].T;
+        if (first >= 0) OUT(&f, "\n%s declined T = %d and longer: %s.\n", IMPL_NAMES[i], first, b->declined_why);
     }
     write_or_die(&f, gm_atomic_commit(&f));
     free(hw);
@@ -321,7 +331,7 @@ int main(int argc, char **argv) {
     int nrows = 0;
     for (long long T = tmin; T <= tmax && nrows < MAX_T_STEPS; T *= 2) {
         row *w = &rows[nrows++];
-        w->T = (int)T;
+        *w = (row){.T = (int)T};
         if (doc) {  // exact count with the documents
             gm_attn_mask hm = b.mask;
             hm.doc = doc;
@@ -341,16 +351,29 @@ int main(int argc, char **argv) {
                          b.scale, b.mask);
         const double model_pairs = (double)b.B * b.NH * gm_cost_attn_pairs(w->T, b.mask.block, b.mask.window_blocks);
         w->flops[0] = cf.flops * w->pairs / model_pairs, w->flops[1] = cb.flops * w->pairs / model_pairs;
+        // cuDNN may decline a longer T than tmin (a plan wanting more workspace than it is allowed):
+        // that T and the longer ones go without it, the reason said once.
+        if (b.on[IMPL_CUDNN]) {
+            w->declined[IMPL_CUDNN] = nrows > 1 && w[-1].declined[IMPL_CUDNN];
+            if (!w->declined[IMPL_CUDNN]) {
+                call(&b, IMPL_CUDNN, 0, w->T), call(&b, IMPL_CUDNN, 1, w->T);
+                if (b.be->sync(b.be)) {
+                    w->declined[IMPL_CUDNN] = 1;
+                    snprintf(b.declined_why, sizeof b.declined_why, "%s", gm_error());
+                    fprintf(stderr, "attention_gpu: cuDNN not timed from T = %d on: %s\n", w->T, b.declined_why);
+                }
+            }
+        }
         for (int i = 0; i < MAX_IMPLS; i++)
             for (int p = 0; p < 2; p++)
-                if (timed(&b, i, p)) time_calls(&b, i, p, w->T, w->ms[i][p]);
-        out_rel_diffs(&b, w->T, w->out_rel);
+                if (ran(&b, w, i, p)) time_calls(&b, i, p, w->T, w->ms[i][p]);
+        out_rel_diffs(&b, w->T, w->declined, w->out_rel);
         fprintf(stderr, "  T=%6d  fwd: mma %9.3f ms (%6.1f TFLOP/s), naive %9.3f ms;  bwd: mma %9.3f ms (%6.1f TFLOP/s), "
                         "naive %9.3f ms;  out diff %.2g\n",
                 w->T, w->ms[0][0][0], tflops(w->flops[0], w->ms[0][0][0]), w->ms[1][0][0], w->ms[0][1][0],
                 tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
         for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
-            if (!b.on[i]) continue;
+            if (!b.on[i] || w->declined[i]) continue;
             fprintf(stderr, "          %s: fwd %9.3f ms (%6.1f TFLOP/s)", IMPL_NAMES[i], w->ms[i][0][0],
                     tflops(w->flops[0], w->ms[i][0][0]));
             if (timed(&b, i, 1))
