@@ -442,9 +442,12 @@ extern "C" int gm_cuda_attn_cudnn_graph_check(int bwd, int B, int T, int NH, int
 // ---- plans: the graph, its engine configuration and execution plan, per shape ----
 
 enum { GM_CUDNN_PLANS = 16 };
-// A plan asking for more workspace than this is declined (our kernel needs none): the deterministic
-// backward may keep per-block partial results, and at T = 65536 an engine that kept a T x T score
-// tile per head would want tens of GB.
+// A plan asking for more workspace than this is declined (our kernel needs none). The heuristics'
+// first engine for the backward does keep a T x T bf16 tile per head: with a driver (H200, driver
+// 580, cuDNN 9.19; reports/gpu-h200/run-ecc8627/) its plan wanted B NH T^2 2 bytes, 3.22 GB at
+// B 1, T 16384, 6 heads and 51.5 GB at T 65536, so there the automatic choice runs our kernels (6
+// heads: cuDNN up to T 8192, 0.8 GB); the presets it serves (B 64, T 1024) stay below the cap by
+// that rule (1.6 GB at 12 heads, 0.8 GB at 6).
 #define GM_CUDNN_MAX_WORKSPACE ((int64_t)1 << 31)
 
 typedef struct {
