@@ -69,12 +69,15 @@ static int sm_count(gm_cuda_ctx *c) {
 }
 
 // The tensor-core form the automatic choice runs, from their times side by side on an H200 at
-// commit ecc8627 (reports/gpu-h200/run-ecc8627/attention-{window,causal}.md; 6 heads of 128):
-//   forward   32 rows a warp (mma32) was 1.17 to 1.20 times as fast as the 16-row kernel with 768 or
-//             more blocks of 128 queries (T 16384 to 65536, window 14), 0.77 to 1.05 times with 384
-//             or fewer (T 1024 to 8192, window 14 and plain causal): mma32 from 4 blocks an SM on.
-//   backward  wgmma was 1.09 to 1.16 times as fast as mma at every T measured (1024 to 65536 with
-//             window 14, 1024 to 8192 plain causal): wgmma wherever it runs.
+// commits ecc8627 and 301becd (reports/gpu-h200/run-*/attention-{window,causal}.md; 6 heads of 128):
+//   forward   32 rows a warp (mma32) was 1.17 to 1.20 times as fast as the 16-row kernel with 1536 or
+//             more blocks of 128 queries (T 32768 and 65536, window 14 and plain causal); with 768
+//             (T 16384) 1.17 times under the window but 0.95 plain causal, with 384 or fewer 0.77 to
+//             1.05: mma32 from 8 blocks an SM on.
+//   backward  wgmma was 1.09 to 1.16 times as fast as mma at every T measured (1024 to 65536, both
+//             masks): wgmma wherever it runs.
+// In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
+// 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
 // causal ones, which cuDNN serves where present).
 static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD) {
@@ -82,7 +85,7 @@ static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH
     if (bwd) return gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
     const double blocks = (double)B * NH * ceil(T / 128.0);
     const int sms = sm_count(c);
-    return sms > 0 && blocks >= 4.0 * sms ? GM_CUDA_ATTN_MMA32 : GM_CUDA_ATTN_MMA;
+    return sms > 0 && blocks >= 8.0 * sms ? GM_CUDA_ATTN_MMA32 : GM_CUDA_ATTN_MMA;
 }
 
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
