@@ -1,18 +1,19 @@
 // Flash attention on bf16 tensor cores: mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) for
 // head_dim 64 and 128, with the records' block mask, on the (B, T, NH, HD) activations of backend.h
 // (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf, fp32
-// element; reports/gpu-h100/) and, with the bf16 element and the 2-stage cp.async ring below, on an
-// H200 (2026-11-27, commit 34feab9; reports/gpu-h200/): every test of
-// verify/test_cuda_attention_mma.c passed on both, memcheck found nothing; racecheck of these
-// kernels has never completed (126 s for counting_long_windows alone under racecheck). Speed on the
-// H200 at T 65536: 115 TFLOP/s forward and 120 backward on softcap's final window, 208 / 183 on
-// plain causal, where FlexAttention reaches 357 / 345 on the window and FlashAttention-2 333 / 321
-// on causal in the same run (issue 31). Before the H100 the device code had only been run on a CPU
-// under a host emulation of mma.sync, ldmatrix and the warp collectives, outside the repository;
-// verify/emu/ is such an emulation in the repository (mma_sm80.cuh's and wgmma_sm90.cuh's
-// instructions; make verify runs it: verify/test_attn_emulated.c), under which every kernel here
-// matches the CPU backend's dense reference, and the forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32,
-// 2026-11-27) is bitwise the 16-row one. That forward is not yet run on a GPU.
+// element; reports/gpu-h100/) and, with the bf16 element and the 2-stage cp.async ring below, on
+// H200s (2026-11-27, commits 34feab9 to 301becd; reports/gpu-h200/): every test of
+// verify/test_cuda_attention_mma.c passed, memcheck found nothing, racecheck of the mma.sync kernels
+// 0 hazards (the wgmma ones not yet racechecked). The 32-rows-a-warp forward and the wgmma forms
+// first ran at ecc8627, right at once: mma32 bitwise the 16-row forward, wgmma within the bounds.
+// Speed on the H200 at T 65536 on softcap's final window (run-301becd): forward 200 TFLOP/s (16
+// rows), 240 (32 rows), 190 (wgmma); backward 171 (mma.sync), 193 (wgmma); FlexAttention 362 / 350
+// in the same job at ecc8627 (issue 31). attention.cu picks among them by those times. Before the
+// H100 the device code had only been run on a CPU under a host emulation of mma.sync, ldmatrix and
+// the warp collectives, outside the repository; verify/emu/ is such an emulation in the repository
+// (mma_sm80.cuh's and wgmma_sm90.cuh's instructions; make verify runs it:
+// verify/test_attn_emulated.c), under which every kernel here matches the CPU backend's dense
+// reference.
 //
 // Precision: q, k, v and dout enter the MMAs as bf16: a bf16 element as it is, an fp32 one rounded
 // (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and every
