@@ -24,10 +24,11 @@
 #                     bench/kernels --count=1 predicts the softcap step with them and sets the
 #                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
-#   profile           Nsight Compute (ncu, where the node has it) on the tensor-core attention's three
-#                     head_dim-128 kernels at the record's mask (T 65536, window 14, documents of mean
-#                     700) and on the forward at plain causal T 16384: speed of light, occupancy, warp
-#                     stall reasons, memory, instruction mix and the stalls by source line -> profile-attention.txt
+#   profile           Nsight Compute (ncu, where the node has it) on the attention kernels the automatic
+#                     choice runs at head_dim 128: at the record's mask (T 65536, window 14, documents
+#                     of mean 700) the 32-rows-a-warp forward and the wgmma dq and dk/dv kernels, at
+#                     plain causal T 16384 the 16-row forward: speed of light, occupancy, warp stall
+#                     reasons, memory, instruction mix, source counters  -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -167,13 +168,17 @@ st_profile() {
     local sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
     sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
     sections+=" --section InstructionStats --section SourceCounters"
+    # The kernels by their template arguments (demangled names: attn_fwd_128<M, WG>, attn_dq_128<WG>,
+    # attn_dkdv_128<WG>), the first launch of each: the forms impl/backend/cuda/attention.cu's
+    # automatic choice runs at these shapes (where wgmma does not run here, nothing matches its two).
     local k bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
-    for k in attn_fwd_128 attn_dq_128 attn_dkdv_128; do
+    local pick="--kernel-name-base demangled -c 1"
+    for k in 'attn_fwd_128<2, *0>' 'attn_dq_128<(1|true)>' 'attn_dkdv_128<(1|true)>'; do
         echo "==== $k: record mask (T 65536, window 14, documents of mean 700)"
-        "$ncu" -k "regex:^$k\$" -c 1 $sections $bench --tmin=65536 --tmax=65536 --doc_len=700 || return
+        "$ncu" $pick -k "regex:$k" $sections $bench --tmin=65536 --tmax=65536 --doc_len=700 || return
     done
-    echo "==== attn_fwd_128: plain causal T 16384"
-    "$ncu" -k 'regex:^attn_fwd_128$' -c 1 $sections $bench --tmin=16384 --tmax=16384 --window=0
+    echo "==== attn_fwd_128<1, 0>: plain causal T 16384"
+    "$ncu" $pick -k 'regex:attn_fwd_128<1, *0>' $sections $bench --tmin=16384 --tmax=16384 --window=0
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {
     python3 "$GM_ROOT/bench/gpu_rates.py" "$out" "$out/rates.csv" &&

@@ -88,11 +88,10 @@
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
 // the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
 // fragment registers to hold). Each wgmma group is waited for at once (no overlap of the softmax
-// with the next products yet). Not yet run on a GPU: executed on a CPU under verify/emu/'s
-// emulation of wgmma's descriptors, fragment layouts and asynchrony, where every output matches
-// the reference as the mma kernels' do. Left for a GPU session to measure and build
-// on: TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as in
-// FlashAttention-3, 128-byte swizzled layouts.
+// with the next products yet). Written against verify/emu/'s emulation of wgmma's descriptors,
+// fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627). Not yet
+// done: TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as
+// in FlashAttention-3, 128-byte swizzled layouts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
 // head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
