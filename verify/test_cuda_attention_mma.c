@@ -772,8 +772,8 @@ Test(cuda_attn_wgmma, refused_where_absent) {
 
 // The bars of the header hold for cuDNN too: its rounding points are the tensor cores' (P and dS
 // bf16 MMA operands, fp32 accumulation, out and the gradients rounded at their store), except that
-// its dS operand carries the scale, which the counting cases' bound for dq and dk allows for. Every case
-// run twice and bitwise equal: the backward is the form cuDNN runs deterministically.
+// its dS operand carries the scale, which the counting cases' bound for dq and dk allows for. Every
+// case run twice and bitwise equal: the backward is the form cuDNN runs deterministically.
 Test(cuda_attn_cudnn, plain_causal_against_cpu_and_naive) {
     REQUIRE_CUDNN();
     const cc_attn_case cases[] = {

@@ -11,8 +11,9 @@
 //          aligned tensors, the backward writing (GM_GRAD_SET); anything else, or cuDNN absent,
 //          is an error (recorded, reported by sync) naming the reason.
 //   auto   cudnn for a plain causal mask where it serves (the backward: where dq/dk/dv are set),
-//          else the tensor-core form gm_cuda_attn_auto_form names where they apply, else naive. When cudnn was tried and could not serve, one
-//          note on stderr says why (once per process) and the next choice runs.
+//          else the tensor-core form gm_cuda_attn_auto_form names where they apply, else naive.
+//          When cudnn was tried and could not serve, one note on stderr says why (once per
+//          process) and the next choice runs.
 #ifndef GM_BACKEND_CUDA_ATTENTION_H
 #define GM_BACKEND_CUDA_ATTENTION_H
 
