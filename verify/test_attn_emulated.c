@@ -4,11 +4,13 @@
 // per warp, the wgmma forward, and both backwards on two masks (head_dim 64 and 128, windows of
 // blocks that divide no tile, documents), each against the CPU backend's dense reference: every
 // output within 2e-2 of the reference's largest value (a few bf16 roundings; a wrong fragment
-// layout, tile range or mask gives errors of order one), the 32-row forward bitwise the 16-row one.
-// That the emulation reads the instructions as the hardware does was checked by running the kernels
-// that had passed on an H100 and an H200 under it (reports/gpu-sim/README.md); the wgmma kernels
-// have run only here so far. Built where nvcc is found, in the release tree only (the sanitizer
-// suite, whose GM_TESTPROG holds no attn_emu, skips it).
+// layout, tile range or mask gives errors of order one), the 32-row and the wgmma forward bitwise
+// the 16-row one (the same operations; in the emulation a wgmma sums as mma.sync does), and no
+// register of a wgmma in flight written (the emulation stops the program if one is). That the
+// emulation reads the instructions as the hardware does was checked by running the kernels that had
+// passed on an H100 and an H200 under it, and the wgmma kernels, written against it, then passed on
+// an H200 (reports/gpu-sim/README.md). Built where nvcc is found, in the release tree only (the
+// sanitizer suite, whose GM_TESTPROG holds no attn_emu, skips it).
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,13 +40,15 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) {
     const int rc = th_run(cmd, &out, &err);
     cr_expect_eq(rc, 0, "attn_emu: exit %d\n%s%s", rc, out, err);
     cr_expect_eq(count(out, "  PASS"), 2, "attn_emu: not two passing cases:\n%s", out);
-    cr_expect_eq(count(out, "out, lse bitwise the 16-row forward's"), 2, "attn_emu: 32-row forward:\n%s", out);
+    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 2, "attn_emu: 32-row forward:\n%s", out);
+    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 2, "attn_emu: wgmma forward:\n%s", out);
     cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu:\n%s", out);
     free(out), free(err);
 }
 
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, a small
-// case fails (the outputs land far from the reference).
+// case fails (the outputs land far from the reference); with an accumulator of a wgmma in flight
+// written, the emulation stops at the wait, naming the thread.
 Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
@@ -58,4 +62,11 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
                   faults[f], out);
         free(out), free(err);
     }
+    char cmd[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=wgmma_write '%s' 1 70 1 64 16 3 0", prog);
+    const int rc = th_run(cmd, &out, &err);
+    cr_expect_neq(rc, 0, "GM_EMU_FAULT=wgmma_write: exit 0\n%s%s", out, err);
+    cr_expect(strstr(err, "thread 5 wrote the accumulators of a wgmma in flight") != NULL,
+              "GM_EMU_FAULT=wgmma_write:\n%s%s", out, err);
+    free(out), free(err);
 }

@@ -1,8 +1,9 @@
-// The warpgroup PTX instructions of the Hopper attention forward (attention_mma.cu's WGMMA form),
-// sm_90a only: wgmma.mma_async (bf16 operands, fp32 accumulators) with shared-memory matrix
-// descriptors, its fence / commit / wait, and the proxy fence that makes shared-memory writes of
-// the threads (cp.async) visible to wgmma's reads. Kept apart, like mma_sm80.cuh, so that a host
-// emulation (verify/emu/shim/backend/cuda/wgmma_sm90.cuh) can replace this one file.
+// The warpgroup PTX instructions of the Hopper attention (attention_mma.cu's WGMMA form), sm_90a
+// only: wgmma.mma_async (bf16 operands, fp32 accumulators) with shared-memory matrix descriptors,
+// its fence, commit and wait (for every group, or for all but the newest), and the proxy fence that
+// makes shared-memory writes of the threads (cp.async) visible to wgmma's reads. Kept apart, like
+// mma_sm80.cuh, so that a host emulation (verify/emu/shim/backend/cuda/wgmma_sm90.cuh) can replace
+// this one file.
 //
 // Shared-memory operands use the no-swizzle canonical layout: "core matrices" of 8 rows x 16 bytes
 // stored as 128 contiguous bytes; a descriptor gives the start address, the byte offset between
@@ -37,11 +38,17 @@ static __device__ __forceinline__ uint64_t wgmma_desc(const void *smem, uint32_t
 static __device__ __forceinline__ void wgmma_fence(void) {
     GM_WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));
 }
-// Close the wgmma issued so far into a group, and wait until no group is pending: the accumulators
-// are then the threads' again.
-static __device__ __forceinline__ void wgmma_commit_wait(void) {
-    GM_WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n" ::: "memory"));
+// Close the wgmma issued so far (and not yet in a group) into a group.
+static __device__ __forceinline__ void wgmma_commit(void) {
+    GM_WGMMA(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"));
 }
+// Wait until at most N groups are pending (the newest N; groups complete in order): the registers
+// of the others are then the threads' again.
+template <int N> static __device__ __forceinline__ void wgmma_wait(void) {
+    GM_WGMMA(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"));
+}
+// Commit and wait for everything: the synchronous products.
+static __device__ __forceinline__ void wgmma_commit_wait(void) { wgmma_commit(), wgmma_wait<0>(); }
 // The compiler must neither read nor move an accumulator across an asynchronous wgmma: a register
 // barrier on each.
 static __device__ __forceinline__ void wgmma_hold(float *d, const int n) {

@@ -1,7 +1,12 @@
 // Host emulation of impl/backend/cuda/wgmma_sm90.cuh (verify/emu/emu.h). wgmma is asynchronous: an
-// issued operation is queued per thread and performed at the warpgroup's commit + wait (the latest
-// point the PTX ISA allows), reading shared memory and the A registers then, so a kernel that
-// touched either before its wait computes something else. Per operation, each thread computes its
+// issued operation is queued per thread, closed into a group at the commit, and performed at the
+// warpgroup's wait that completes its group (the latest point the PTX ISA allows: a wait for all
+// but the newest N groups performs the older ones, in order), reading shared memory and the A
+// registers then, so a kernel that touched either before that wait computes something else; and
+// since a write there would be applied before the product rather than race with it, the wait also
+// compares each operation's accumulators and A registers with their values at issue and stops the
+// program, naming the thread, where they differ (two groups in flight on one accumulator, which
+// these kernels never have, would read as such a write). Per operation, each thread computes its
 // own accumulators: warp w of the warpgroup holds rows 16w..16w+15, n-tile j in registers
 // 4j..4j+3 in mma.sync's C layout; A from registers in mma.sync's A layout, per warp. Descriptors:
 // start address, LBO and SBO in 16-byte units, no swizzle; element (mn, k) of a K-major operand at
@@ -13,6 +18,8 @@
 #define GM_BACKEND_CUDA_WGMMA_SM90_CUH
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -25,8 +32,19 @@ struct emu_wgmma_op {
     const uint32_t *a;  // a_in_registers: this thread's fragment
     float *d;
     int n, scale_d;
+    float d_at_issue[64];  // this thread's n / 2 accumulators as they were at issue
+    uint32_t a_at_issue[4];
 };
+static inline emu_wgmma_op emu_wgmma_issue(bool a_in_registers, uint64_t da, uint64_t db, const uint32_t *a, float *d,
+                                           int n, int scale_d) {
+    emu_wgmma_op op = {a_in_registers, da, db, a, d, n, scale_d, {}, {}};
+    memcpy(op.d_at_issue, d, sizeof(float) * (size_t)n / 2);
+    if (a) memcpy(op.a_at_issue, a, sizeof op.a_at_issue);
+    if (emu_fault("wgmma_write") && threadIdx.x == 5) d[0] += 1.0f;  // as a kernel writing it in flight would
+    return op;
+}
 extern thread_local std::vector<emu_wgmma_op> emu_wgmma_ops;
+extern thread_local std::vector<size_t> emu_wgmma_groups;  // each committed group's end in emu_wgmma_ops
 
 static inline uint64_t wgmma_desc(const void *p, uint32_t lbo, uint32_t sbo) {
     const uint32_t a = (uint32_t)((const unsigned char *)p - smem);
@@ -48,20 +66,35 @@ static inline float emu_desc_element(uint64_t desc, int mn, int k, bool mn_major
     return __uint_as_float((uint32_t)h << 16);
 }
 static inline void wgmma_m64n64k16_ss(float d[32], uint64_t da, uint64_t db, int scale_d) {
-    emu_wgmma_ops.push_back({false, da, db, nullptr, d, 64, scale_d});
+    emu_wgmma_ops.push_back(emu_wgmma_issue(false, da, db, nullptr, d, 64, scale_d));
 }
 static inline void wgmma_m64n64k16_rs(float d[32], const uint32_t a[4], uint64_t db) {
-    emu_wgmma_ops.push_back({true, 0, db, a, d, 64, 1});
+    emu_wgmma_ops.push_back(emu_wgmma_issue(true, 0, db, a, d, 64, 1));
 }
 static inline void wgmma_m64n128k16_rs(float d[64], const uint32_t a[4], uint64_t db) {
-    emu_wgmma_ops.push_back({true, 0, db, a, d, 128, 1});
+    emu_wgmma_ops.push_back(emu_wgmma_issue(true, 0, db, a, d, 128, 1));
 }
-static inline void wgmma_commit_wait(void) {
+static inline void wgmma_commit(void) { emu_wgmma_groups.push_back(emu_wgmma_ops.size()); }
+// Performs the operations of every committed group but the newest N (every thread of the warpgroup
+// has issued the same sequence, so operation i is the same instruction on all of them).
+template <int N> static inline void wgmma_wait(void) {
     const int t = threadIdx.x % 128, w = t / 32, g = t % 32 / 4, tq = t % 4;
+    const size_t done = emu_wgmma_groups.size() > (size_t)N ? emu_wgmma_groups[emu_wgmma_groups.size() - 1 - N] : 0;
     emu_warpgroup &wg = emu_warpgroups[threadIdx.x / 128];
     wg.queue[t] = &emu_wgmma_ops;
+    for (size_t i = 0; i < done; i++) {
+        const emu_wgmma_op &op = emu_wgmma_ops[i];
+        const char *what = memcmp(op.d, op.d_at_issue, sizeof(float) * (size_t)op.n / 2) ? "accumulators"
+                           : op.a && memcmp(op.a, op.a_at_issue, sizeof op.a_at_issue) ? "A registers"
+                                                                                        : nullptr;
+        if (what) {
+            fprintf(stderr, "emu: block (%u, %u, %u) thread %u wrote the %s of a wgmma in flight (operation %zu)\n",
+                    blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, what, i);
+            abort();
+        }
+    }
     wg.bar->arrive_and_wait();  // every thread's operations are queued and their registers stay put
-    for (size_t i = 0; i < emu_wgmma_ops.size(); i++) {
+    for (size_t i = 0; i < done; i++) {
         const emu_wgmma_op &op = emu_wgmma_ops[i];
         float A[64][16];
         for (int o = 0; o < 128 && op.a_in_registers; o++) {  // thread o's fragment: rows of warp o / 32
@@ -83,7 +116,12 @@ static inline void wgmma_commit_wait(void) {
             }
     }
     wg.bar->arrive_and_wait();  // nobody reads another's registers any more
-    emu_wgmma_ops.clear();
+    emu_wgmma_ops.erase(emu_wgmma_ops.begin(), emu_wgmma_ops.begin() + (long)done);
+    size_t kept = 0;
+    for (size_t gi = 0; gi < emu_wgmma_groups.size(); gi++)
+        if (emu_wgmma_groups[gi] > done) emu_wgmma_groups[kept++] = emu_wgmma_groups[gi] - done;
+    emu_wgmma_groups.resize(kept);
 }
+static inline void wgmma_commit_wait(void) { wgmma_commit(), wgmma_wait<0>(); }
 
 #endif
