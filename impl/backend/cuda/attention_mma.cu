@@ -87,11 +87,13 @@
 // code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128 contiguous bytes:
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
 // the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
-// fragment registers to hold). Each wgmma group is waited for at once (no overlap of the softmax
-// with the next products yet). Written against verify/emu/'s emulation of wgmma's descriptors,
-// fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627). Not yet
-// done: TMA copies with mbarriers, producer/consumer warp specialization and pingpong scheduling as
-// in FlashAttention-3, 128-byte swizzled layouts.
+// fragment registers to hold). The forward overlaps a tile's softmax with the previous tile's
+// P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized);
+// the backward waits for each group at once. Written against verify/emu/'s emulation of wgmma's
+// descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
+// the overlapped forward came after, and has run only in the emulation). Not yet done: TMA copies
+// with mbarriers, producer/consumer warp specialization and pingpong scheduling between the
+// warpgroups as in FlashAttention-3, 128-byte swizzled layouts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
 // head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
@@ -457,10 +459,12 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 // first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
 // next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). With s2: a second,
 // independent product s2 = A2 B2^T issued behind the first (the backward's S and dP), so the tensor
-// cores run both before the one wait. Synchronous: issued, committed and waited for here.
-static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
-                                              const int HD, float (*s2)[4] = nullptr, const __nv_bfloat16 *A2 = nullptr,
-                                              const __nv_bfloat16 *B2 = nullptr) {
+// cores run both before the one wait. wg_abt_issue issues and commits them as one group (s, s2 the
+// wgmma's until a wait completes it); wg_abt also waits.
+static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+                                                    const int HD, float (*s2)[4] = nullptr,
+                                                    const __nv_bfloat16 *A2 = nullptr,
+                                                    const __nv_bfloat16 *B2 = nullptr) {
     const uint32_t lbo = 128, sbo = HD / 8 * 128;
     float *d = &s[0][0], *d2 = s2 ? &s2[0][0] : nullptr;
     wgmma_hold(d, KEY_TILE / 2);
@@ -472,24 +476,35 @@ static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16
 #pragma unroll
     for (int ks = 0; ks < HD / 16 && d2; ks++)
         wgmma_m64n64k16_ss(d2, wgmma_desc(A2 + ks * 128, lbo, sbo), wgmma_desc(B2 + ks * 128, lbo, sbo), ks > 0);
-    wgmma_commit_wait();
-    wgmma_hold(d, KEY_TILE / 2);
-    if (d2) wgmma_hold(d2, KEY_TILE / 2);
+    wgmma_commit();
+}
+static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
+                                              const int HD, float (*s2)[4] = nullptr, const __nv_bfloat16 *A2 = nullptr,
+                                              const __nv_bfloat16 *B2 = nullptr) {
+    wg_abt_issue(s, A, B, HD, s2, A2, B2);
+    wgmma_wait<0>();
+    wgmma_hold(&s[0][0], KEY_TILE / 2);
+    if (s2) wgmma_hold(&s2[0][0], KEY_TILE / 2);
 }
 
-// o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (the warp's 16 x 64 accumulator
-// s, rounded to bf16 into A fragments as mma_xb does) from registers and the 64-row streamed tile B
-// from shared memory in core matrices, read MN-major (transposed: SBO the next 8 columns, 128 bytes
-// on; LBO the next 8 rows, HD/8 core matrices on): O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q.
-static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
-                                             const int HD) {
-    const uint32_t lbo = HD / 8 * 128, sbo = 128;
-    uint32_t a[KEY_TILE / 16][4];
+// The warp's 16 x 64 accumulator x rounded to bf16 A fragments (mma.sync's A layout, as mma_xb
+// makes them): a[kk] is columns 16 kk .. 16 kk + 15.
+static __device__ __forceinline__ void pack_a(uint32_t (*a)[4], const float (*x)[4]) {
 #pragma unroll
     for (int kk = 0; kk < KEY_TILE / 16; kk++)
-        a[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]), a[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-        a[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-        a[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        a[kk][0] = pack_bf16(x[2 * kk][0], x[2 * kk][1]), a[kk][1] = pack_bf16(x[2 * kk][2], x[2 * kk][3]),
+        a[kk][2] = pack_bf16(x[2 * kk + 1][0], x[2 * kk + 1][1]),
+        a[kk][3] = pack_bf16(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+}
+
+// o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (A fragments a from pack_a) from
+// registers and the 64-row streamed tile B from shared memory in core matrices, read MN-major
+// (transposed: SBO the next 8 columns, 128 bytes on; LBO the next 8 rows, HD/8 core matrices on):
+// O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q. wg_xb_issue issues and commits them as one group
+// (o and a the wgmma's until a wait completes it); wg_xb packs the accumulator s and also waits.
+static __device__ __forceinline__ void wg_xb_issue(float (*o)[4], uint32_t (*a)[4], const __nv_bfloat16 *B,
+                                                   const int HD) {
+    const uint32_t lbo = HD / 8 * 128, sbo = 128;
     float *d = &o[0][0];
     wgmma_hold(d, HD / 2);
     wgmma_hold_a(&a[0][0], KEY_TILE / 4);
@@ -500,101 +515,65 @@ static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4],
         if (HD == 128) wgmma_m64n128k16_rs(d, a[kk], desc);
         else wgmma_m64n64k16_rs(d, a[kk], desc);
     }
-    wgmma_commit_wait();
-    wgmma_hold(d, HD / 2);
-    wgmma_hold_a(&a[0][0], KEY_TILE / 4);  // read until the wait
+    wgmma_commit();
+}
+static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
+                                             const int HD) {
+    uint32_t a[KEY_TILE / 16][4];
+    pack_a(a, s);
+    wg_xb_issue(o, a, B, HD);
+    wgmma_wait<0>();
+    wgmma_hold(&o[0][0], HD / 2);
+    wgmma_hold_a(&a[0][0], KEY_TILE / 4);
 }
 
 // ---- forward: grid (ceil(T / 128), NH, B), NTHREADS(M) threads ----
 
-// Each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for two MMAs
-// (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128; M = 1 is
-// 8 warps of 16 rows, one block an SM. WG (with M = 1): the two products by wgmma (sm_90a), each
-// warpgroup of 4 warps one m64 tile, Q, K and V in core matrices; the rest as M = 1.
-// Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
-// waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
-// synchronously), and the barrier makes every thread's copies visible and tells that every warp is
-// done with the previous tile, whose stage the copies of the next tile then overwrite while this
-// one is computed (with a bf16 element; an fp32 one is loaded and converted there, before the math).
-template <int M, bool WG>
-static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
-                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
-                                                const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
-                                                gm_attn_mask m, const int HD) {
-    static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
-    extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD), NTH = NTHREADS(M);
-    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
-    const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
-    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
-
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH, WG);
-    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
-    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH, WG);
-
-    // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
-    float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
-    zero(o, M * HD / 8);
+// Row r of the output accumulator o (16 x HD; this lane's row g for r = 0, g + 8 for r = 1) times c.
+static __device__ __forceinline__ void rescale_row(float (*o)[4], int r, float c, const int HD) {
 #pragma unroll
-    for (int r = 0; r < 2 * M; r++) mrow[r] = -INFINITY, lrow[r] = 0.0f;
+    for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= c, o[n][2 * r + 1] *= c;
+}
 
-    for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
-        const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH, WG);
-        const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
-        const int32_t *cDocK = ks.doc;
-        const bool full = ks.full;
-
-        float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
-        if constexpr (WG) {
-            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD);  // the warpgroup's 64 rows
-        } else {
-            zero(s, M * KEY_TILE / 8);
-            mma_abt(s, sQ + wrow * P, cK, P, KEY_TILE / 8, HD / 16, M);
+// Online softmax of one m-tile: its scores s (16 x KEY_TILE, log2 units, masked) update the running
+// max and sum of this lane's rows g (mrow[0], lrow[0]; e = 0, 1) and g + 8 (mrow[1], lrow[1]; e = 2,
+// 3), s becomes P = exp2(s - max), and corr[r] is the factor that takes row r's output accumulator
+// to the new max: applied here to o (16 x HD) when given, else left to the caller (rescale_row; the
+// wgmma forward, whose o is then still a product's in flight). A row's KEY_TILE scores are spread
+// over the 4 lanes of a quad; lrow holds this lane's columns only (the quad sums them at the end).
+static __device__ __forceinline__ void softmax_tile(float (*s)[4], float *mrow, float *lrow, float *corr,
+                                                    float (*o)[4] = nullptr, const int HD = 0) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
+        const float mnew = fmaxf(mrow[r], mx);
+        const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
+        const float c = exp2f(mrow[r] - mref);  // 0 while the row is empty
+        mrow[r] = mnew;
+        lrow[r] *= c;
+        if (o) rescale_row(o, r, c, HD);
+        corr[r] = c;
+#pragma unroll
+        for (int n = 0; n < KEY_TILE / 8; n++) {
+            s[n][2 * r] = exp2f(s[n][2 * r] - mref);
+            s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - mref);
+            lrow[r] += s[n][2 * r] + s[n][2 * r + 1];
         }
-#pragma unroll
-        for (int mt = 0; mt < M; mt++)
-            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, full, &m, T, q0 + wrow + 16 * mt, k0,
-                       sDocQ + wrow + 16 * mt, cDocK, true);
-
-        // Online softmax for this lane's rows g (e = 0, 1) and g + 8 (e = 2, 3) of each m-tile; a
-        // row's 64 scores are spread over the 4 lanes of a quad.
-#pragma unroll
-        for (int mt = 0; mt < M; mt++)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                float(*sm)[4] = s + mt * KEY_TILE / 8, (*om)[4] = o + mt * HD / 8;
-                const int mr = 2 * mt + r;
-                float mx = -INFINITY;
-#pragma unroll
-                for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(sm[n][2 * r], sm[n][2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
-                const float mnew = fmaxf(mrow[mr], mx);
-                const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
-                const float corr = exp2f(mrow[mr] - mref);            // 0 while the row is empty
-                mrow[mr] = mnew;
-                lrow[mr] *= corr;
-#pragma unroll
-                for (int n = 0; n < HD / 8; n++) om[n][2 * r] *= corr, om[n][2 * r + 1] *= corr;
-#pragma unroll
-                for (int n = 0; n < KEY_TILE / 8; n++) {
-                    sm[n][2 * r] = exp2f(sm[n][2 * r] - mref);
-                    sm[n][2 * r + 1] = exp2f(sm[n][2 * r + 1] - mref);
-                    lrow[mr] += sm[n][2 * r] + sm[n][2 * r + 1];  // this lane's columns; the quad sums at the end
-                }
-            }
-        if constexpr (WG) wg_xb(o, s, cV, HD);
-        else mma_xb(o, s, cV, P, HD / 8, KEY_TILE / 16, M);
     }
+}
 
-    const int g = lane / 4, t = lane % 4;
+// The forward's end for a warp's M m-tiles (rows wrow.. of the block's, from q0): out = o / l and
+// lse = (max + log2 l) ln 2 of every row inside T.
+template <int M>
+static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                 const float (*o)[4], const float *mrow, const float *lrow, int b,
+                                                 int h, int q0, int wrow, int T, int NH, size_t head, const int HD) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const size_t rs = (size_t)NH * HD;
 #pragma unroll
     for (int mt = 0; mt < M; mt++)
 #pragma unroll
@@ -614,6 +593,168 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
                 put_pair(orow + n * 8, GM_GRAD_SET, om[n][2 * r] * inv, om[n][2 * r + 1] * inv);
             if (t == 0) lse[((size_t)b * NH + h) * T + i] = (mrow[mr] + log2f(l)) * LN2;
         }
+}
+
+// mma.sync: each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for
+// two MMAs (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128;
+// M = 1 is 8 warps of 16 rows, one block an SM.
+// Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
+// waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
+// synchronously), and the barrier makes every thread's copies visible and tells that every warp is
+// done with the previous tile, whose stage the copies of the next tile then overwrite while this
+// one is computed (with a bf16 element; an fp32 one is loaded and converted there, before the math).
+template <int M>
+static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                    const gm_cuda_act *__restrict__ q,
+                                                    const gm_cuda_act *__restrict__ k,
+                                                    const gm_cuda_act *__restrict__ v, int T, int NH,
+                                                    float scale_log2, gm_attn_mask m, const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int P = PITCH(HD), NTH = NTHREADS(M);
+    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
+    const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
+    const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
+    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+
+    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
+    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
+    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
+
+    // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
+    float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
+    zero(o, M * HD / 8);
+#pragma unroll
+    for (int r = 0; r < 2 * M; r++) mrow[r] = -INFINITY, lrow[r] = 0.0f;
+
+    for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
+        const key_stage ks =
+            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH);
+        float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
+        zero(s, M * KEY_TILE / 8);
+        mma_abt(s, sQ + wrow * P, ks.K, P, KEY_TILE / 8, HD / 16, M);
+#pragma unroll
+        for (int mt = 0; mt < M; mt++)
+            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, ks.full, &m, T, q0 + wrow + 16 * mt, k0,
+                       sDocQ + wrow + 16 * mt, ks.doc, true);
+#pragma unroll
+        for (int mt = 0; mt < M; mt++) {
+            float corr[2];
+            softmax_tile(s + mt * KEY_TILE / 8, mrow + 2 * mt, lrow + 2 * mt, corr, o + mt * HD / 8, HD);
+        }
+        mma_xb(o, s, ks.V, P, HD / 8, KEY_TILE / 16, M);
+    }
+    store_out<M>(out, lse, o, mrow, lrow, b, h, q0, wrow, T, NH, head, HD);
+}
+
+// The wgmma forward (WG: each warpgroup of 4 warps one m64 tile of the block's 128 queries, Q, K,
+// V in core matrices), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's
+// mask and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K and V
+// keep a 2-stage ring each, one tile ahead of their use; no wgmma is in flight across a tile's
+// barrier. Per tile j of ntiles (one barrier):
+//   wait for this thread's copies issued at tile j - 1 (K_j, V_{j-1}, K_j's doc ids); proxy fence;
+//   barrier: everyone's copies are visible, and every warpgroup is done with K_{j-1} and V_{j-2};
+//   copy K_{j+1}, V_j and K_{j+1}'s doc ids into those stages;
+//   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
+//   (wgmma's groups complete in order); mask S_j and take its softmax (new max, sums, P_j),
+//   touching no register of the product in flight; wait for it; rescale o to the new max; pack
+//   P_j into pa.
+// After the last tile, P V of it. o meets every operation of the mma forward in the same order
+// (o rescaled, then P V added, tile by tile), so the results are the same arithmetic.
+struct fwd_wg_state {
+    const __nv_bfloat16 *sQw;  // the warpgroup's 64 query rows
+    __nv_bfloat16 *sK, *sV;    // 2 stages each
+    const int32_t *sDocQ;
+    int32_t *sDocK;  // 2 stages
+    const gm_cuda_act *kh, *vh;
+    const int32_t *doc;
+    int T, q0, qlast, wrow, kbeg, ntiles;
+    size_t rs;
+    float scale_log2;
+};
+static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, const gm_attn_mask &m, int j,
+                                                   float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
+                                                   const int HD) {
+    const int P = PITCH(HD), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
+    cp_async_wait_all();  // this thread's copies of K_j and V_{j-1}
+    fence_proxy_async();
+    __syncthreads();
+    if (j + 1 < f.ntiles) {
+        load_rows(f.sK + (j + 1) % 2 * KEY_TILE * P, f.kh, k0 + KEY_TILE, KEY_TILE, f.T, f.rs, HD, NTH, true);
+        if (f.doc) load_vec(f.sDocK + (j + 1) % 2 * KEY_TILE, f.doc, k0 + KEY_TILE, KEY_TILE, f.T, NTH);
+    }
+    load_rows(f.sV + j % 2 * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
+    float s[KEY_TILE / 8][4];
+    wg_abt_issue(s, f.sQw, f.sK + j % 2 * KEY_TILE * P, HD);
+    if (j > 0) {
+        wg_xb_issue(o, pa, f.sV + (j - 1) % 2 * KEY_TILE * P, HD);
+        wgmma_wait<1>();  // S_j; P_{j-1} V_{j-1} runs on
+    } else {
+        wgmma_wait<0>();
+    }
+    wgmma_hold(&s[0][0], KEY_TILE / 2);
+    const int32_t *cdoc = f.sDocK + j % 2 * KEY_TILE;
+    const bool full = tile_full(&m, f.T, f.q0, BLOCK_ROWS, k0, KEY_TILE, f.doc ? f.sDocQ[f.qlast - f.q0] : 0,
+                                f.doc ? cdoc[0] : 0);
+    scale_mask(s, KEY_TILE / 8, f.scale_log2, full, &m, f.T, f.q0 + f.wrow, k0, f.sDocQ + f.wrow, cdoc, true);
+    float corr[2];
+    softmax_tile(s, mrow, lrow, corr);
+    wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
+    wgmma_hold(&o[0][0], HD / 2);
+    wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+    rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
+    pack_a(pa, s);
+}
+static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                   const gm_cuda_act *__restrict__ q,
+                                                   const gm_cuda_act *__restrict__ k,
+                                                   const gm_cuda_act *__restrict__ v, int T, int NH,
+                                                   float scale_log2, gm_attn_mask m, const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int P = PITCH(HD), NTH = NTHREADS(1);
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
+    fwd_wg_state f;
+    f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
+    f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
+    const size_t head = ((size_t)b * T * NH + h) * HD;
+    f.doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sDocQ = sDocQ, f.sDocK = sDocK;
+    f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
+    f.kbeg = first_key(&m, f.doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
+
+    load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
+    load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
+    if (f.doc) load_vec(sDocQ, f.doc, f.q0, BLOCK_ROWS, T, NTH), load_vec(sDocK, f.doc, f.kbeg, KEY_TILE, T, NTH);
+    float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
+    uint32_t pa[KEY_TILE / 16][4];
+    zero(o, HD / 8);
+    for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, m, j, o, pa, mrow, lrow, HD);
+    cp_async_wait_all();  // V of the last tile
+    fence_proxy_async();
+    __syncthreads();
+    wg_xb_issue(o, pa, sV + (f.ntiles - 1) % 2 * KEY_TILE * P, HD);
+    wgmma_wait<0>();
+    wgmma_hold(&o[0][0], HD / 2);
+    wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+    store_out<1>(out, lse, o, mrow, lrow, b, h, f.q0, f.wrow, T, NH, head, HD);
+}
+
+// The forward of either kind (the kernels' and the host emulation's entry).
+template <int M, bool WG>
+static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
+                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
+                                                const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
+                                                gm_attn_mask m, const int HD) {
+    static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
+    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, HD);
+    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, HD);
 }
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
@@ -804,8 +945,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim
 // 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
 // 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
-// to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 154 registers at
-// head_dim 128 (114 at 64), dq 182 (141), dk/dv 244 (189). The mma.sync backward spilled at 128
+// to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 159 registers at
+// head_dim 128 (124 at 64; 154 and 114 before its overlap), dq 182 (141), dk/dv 244 (189). The mma.sync backward spilled at 128
 // (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
