@@ -5,7 +5,8 @@
 // blocks that divide no tile, documents), each against the CPU backend's dense reference: every
 // output within 2e-2 of the reference's largest value (a few bf16 roundings; a wrong fragment
 // layout, tile range or mask gives errors of order one), the 32-row and the wgmma forward bitwise
-// the 16-row one (the same operations; in the emulation a wgmma sums as mma.sync does), and no
+// the 16-row one and the wgmma backward the mma one (the same operations; in the emulation a wgmma
+// sums as mma.sync does), and no
 // register of a wgmma in flight written (the emulation stops the program if one is). That the
 // emulation reads the instructions as the hardware does was checked by running the kernels that had
 // passed on an H100 and an H200 under it, and the wgmma kernels, written against it, then passed on
@@ -42,6 +43,7 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) {
     cr_expect_eq(count(out, "  PASS"), 2, "attn_emu: not two passing cases:\n%s", out);
     cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 2, "attn_emu: 32-row forward:\n%s", out);
     cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 2, "attn_emu: wgmma forward:\n%s", out);
+    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 2, "attn_emu: wgmma backward:\n%s", out);
     cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu:\n%s", out);
     free(out), free(err);
 }

@@ -162,6 +162,7 @@ static int run_case(const attn_case &c, unsigned seed) {
                 for (int e = 0; e < HD; e++) s += gm_act_widen(dout[at(b, i, h) + e]) * gm_act_widen(out[at(b, i, h) + e]);
                 D[((size_t)b * NH + h) * T + i] = s;
             }
+    std::vector<gm_cuda_act> grads[2];  // dq | dk | dv of mma, of wgmma
     for (int wg = 0; wg < 2; wg++) {
         std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
         const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
@@ -177,7 +178,12 @@ static int run_case(const attn_case &c, unsigned seed) {
         note(report(impl, "dq", widen(dq), rdq));
         note(report(impl, "dk", widen(dk), rdk));
         note(report(impl, "dv", widen(dv), rdv));
+        for (const std::vector<gm_cuda_act> *g : {&dq, &dk, &dv}) grads[wg].insert(grads[wg].end(), g->begin(), g->end());
     }
+    // Likewise the wgmma backward, overlapped, against the mma backward.
+    const bool same_bwd = !memcmp(grads[1].data(), grads[0].data(), 3 * n * sizeof(gm_cuda_act));
+    printf("  wgmma  dq, dk, dv %s the mma backward's\n", same_bwd ? "bitwise" : "NOT bitwise");
+    failed += !same_bwd;
     failed += !(worst <= 2e-2);
     printf("  %s (worst relative error %.3g)\n", failed ? "FAIL" : "PASS", worst);
     return failed != 0;

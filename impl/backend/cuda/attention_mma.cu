@@ -88,10 +88,11 @@
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
 // the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
 // fragment registers to hold). The forward overlaps a tile's softmax with the previous tile's
-// P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized);
-// the backward waits for each group at once. Written against verify/emu/'s emulation of wgmma's
+// P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized),
+// the dq kernel a tile's P and dS with the previous tile's dQ product; the dk/dv kernel waits for
+// each group at once. Written against verify/emu/'s emulation of wgmma's
 // descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
-// the overlapped forward came after, and has run only in the emulation). Not yet done: TMA copies
+// the overlaps came after, and have run only in the emulation). Not yet done: TMA copies
 // with mbarriers, producer/consumer warp specialization and pingpong scheduling between the
 // warpgroups as in FlashAttention-3, 128-byte swizzled layouts.
 //
@@ -757,6 +758,15 @@ static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, f
     else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, HD);
 }
 
+// dS / scale = P (dP - D) over the dq kernel's 16 x KEY_TILE tile: s holds P and becomes dS / scale;
+// D per row (this lane's rows g, g + 8).
+static __device__ __forceinline__ void times_dp_minus_d(float (*s)[4], const float (*dp)[4], const float *Drow) {
+#pragma unroll
+    for (int n = 0; n < KEY_TILE / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];
+}
+
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
 // key tiles in a ring as the forward. WG: the three products by wgmma, as the forward's (S = Q K^T
 // and dP = dO V^T by wg_abt, dQ += dS K by wg_xb with K read transposed) ----
@@ -769,9 +779,10 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
-    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
+    // sV, sDocK: 2 stages each of KEY_TILE rows; sK: 2, or with WG 3 (a tile's K is read by the
+    // product that runs on through the next tile)
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
-                  *sV = sK + 2 * KEY_TILE * P;
+                  *sV = sK + (WG ? 3 : 2) * KEY_TILE * P;
     int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -795,7 +806,49 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
 
-    for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
+    if constexpr (WG) {
+        // FlashAttention-3's overlap, as in the wgmma forward: per key tile j, S_j and dP_j issued with
+        // dQ += dS_{j-1} K_{j-1}, a wait for S_j and dP_j only, then tile j's mask, P and dS on the CUDA
+        // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. K keeps 3
+        // stages (K_{j-1} is read during tile j, while K_{j+1} is copied), V and the doc ids 2; one
+        // barrier a tile, after which every warpgroup is done with K_{j-2}, V_{j-1} and their ids.
+        // dQ is summed in the order of the other forms: bitwise their arithmetic.
+        const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
+        const __nv_bfloat16 *sQw = sQ + warp / 4 * 64 * HD, *sOw = sO + warp / 4 * 64 * HD;
+        uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
+        for (int j = 0; j < ntiles; j++) {
+            const int k0 = kbeg + j * KEY_TILE;
+            cp_async_wait_all();  // this thread's copies of tile j
+            fence_proxy_async();
+            __syncthreads();
+            if (j + 1 < ntiles)
+                load_key_tile(sK + (j + 1) % 3 * KEY_TILE * P, sV + (j + 1) % 2 * KEY_TILE * P,
+                              sDocK + (j + 1) % 2 * KEY_TILE, k + head, v + head, doc, k0 + KEY_TILE, T, rs, HD,
+                              BWD_THREADS, true);
+            const int32_t *cDocK = sDocK + j % 2 * KEY_TILE;
+            float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
+            wg_abt_issue(s, sQw, sK + j % 3 * KEY_TILE * P, HD, dp, sOw, sV + j % 2 * KEY_TILE * P);
+            if (j > 0) {
+                wg_xb_issue(acc, pa, sK + (j - 1) % 3 * KEY_TILE * P, HD);
+                wgmma_wait<1>();  // S_j, dP_j; dQ's product runs on
+            } else {
+                wgmma_wait<0>();
+            }
+            wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
+            const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
+                                        doc ? cDocK[0] : 0);
+            scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
+            exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
+            times_dp_minus_d(s, dp, Drow);                // dS / scale
+            wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
+            wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+            pack_a(pa, s);
+        }
+        wg_xb_issue(acc, pa, sK + (ntiles - 1) % 3 * KEY_TILE * P, HD);
+        wgmma_wait<0>();
+        wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+    }
+    for (int k0 = kbeg, stage = 0; !WG && k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
             key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
                           BWD_THREADS, WG);
@@ -804,24 +857,14 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         const bool full = ks.full;
 
         float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
-        if constexpr (WG) {  // S and dP together
-            wg_abt(s, sQ + warp / 4 * 64 * HD, cK, HD, dp, sO + warp / 4 * 64 * HD, cV);
-        } else {
-            zero(s, KEY_TILE / 8);
-            mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
-        }
+        zero(s, KEY_TILE / 8);
+        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
         scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
         exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
-        if constexpr (!WG) {
-            zero(dp, KEY_TILE / 8);
-            mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
-        }
-#pragma unroll
-        for (int n = 0; n < KEY_TILE / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) s[n][e] *= dp[n][e] - Drow[e / 2];  // dS / scale
-        if constexpr (WG) wg_xb(acc, s, cK, HD);
-        else mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
+        zero(dp, KEY_TILE / 8);
+        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
+        times_dp_minus_d(s, dp, Drow);  // dS / scale
+        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
     }
 
 #pragma unroll
@@ -946,8 +989,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
 // 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
 // to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 159 registers at
-// head_dim 128 (124 at 64; 154 and 114 before its overlap), dq 182 (141), dk/dv 244 (189). The mma.sync backward spilled at 128
-// (32 to 1256 bytes, measured before the ring).
+// head_dim 128 (124 at 64), dq 227 (157), both overlapped (154 / 114 and 182 / 141 before), dk/dv
+// 244 (189). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
@@ -978,14 +1021,15 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
 // per-row vectors; the streamed tiles twice (the ring's 2 stages). Forward at HD 128:
-// (128 + 2 x (64 + 64)) x 272 + (128 + 2 x 64) x 4 = 105,472; dq: 140,288; dk/dv:
+// (128 + 2 x (64 + 64)) x 272 + (128 + 2 x 64) x 4 = 105,472; dq: 140,288 (wgmma's third K
+// stage: 157,696); dk/dv:
 // (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 128) x 4 = 105,728, with wgmma's 64-query
-// tiles 141,312 (HD 64: 56,320 / 74,752 / 75,776).
+// tiles 141,312 (HD 64: 56,320 / 74,752 (83,968) / 75,776).
 static size_t fwd_smem(int HD) {
     return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
-static size_t dq_smem(int HD) {
-    return (size_t)(2 * BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
+static size_t dq_smem(int HD, bool WG) {
+    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
     const int QT = QUERY_TILE(HD, WG);
@@ -1055,13 +1099,13 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
 #define BWD(WG)                                                                                                      \
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
-            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m,  \
-                   w);                                                                                               \
+            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse, D, T, NH, sl2, sc,  \
+                   m, w);                                                                                            \
             LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH,   \
                    sl2, sc, m, w);                                                                                   \
         } else {                                                                                                     \
-            LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128), dq, dout, q, k, v, lse, D, T, NH, sl2, sc, m,  \
-                   w);                                                                                               \
+            LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse, D, T, NH, sl2,    \
+                   sc, m, w);                                                                                        \
             LAUNCH(c, attn_dkdv_128<WG>, grid, BWD_THREADS, dkdv_smem(128, WG), dk, dv, dout, q, k, v, lse, D, T, NH,  \
                    sl2, sc, m, w);                                                                                   \
         }                                                                                                            \
