@@ -75,7 +75,8 @@ static int sm_count(gm_cuda_ctx *c) {
 //             (T 16384) 1.17 times under the window but 0.95 plain causal, with 384 or fewer 0.77 to
 //             1.05: mma32 from 8 blocks an SM on.
 //   backward  wgmma was 1.09 to 1.16 times as fast as mma at every T measured (1024 to 65536, both
-//             masks): wgmma wherever it runs.
+//             masks): wgmma wherever it runs. (Its dq kernel has since taken FlashAttention-3's
+//             overlap, ce85a7d, not yet timed: the next GPU run confirms or moves this rule.)
 // In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
 // 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
