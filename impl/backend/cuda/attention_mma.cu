@@ -7,7 +7,8 @@
 // 0 hazards (the wgmma ones not yet racechecked). The 32-rows-a-warp forward and the wgmma forms
 // first ran at ecc8627, right at once: mma32 bitwise the 16-row forward, wgmma within the bounds.
 // Speed on the H200 at T 65536 on softcap's final window (run-301becd): forward 200 TFLOP/s (16
-// rows), 240 (32 rows), 190 (wgmma); backward 171 (mma.sync), 193 (wgmma); FlexAttention 362 / 350
+// rows), 240 (32 rows), 190 (wgmma); backward 171 (mma.sync), 193 (wgmma; both wgmma figures before
+// the overlaps below); FlexAttention 362 / 350
 // in the same job at ecc8627 (issue 31). attention.cu picks among them by those times. Before the
 // H100 the device code had only been run on a CPU under a host emulation of mma.sync, ldmatrix and
 // the warp collectives, outside the repository; verify/emu/ is such an emulation in the repository
@@ -90,14 +91,15 @@
 // fragment registers to hold). The forward overlaps a tile's softmax with the previous tile's
 // P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized),
 // the dq kernel a tile's P and dS with the previous tile's dQ product; the dk/dv kernel waits for
-// each group at once. Written against verify/emu/'s emulation of wgmma's
-// descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
-// the overlaps came after, and have run only in the emulation). Not yet done: TMA copies
+// each group at once (overlapping its mask and P^T with the previous tile's dK product, tried,
+// made ptxas serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation
+// of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its first run
+// (ecc8627; the overlaps came after, and have run only in the emulation). Not yet done: TMA copies
 // with mbarriers, producer/consumer warp specialization and pingpong scheduling between the
 // warpgroups as in FlashAttention-3, 128-byte swizzled layouts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
-// head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 141 KB per block
+// head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 158 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
