@@ -204,6 +204,14 @@ Test(train_mpi, a_checkpoint_of_another_world_size_is_refused, .timeout = 120) {
 // the suite's 60: at load 12 on 2 cores (two GPU simulations beside make verify) these steps took
 // up to 77 s, the rank that finished first waited longer than 60 s in the stop flag's all-reduce,
 // and its watchdog ended the job ("all-reduce did not complete within 60 s").
+// Under the sanitizers the steps are of 96 micro-batches (~3 s there, still well over the second
+// the premise needs): with 256 this one test took 146 s, the last of that suite to end, which held
+// make verify at 14:50 on 2 cores (2026-11-27).
+#ifdef __SANITIZE_ADDRESS__
+#define CTRL_C_ACCUM "96"
+#else
+#define CTRL_C_ACCUM "256"
+#endif
 Test(train_mpi, ctrl_c_of_mpirun_with_the_readme_launch_line_saves_and_resumes_bit_for_bit, .timeout = 600) {
     char *dir = th_tmpdir(), *out, *err, *readme, flags[2][4096], all[2048], own[4400], script[20000], path[4400];
     size_t len;
@@ -214,7 +222,8 @@ Test(train_mpi, ctrl_c_of_mpirun_with_the_readme_launch_line_saves_and_resumes_b
     // The reference run's flags and the interrupted one's: the same but their folders.
     const char *runs[2] = {"ref", "int"};
     for (int i = 0; i < 2; i++) {
-        snprintf(own, sizeof own, "--batch=2 --grad_accum=256 --steps=14 --val_every=0 --comm_timeout=300 --out_dir=%s/%s", dir, runs[i]);
+        snprintf(own, sizeof own, "--batch=2 --grad_accum=" CTRL_C_ACCUM " --steps=14 --val_every=0 --comm_timeout=300 --out_dir=%s/%s",
+                 dir, runs[i]);
         th_test_flags(flags[i], sizeof flags[i], dir, th_flags_override(all, sizeof all, PF, own));
     }
     snprintf(script, sizeof script,
