@@ -59,13 +59,9 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
     return 0;
 }
 
-// The streaming multiprocessors of c's device (asked once per device).
-static int sm_count(gm_cuda_ctx *c) {
-    static int known[64];
-    const int dev = c->device;
-    if (dev < 0 || dev >= 64) return 0;
-    if (!known[dev]) known[dev] = gm_cuda_device_sms(dev);
-    return known[dev];
+// Whether impl is one of the tensor-core kernels' forms (attention_mma.cu).
+static bool tensor_cores(int impl) {
+    return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
 }
 
 // The tensor-core form the automatic choice runs, from their times side by side on an H200 at
@@ -85,7 +81,7 @@ static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH
     if (HD != 128) return GM_CUDA_ATTN_MMA;
     if (bwd) return gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
     const double blocks = (double)B * NH * ceil(T / 128.0);
-    const int sms = sm_count(c);
+    const int sms = gm_cuda_device_sms(c->device);
     return sms > 0 && blocks >= 8.0 * sms ? GM_CUDA_ATTN_MMA32 : GM_CUDA_ATTN_MMA;
 }
 
@@ -94,7 +90,7 @@ static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH
 static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD,
                 const void *const *ptrs, int n) {
     const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
-    const int mma = impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
+    const bool mma = tensor_cores(impl);
     if (mma && !gm_cuda_attn_mma_built()) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "not in this build (CUDA_ARCH below compute_80)");
@@ -130,7 +126,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     }
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, 0, B, T, NH, HD, ptrs, 4);
-    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA) {
+    if (tensor_cores(which)) {
         const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
                                       : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
                                                                     : GM_ATTN_FWD_MMA16;
@@ -173,7 +169,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (which == GM_CUDA_ATTN_MMA || which == GM_CUDA_ATTN_MMA32 || which == GM_CUDA_ATTN_WGMMA)  // mma32: mma's
+    if (tensor_cores(which))  // mma32: mma's
         gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask,
                              which == GM_CUDA_ATTN_WGMMA);
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
@@ -181,7 +177,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
 
 extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
-    return gm_cuda_attn_mma_built() && (HD == 64 || HD == 128) ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
+    return gm_cuda_attn_mma_fits(HD, NULL, 0) ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
 }
 
 extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {
