@@ -8,8 +8,8 @@
 // first ran at ecc8627, right at once: mma32 bitwise the 16-row forward, wgmma within the bounds.
 // Speed on the H200 at T 65536 on softcap's final window (run-301becd): forward 200 TFLOP/s (16
 // rows), 240 (32 rows), 190 (wgmma); backward 171 (mma.sync), 193 (wgmma; both wgmma figures before
-// the overlaps below); FlexAttention 362 / 350
-// in the same job at ecc8627 (issue 31). attention.cu picks among them by those times. Before the
+// the overlaps below); FlexAttention 362 / 350 in the same job at ecc8627 (issue 31). attention.cu
+// picks among them by those times. Before the
 // H100 the device code had only been run on a CPU under a host emulation of mma.sync, ldmatrix and
 // the warp collectives, outside the repository; verify/emu/ is such an emulation in the repository
 // (mma_sm80.cuh's and wgmma_sm90.cuh's instructions; make verify runs it:
@@ -181,6 +181,14 @@ static __device__ __forceinline__ void mma_abt(float (*acc)[4], const __nv_bfloa
     }
 }
 
+// The A fragment (mma.sync's A layout) of columns 16 kk .. 16 kk + 15 of a warp's 16-row fp32
+// accumulator x (n-tiles of 8 columns), rounded to bf16: the A side of mma_xb's and wgmma's
+// products from registers.
+static __device__ __forceinline__ void pack_a_frag(uint32_t a[4], const float (*x)[4], int kk) {
+    a[0] = pack_bf16(x[2 * kk][0], x[2 * kk][1]), a[1] = pack_bf16(x[2 * kk][2], x[2 * kk][3]);
+    a[2] = pack_bf16(x[2 * kk + 1][0], x[2 * kk + 1][1]), a[3] = pack_bf16(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+}
+
 // acc (16 M x 8*NT, acc[m NT + n]) += X (16 M x 16*KS, fp32 accumulator layout x[m 2KS + j],
 // rounded to bf16 here) * B where B is a k-major shared tile (16*KS rows of 8*NT): O += P V,
 // dQ += dS K, dV += P^T dO, dK += dS^T Q. Each B fragment loaded feeds the M m-tiles.
@@ -191,12 +199,7 @@ static __device__ __forceinline__ void mma_xb(float (*acc)[4], const float (*x)[
     for (int ks = 0; ks < KS; ks++) {
         uint32_t a[2][4];
 #pragma unroll
-        for (int mt = 0; mt < M; mt++) {
-            const float(*xm)[4] = x + mt * 2 * KS;
-            a[mt][0] = pack_bf16(xm[2 * ks][0], xm[2 * ks][1]), a[mt][1] = pack_bf16(xm[2 * ks][2], xm[2 * ks][3]);
-            a[mt][2] = pack_bf16(xm[2 * ks + 1][0], xm[2 * ks + 1][1]);
-            a[mt][3] = pack_bf16(xm[2 * ks + 1][2], xm[2 * ks + 1][3]);
-        }
+        for (int mt = 0; mt < M; mt++) pack_a_frag(a[mt], x + mt * 2 * KS, ks);
 #pragma unroll
         for (int n = 0; n < NT; n += 2) {
             uint32_t b[4];
@@ -490,14 +493,11 @@ static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16
     if (s2) wgmma_hold(&s2[0][0], KEY_TILE / 2);
 }
 
-// The warp's 16 x 64 accumulator x rounded to bf16 A fragments (mma.sync's A layout, as mma_xb
-// makes them): a[kk] is columns 16 kk .. 16 kk + 15.
+// The warp's 16 x 64 accumulator x as the four A fragments of a wgmma product: a[kk] is columns
+// 16 kk .. 16 kk + 15.
 static __device__ __forceinline__ void pack_a(uint32_t (*a)[4], const float (*x)[4]) {
 #pragma unroll
-    for (int kk = 0; kk < KEY_TILE / 16; kk++)
-        a[kk][0] = pack_bf16(x[2 * kk][0], x[2 * kk][1]), a[kk][1] = pack_bf16(x[2 * kk][2], x[2 * kk][3]),
-        a[kk][2] = pack_bf16(x[2 * kk + 1][0], x[2 * kk + 1][1]),
-        a[kk][3] = pack_bf16(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+    for (int kk = 0; kk < KEY_TILE / 16; kk++) pack_a_frag(a[kk], x, kk);
 }
 
 // o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (A fragments a from pack_a) from
@@ -849,24 +849,25 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         wg_xb_issue(acc, pa, sK + (ntiles - 1) % 3 * KEY_TILE * P, HD);
         wgmma_wait<0>();
         wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
-    }
-    for (int k0 = kbeg, stage = 0; !WG && k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
-        const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
-                          BWD_THREADS, WG);
-        const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
-        const int32_t *cDocK = ks.doc;
-        const bool full = ks.full;
+    } else {
+        for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
+            const key_stage ks =
+                key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
+                              BWD_THREADS, WG);
+            const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
+            const int32_t *cDocK = ks.doc;
+            const bool full = ks.full;
 
-        float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
-        zero(s, KEY_TILE / 8);
-        mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
-        scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
-        exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
-        zero(dp, KEY_TILE / 8);
-        mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
-        times_dp_minus_d(s, dp, Drow);  // dS / scale
-        mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
+            float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
+            zero(s, KEY_TILE / 8);
+            mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
+            scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
+            exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
+            zero(dp, KEY_TILE / 8);
+            mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
+            times_dp_minus_d(s, dp, Drow);  // dS / scale
+            mma_xb(acc, s, cK, P, HD / 8, KEY_TILE / 16, 1);
+        }
     }
 
 #pragma unroll
