@@ -676,10 +676,10 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
                 {200, 48, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const int T = want[i].T, HD = want[i].HD;
-        cr_expect_eq(gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD), want[i].fwd, "T %d HD %d: forward form %d, not %s",
-                     T, HD, gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD), name_of(want[i].fwd));
-        cr_expect_eq(gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD), want[i].bwd, "T %d HD %d: backward form %d, not %s",
-                     T, HD, gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD), name_of(want[i].bwd));
+        const gm_cuda_attn_impl fwd = gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD),
+                                bwd = gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD);
+        cr_expect_eq(fwd, want[i].fwd, "T %d HD %d: forward form %s, not %s", T, HD, name_of(fwd), name_of(want[i].fwd));
+        cr_expect_eq(bwd, want[i].bwd, "T %d HD %d: backward form %s, not %s", T, HD, name_of(bwd), name_of(want[i].bwd));
         char what[96];  // its work: (query, key, dim) triples of 2 heads, the keys of a window and a block
         snprintf(what, sizeof what, "the backend's choice at T %d HD %d", T, HD);
         if (cc_case_fits(what, 2.0 * 2 * T * fmin(T, m.block * (m.window_blocks + 1)) * HD))

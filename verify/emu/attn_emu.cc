@@ -11,12 +11,12 @@
 //
 // Per case one line per output and implementation: max |error| / max |reference|, bounded by 2e-2
 // (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
-// as MMA operands and every output at its store); the 32-row forward must equal the 16-row one bit
-// for bit (the same operations in the same order); "PASS" or "FAIL" per case, then "<n> failed";
-// exit status 1 when any failed.
+// as MMA operands and every output at its store); the 32-row and the wgmma forward must equal the
+// 16-row one bit for bit, and the wgmma backward the mma one (the same operations in the same
+// order); "PASS" or "FAIL" per case, then "<n> failed"; exit status 1 when any failed.
 #include "emu.h"
 
-alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 141 KB)
+alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 158 KB)
 
 #include "backend/cuda/attention_mma.cu"
 
