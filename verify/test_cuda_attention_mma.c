@@ -656,23 +656,25 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl fwd, gm_cuda_attn_i
 // The backend's attn_fwd / attn_bwd run what gm_cuda_attn_auto_form names, and that is the rule
 // attention.cu derives from the measured times (a windowed mask: cuDNN does not take it): head_dim
 // 64 the 16-row mma kernels both ways; 128 the backward on wgmma where it runs (else mma), the
-// forward with 32 rows a warp from 8 blocks of 128 queries an SM on (at 2 heads: T = 512 SMs, and
-// not one block fewer); other head dims the naive kernels.
+// forward with 32 rows a warp from 8 blocks of 128 queries an SM on (at 2 heads: T = 512 SMs), and
+// below that (one block fewer, or a short T) on wgmma where it runs (else the 16-row kernel); other
+// head dims the naive kernels.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
     const gm_attn_mask m = {NULL, 16, 3};
     const int sms = gm_cuda_device_sms(0), T_mma32 = 512 * sms;
     cr_assert(sms > 0, "no SM count for device 0");
-    const gm_cuda_attn_impl bwd128 = gm_cuda_attn_wgmma_ready(e.gpu) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    // wgmma where it runs, else mma.sync's 16 rows a warp: the backward, and the forward below the threshold
+    const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_ready(e.gpu) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
     const struct {
         int T, HD;
         gm_cuda_attn_impl fwd, bwd;
     } want[] = {{200, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
                 {T_mma32, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
-                {200, 128, GM_CUDA_ATTN_MMA, bwd128},
-                {T_mma32 - 128, 128, GM_CUDA_ATTN_MMA, bwd128},
-                {T_mma32, 128, GM_CUDA_ATTN_MMA32, bwd128},
+                {200, 128, hopper, hopper},
+                {T_mma32 - 128, 128, hopper, hopper},
+                {T_mma32, 128, GM_CUDA_ATTN_MMA32, hopper},
                 {200, 48, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const int T = want[i].T, HD = want[i].HD;

@@ -64,25 +64,29 @@ static bool tensor_cores(int impl) {
     return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
 }
 
-// The tensor-core form the automatic choice runs, from their times side by side on an H200 at
-// commits ecc8627 and 301becd (reports/gpu-h200/run-*/attention-{window,causal}.md; 6 heads of 128):
-//   forward   32 rows a warp (mma32) was 1.17 to 1.20 times as fast as the 16-row kernel with 1536 or
-//             more blocks of 128 queries (T 32768 and 65536, window 14 and plain causal); with 768
-//             (T 16384) 1.17 times under the window but 0.95 plain causal, with 384 or fewer 0.77 to
-//             1.05: mma32 from 8 blocks an SM on.
-//   backward  wgmma was 1.09 to 1.16 times as fast as mma at every T measured (1024 to 65536, both
-//             masks): wgmma wherever it runs. (Its dq kernel has since taken FlashAttention-3's
-//             overlap, ce85a7d, not yet timed: the next GPU run confirms or moves this rule.)
+// The tensor-core form the automatic choice runs, from their times side by side on an H200
+// (reports/gpu-h200/run-*/attention-{window,causal}.md; 6 heads of 128):
+//   forward   at e4790d9 (the wgmma forward with FlashAttention-3's overlap): with fewer than 8
+//             blocks of 128 queries an SM (T <= 16384 here) wgmma was 1.05 to 1.17 times as fast as
+//             the 16-row kernel and faster than 32 rows a warp (mma32) at every T, window 14 and
+//             plain causal; from 1536 blocks (T 32768, 65536) mma32 was 1.07-1.08 times wgmma under
+//             the window, 0.98 plain causal, and 1.06 on the record's mask with documents (its
+//             profile stage): wgmma below 8 blocks an SM, mma32 from there on (ecc8627 and 301becd
+//             had put mma32's threshold there against the 16-row kernel). Without wgmma, the 16-row
+//             kernel below the threshold.
+//   backward  wgmma was 1.11 to 1.19 times as fast as mma at every T measured (1024 to 65536, both
+//             masks; e4790d9, its dq kernel overlapped; 1.09-1.16 before): wgmma wherever it runs.
 // In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
 // 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
 // causal ones, which cuDNN serves where present).
 static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD) {
     if (HD != 128) return GM_CUDA_ATTN_MMA;
-    if (bwd) return gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    if (bwd) return hopper;
     const double blocks = (double)B * NH * ceil(T / 128.0);
     const int sms = gm_cuda_device_sms(c->device);
-    return sms > 0 && blocks >= 8.0 * sms ? GM_CUDA_ATTN_MMA32 : GM_CUDA_ATTN_MMA;
+    return sms > 0 && blocks >= 8.0 * sms ? GM_CUDA_ATTN_MMA32 : hopper;
 }
 
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
