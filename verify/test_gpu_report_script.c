@@ -17,9 +17,10 @@
 #include "helpers.h"
 
 // The script's stages, in its order.
-static const char *const STAGES[] = {"gpu-suite", "kernels-softcap", "kernels-normuon", "step-compare",
-                                     "peers", "backend-compare", "attention-window", "predict", "attention-causal",
-                                     "profile", "racecheck", "memcheck", "synccheck"};
+static const char *const STAGES[] = {"gpu-suite",        "kernels-softcap", "kernels-normuon", "step-compare",
+                                     "peers",            "backend-compare", "attention-window", "attention-docs",
+                                     "predict",          "attention-causal", "profile",         "racecheck",
+                                     "memcheck",         "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
@@ -111,29 +112,86 @@ Test(gpu_report_script, stages_runs_only_the_stages_named, .timeout = 120) {
     th_rmtree(dir);
 }
 
-// The profile stage as a GPU node runs it, with stand-ins: an nvidia-smi that lists a GPU and an ncu
-// that writes down its arguments: one ncu run per attention kernel the automatic choice runs at the
-// record's mask and one at plain causal, each naming its kernel by its template arguments, into
-// profile-attention.txt; the stage's line says exit 0.
-Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
-    char *dir = th_tmpdir(), cmd[9000], path[4300], *out, *err;
+// The kernels of the attention bench as ncu lists them (--kernel-name-base demangled), copied from
+// its "Available Kernels" on the H200 at e4790d9 (reports/gpu-h200/run-e4790d9/profile-attention.txt)
+// but for their parameter lists: the names the profile stage's selectors are matched against.
+static const char *const NCU_KERNELS[] = {
+    "attn_D_kernel(float *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int, int, unsigned long)",
+    "attn_bwd_dkdv_kernel(__nv_bfloat16 *, __nv_bfloat16 *, gm_grad_write, ...)",
+    "attn_bwd_dq_kernel(__nv_bfloat16 *, gm_grad_write, ...)",
+    "attn_fwd_kernel(__nv_bfloat16 *, float *, ...)",
+    "rng_normal_kernel(unsigned long, unsigned long, unsigned long, float *, unsigned long)",
+    "void attn_dkdv_128<(bool)0>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
+    "void attn_dkdv_128<(bool)1>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
+    "void attn_dq_128<(bool)0>(__nv_bfloat16 *, ...)",
+    "void attn_dq_128<(bool)1>(__nv_bfloat16 *, ...)",
+    "void attn_fwd_128<(int)1, (bool)0>(__nv_bfloat16 *, float *, ...)",
+    "void attn_fwd_128<(int)1, (bool)1>(__nv_bfloat16 *, float *, ...)",
+    "void attn_fwd_128<(int)2, (bool)0>(__nv_bfloat16 *, float *, ...)",
+    "wgmma_probe()"};
+#define NCU_KERNELS_N (sizeof NCU_KERNELS / sizeof NCU_KERNELS[0])
+
+// Runs the profile stage with stand-ins into dir/rep: an nvidia-smi that lists a GPU and an ncu that
+// writes down its arguments and matches its -k regex (grep -E, which reads these selectors as ncu's
+// regex does) against NCU_KERNELS but the one starting with `left_out` (NULL: none), printing each
+// match or, like ncu, "No kernels were profiled" (and exit 0). Returns the summary, *rc the script's exit status, *prof the
+// stage's profile-attention.txt.
+static char *profile_stage(const char *dir, const char *left_out, int *rc, char **prof) {
+    char path[4300], cmd[9000], *out, *err;
+    snprintf(path, sizeof path, "%s/kernels.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    for (size_t i = 0; i < NCU_KERNELS_N; i++)
+        if (!left_out || strncmp(NCU_KERNELS[i], left_out, strlen(left_out))) fprintf(f, "%s\n", NCU_KERNELS[i]);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/fake'", dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/fake/ncu", dir);
+    f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    fprintf(f, "#!/bin/sh\necho \"ncu $*\"\nre=\nwhile [ $# -gt 0 ]; do [ \"$1\" = -k ] && re=${2#regex:}; shift; done\n"
+               "grep -E \"$re\" '%s/kernels.txt' | sed 's/^/profiled: /' | grep . || echo '==WARNING== No kernels were profiled.'\n",
+            dir);
+    fclose(f);
     snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s/fake' && printf '#!/bin/sh\\necho \"GPU 0: stand-in (UUID: GPU-0)\"\\n' > '%s/fake/nvidia-smi' "
-             "&& printf '#!/bin/sh\\necho \"ncu $*\"\\n' > '%s/fake/ncu' && chmod +x '%s/fake/nvidia-smi' '%s/fake/ncu' "
+             "printf '#!/bin/sh\\necho \"GPU 0: stand-in (UUID: GPU-0)\"\\n' > '%s/fake/nvidia-smi' "
+             "&& chmod +x '%s/fake/nvidia-smi' '%s/fake/ncu' && rm -rf '%s/rep' '%s/rep.tar.gz' "
              "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages profile",
              dir, dir, dir, dir, dir, dir, script(), dir);
-    cr_assert_eq(th_run(cmd, &out, &err), 0, "%s%s", out, err);
-    cr_expect(strstr(out, "\nprofile: exit 0, "), "summary:\n%s", out);
+    *rc = th_run(cmd, &out, &err);
+    free(err);
     snprintf(path, sizeof path, "%s/rep/profile-attention.txt", dir);
-    char *prof = read_file(path);
+    *prof = read_file(path);
+    return out;
+}
+
+// The profile stage as a GPU node runs it: one ncu run per attention kernel the automatic choice
+// runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels) and at
+// plain causal T 16384 (the wgmma forward), each selector matching exactly its kernel's name as ncu
+// spells it; the stage's line says exit 0. A selector that matches nothing fails the stage, naming
+// it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
+Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
+    char *dir = th_tmpdir(), *prof;
+    int rc;
+    char *out = profile_stage(dir, NULL, &rc, &prof);
+    cr_expect(rc == 0 && strstr(out, "\nprofile: exit 0, "), "exit %d, summary:\n%s", rc, out);
     const char *want[] = {"--clock-control none", "--kernel-name-base demangled -c 1",
-                          "-k regex:attn_fwd_128<2, *0> ", "-k regex:attn_dq_128<(1|true)> ",
-                          "-k regex:attn_dkdv_128<(1|true)> ", "-k regex:attn_fwd_128<1, *0> ",
-                          "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0"};
+                          "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0",
+                          "profiled: void attn_fwd_128<(int)2, (bool)0>(", "profiled: void attn_dq_128<(bool)1>(",
+                          "profiled: void attn_dkdv_128<(bool)1>(", "profiled: void attn_fwd_128<(int)1, (bool)1>("};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
-    cr_expect_eq(th_count_lines(prof), 8, "4 headings and 4 ncu runs:\n%s", prof);
-    free(out), free(err), free(prof);
+    int profiled = 0;
+    for (const char *p = prof; (p = strstr(p, "\nprofiled: ")); p++) profiled++;
+    cr_expect_eq(profiled, 4, "4 kernels profiled, one a selector:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 12, "4 headings, 4 ncu runs, 4 kernels:\n%s", prof);
+    free(out), free(prof);
+
+    // without the wgmma dq kernel: its selector fails the stage
+    out = profile_stage(dir, "void attn_dq_128<(bool)1>", &rc, &prof);
+    cr_expect(rc != 0 && strstr(out, "\nprofile: exit 1, "), "exit %d, summary:\n%s", rc, out);
+    cr_expect(strstr(prof, "profile: no kernel matched 'attn_dq_128<\\(bool\\)1>'"), "%s", prof);
+    free(out), free(prof);
     th_rmtree(dir);
 }
 

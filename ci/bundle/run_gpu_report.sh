@@ -20,6 +20,8 @@
 #                     step's shapes (where python3 imports torch)                 -> peers-gpu.{md,csv}
 #   backend-compare   every kernel of backend.h vs cpu-bf16 (its twin)           -> backend-compare.md
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
+#   attention-docs    the same with the records' documents (EOT-opened, mean 700 tokens): the mask
+#                     the step runs, FlexAttention's peer case                   -> attention-docs.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
 #                     bench/kernels --count=1 predicts the softcap step with them and sets the
 #                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
@@ -27,7 +29,7 @@
 #   profile           Nsight Compute (ncu, where the node has it) on the attention kernels the automatic
 #                     choice runs at head_dim 128: at the record's mask (T 65536, window 14, documents
 #                     of mean 700) the 32-rows-a-warp forward and the wgmma dq and dk/dv kernels, at
-#                     plain causal T 16384 the 16-row forward: speed of light, occupancy, warp stall
+#                     plain causal T 16384 the wgmma forward: speed of light, occupancy, warp stall
 #                     reasons, memory, instruction mix, source counters  -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
@@ -48,8 +50,8 @@ usage="usage: $me OUTDIR [--budget-s N] [--stages A,B,...]"
 fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
-ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window predict
-attention-causal profile racecheck memcheck synccheck"
+ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window
+attention-docs predict attention-causal profile racecheck memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -160,6 +162,21 @@ st_attention() {  # st_attention NAME FLAGS...
     shift
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
+# profile_kernel HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $sections,
+# $bench) on the first launch of the kernel whose demangled name REGEX matches.
+profile_kernel() {
+    local heading=$1 regex=$2
+    shift 2
+    echo "==== $heading"
+    "$ncu" $pick -k "regex:$regex" $sections $bench "$@" >"$work/ncu.txt" 2>&1
+    local rc=$?
+    cat "$work/ncu.txt"
+    [ "$rc" = 0 ] || return "$rc"
+    if grep -q "No kernels were profiled" "$work/ncu.txt"; then
+        echo "profile: no kernel matched '$regex'"
+        return 1
+    fi
+}
 # One ncu pass per kernel (-c 1: its first launch, the bench's warm-up call), each over a whole
 # attention_gpu run at one length (its naive kernels are not profiled). Why: the windowed masks run
 # at ~55% of plain causal's TFLOP/s per tile (reports/gpu-h200/), and the stall reasons say why.
@@ -168,17 +185,18 @@ st_profile() {
     local sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
     sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
     sections+=" --section InstructionStats --section SourceCounters"
-    # The kernels by their template arguments (demangled names: attn_fwd_128<M, WG>, attn_dq_128<WG>,
-    # attn_dkdv_128<WG>), the first launch of each: the forms impl/backend/cuda/attention.cu's
-    # automatic choice runs at these shapes (where wgmma does not run here, nothing matches its two).
-    local k bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
-    local pick="--kernel-name-base demangled -c 1"
-    for k in 'attn_fwd_128<2, *0>' 'attn_dq_128<(1|true)>' 'attn_dkdv_128<(1|true)>'; do
-        echo "==== $k: record mask (T 65536, window 14, documents of mean 700)"
-        "$ncu" $pick -k "regex:$k" $sections $bench --tmin=65536 --tmax=65536 --doc_len=700 || return
-    done
-    echo "==== attn_fwd_128<1, 0>: plain causal T 16384"
-    "$ncu" $pick -k 'regex:attn_fwd_128<1, *0>' $sections $bench --tmin=16384 --tmax=16384 --window=0
+    # The kernels by their template arguments, as ncu's demangled names spell them (run-e4790d9's
+    # profile-attention.txt lists them: `void attn_fwd_128<(int)2, (bool)0>(...)` for
+    # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`, `attn_dkdv_128<(bool)1>`), the first launch of
+    # each: the forms impl/backend/cuda/attention.cu's automatic choice runs at these shapes. A
+    # selector that matches nothing (ncu then says so and exits 0) fails the stage.
+    local bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
+    local pick="--kernel-name-base demangled -c 1" record="--tmin=65536 --tmax=65536 --doc_len=700"
+    profile_kernel "the 32-rows-a-warp forward: record mask (T 65536, window 14, documents of mean 700)" \
+        'attn_fwd_128<\(int\)2, \(bool\)0>' $record || return
+    profile_kernel "the wgmma dq kernel: record mask" 'attn_dq_128<\(bool\)1>' $record || return
+    profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1>' $record || return
+    profile_kernel "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' --tmin=16384 --tmax=16384 --window=0
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {
     python3 "$GM_ROOT/bench/gpu_rates.py" "$out" "$out/rates.csv" &&
@@ -201,8 +219,8 @@ sanitize() {  # sanitize TOOL FILTER
 # suite with 3e6 (the cap under which a functional simulator, far slower than racecheck, ran them in
 # minutes: reports/gpu-sim/README.md), but cuDNN's (cuda_attn_cudnn): racecheck reports hazards
 # inside cuDNN's own generated sm90 flash kernels, code we can neither change nor read, and spent
-# the rest of the stage's time there (reports/gpu-h200/run-ecc8627/racecheck.log); memcheck and
-# synccheck still run it.
+# the rest of the stage's time there (reports/gpu-h200/run-ecc8627/racecheck.log); memcheck still
+# runs it.
 st_racecheck() {
     local rc=0
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 \
@@ -213,8 +231,13 @@ st_racecheck() {
     return $rc
 }
 st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
-st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "$SANITIZED_SUITES"; }
-export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention st_profile st_predict \
+# synccheck leaves cuDNN's suite out too: on the H200 at e4790d9 it reported a divergent barrier at
+# one instruction of cuDNN's generated sm90 backward kernel (cudnn_generated_fort_native_sdpa_sm90_
+# flash_bprop_wgmma_*, +0x4520; 320 reports, every one there) and that kernel's launch then failed,
+# failing both cuDNN tests (reports/gpu-h200/run-e4790d9/synccheck.log); every other suite, ours,
+# ran clean.
+st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck 'cuda_!(fault|attn_cudnn)/*'; }
+export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention profile_kernel st_profile st_predict \
     sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
@@ -320,6 +343,7 @@ stage step-compare 90 30 gpu_why st_step_compare
 stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
+stage attention-docs 45 20 gpu_why st_attention attention-docs --doc_len=700 --reps=5
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
 stage profile 90 30 ncu_why st_profile
