@@ -657,36 +657,49 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl fwd, gm_cuda_attn_i
 // attention.cu derives from the measured times (a windowed mask: cuDNN does not take it): head_dim
 // 64 the 16-row mma kernels both ways; 128 the backward on wgmma where it runs (else mma), the
 // forward with 32 rows a warp from 8 blocks of 128 queries an SM on (at 2 heads: T = 512 SMs), and
-// below that (one block fewer, or a short T) on wgmma where it runs (else the 16-row kernel); other
-// head dims the naive kernels.
+// below that (one block fewer, or a short T) on wgmma where it runs (else the 16-row kernel) unless
+// the mask has documents (then the 16-row kernel); other head dims the naive kernels.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
-    const gm_attn_mask m = {NULL, 16, 3};
     const int sms = gm_cuda_device_sms(0), T_mma32 = 512 * sms;
     cr_assert(sms > 0, "no SM count for device 0");
+    // documents of 97 tokens (ids t / 97, nondecreasing as the mask wants), for the longest T
+    int32_t *doc = malloc(sizeof(int32_t) * T_mma32);
+    cr_assert(doc);
+    for (int t = 0; t < T_mma32; t++) doc[t] = t / 97;
+    int32_t *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * T_mma32);
     // wgmma where it runs, else mma.sync's 16 rows a warp: the backward, and the forward below the threshold
     const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_ready(e.gpu) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
+    const gm_cuda_attn_impl M16 = GM_CUDA_ATTN_MMA, M32 = GM_CUDA_ATTN_MMA32;
     const struct {
-        int T, HD;
+        int T, HD, docs;
         gm_cuda_attn_impl fwd, bwd;
-    } want[] = {{200, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
-                {T_mma32, 64, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA},
-                {200, 128, hopper, hopper},
-                {T_mma32 - 128, 128, hopper, hopper},
-                {T_mma32, 128, GM_CUDA_ATTN_MMA32, hopper},
-                {200, 48, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
+    } want[] = {{200, 64, 0, M16, M16},
+                {T_mma32, 64, 0, M16, M16},
+                {200, 128, 0, hopper, hopper},
+                {200, 128, 1, M16, hopper},
+                {T_mma32 - 128, 128, 0, hopper, hopper},
+                {T_mma32 - 128, 128, 1, M16, hopper},
+                {T_mma32, 128, 0, M32, hopper},
+                {T_mma32, 128, 1, M32, hopper},
+                {200, 48, 0, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const int T = want[i].T, HD = want[i].HD;
-        const gm_cuda_attn_impl fwd = gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD),
-                                bwd = gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD);
-        cr_expect_eq(fwd, want[i].fwd, "T %d HD %d: forward form %s, not %s", T, HD, name_of(fwd), name_of(want[i].fwd));
-        cr_expect_eq(bwd, want[i].bwd, "T %d HD %d: backward form %s, not %s", T, HD, name_of(bwd), name_of(want[i].bwd));
+        const gm_attn_mask m = {want[i].docs ? gdoc : NULL, 16, 3};
+        const gm_cuda_attn_impl fwd = gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD, m),
+                                bwd = gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD, m);
+        cr_expect_eq(fwd, want[i].fwd, "T %d HD %d docs %d: forward form %s, not %s", T, HD, want[i].docs, name_of(fwd),
+                     name_of(want[i].fwd));
+        cr_expect_eq(bwd, want[i].bwd, "T %d HD %d docs %d: backward form %s, not %s", T, HD, want[i].docs,
+                     name_of(bwd), name_of(want[i].bwd));
         char what[96];  // its work: (query, key, dim) triples of 2 heads, the keys of a window and a block
-        snprintf(what, sizeof what, "the backend's choice at T %d HD %d", T, HD);
+        snprintf(what, sizeof what, "the backend's choice at T %d HD %d docs %d", T, HD, want[i].docs);
         if (cc_case_fits(what, 2.0 * 2 * T * fmin(T, m.block * (m.window_blocks + 1)) * HD))
             expect_backend_runs(&e, want[i].fwd, want[i].bwd, T, HD, m, GM_GRAD_ADD);
     }
+    e.gpu->free(e.gpu, gdoc);
+    free(doc);
 }
 
 // Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error

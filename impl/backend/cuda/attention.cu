@@ -66,32 +66,35 @@ static bool tensor_cores(int impl) {
 
 // The tensor-core form the automatic choice runs, from their times side by side on an H200
 // (reports/gpu-h200/run-*/attention-{window,causal}.md; 6 heads of 128):
-//   forward   at e4790d9 (the wgmma forward with FlashAttention-3's overlap): with fewer than 8
-//             blocks of 128 queries an SM (T <= 16384 here) wgmma was 1.05 to 1.17 times as fast as
-//             the 16-row kernel and faster than 32 rows a warp (mma32) at every T, window 14 and
-//             plain causal; from 1536 blocks (T 32768, 65536) mma32 was 1.07-1.08 times wgmma under
-//             the window, 0.98 plain causal, and 1.06 on the record's mask with documents (its
-//             profile stage): wgmma below 8 blocks an SM, mma32 from there on (ecc8627 and 301becd
-//             had put mma32's threshold there against the 16-row kernel). Without wgmma, the 16-row
-//             kernel below the threshold.
+//   forward   at e4790d9 and 1772e6e (the wgmma forward with FlashAttention-3's overlap): with
+//             fewer than 8 blocks of 128 queries an SM (T <= 16384 here) wgmma was 1.05 to 1.17
+//             times as fast as the 16-row kernel and faster than 32 rows a warp (mma32) at every T,
+//             window 14 and plain causal, but with the records' documents (mean 700 tokens: fewer
+//             keys a block) 0.94 to 1.00, the 16-row kernel fastest there; from 1536 blocks (T 32768,
+//             65536) mma32 was 1.07-1.08 times wgmma under the window, 0.98 plain causal, 1.04-1.05
+//             with documents (attention-docs.md). So: mma32 from 8 blocks an SM (ecc8627 and 301becd
+//             had put its threshold there against the 16-row kernel); below, wgmma where it runs and
+//             the mask has no documents, else the 16-row kernel.
 //   backward  wgmma was 1.11 to 1.19 times as fast as mma at every T measured (1024 to 65536, both
-//             masks; e4790d9, its dq kernel overlapped; 1.09-1.16 before): wgmma wherever it runs.
+//             masks; e4790d9, its dq kernel overlapped; 1.09-1.16 before), 1.02 to 1.05 with
+//             documents (1772e6e): wgmma wherever it runs.
 // In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
 // 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
 // causal ones, which cuDNN serves where present).
-static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD) {
+static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD, gm_attn_mask mask) {
     if (HD != 128) return GM_CUDA_ATTN_MMA;
     const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
     if (bwd) return hopper;
     const double blocks = (double)B * NH * ceil(T / 128.0);
     const int sms = gm_cuda_device_sms(c->device);
-    return sms > 0 && blocks >= 8.0 * sms ? GM_CUDA_ATTN_MMA32 : hopper;
+    if (sms > 0 && blocks >= 8.0 * sms) return GM_CUDA_ATTN_MMA32;
+    return mask.doc ? GM_CUDA_ATTN_MMA : hopper;
 }
 
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take.
-static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD,
+static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD, gm_attn_mask mask,
                 const void *const *ptrs, int n) {
     const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
     const bool mma = tensor_cores(impl);
@@ -100,7 +103,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
                      "not in this build (CUDA_ARCH below compute_80)");
         return -1;
     }
-    if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
+    if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, B, T, NH, HD, mask) : GM_CUDA_ATTN_NAIVE;
     if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "needs head_dim 64 or 128 and 16-byte aligned tensors");
@@ -129,7 +132,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {o, qa, ka, va};
-    const int which = pick(c, impl, 0, B, T, NH, HD, ptrs, 4);
+    const int which = pick(c, impl, 0, B, T, NH, HD, mask, ptrs, 4);
     if (tensor_cores(which)) {
         const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
                                       : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
@@ -166,7 +169,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
-    const int which = pick(c, impl, 1, B, T, NH, HD, ptrs, 7);
+    const int which = pick(c, impl, 1, B, T, NH, HD, mask, ptrs, 7);
     if (which < 0) return;
     const size_t nrows = (size_t)B * T * NH;
     float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
@@ -179,9 +182,10 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
 }
 
-extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD) {
+extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
+                                                    gm_attn_mask mask) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
-    return gm_cuda_attn_mma_fits(HD, NULL, 0) ? auto_form(c, bwd, B, T, NH, HD) : GM_CUDA_ATTN_NAIVE;
+    return gm_cuda_attn_mma_fits(HD, NULL, 0) ? auto_form(c, bwd, B, T, NH, HD, mask) : GM_CUDA_ATTN_NAIVE;
 }
 
 extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {

@@ -46,10 +46,11 @@ static inline int gm_cuda_attn_plain_causal(gm_attn_mask m) { return !m.doc && m
 int gm_cuda_attn_mma_built(void);
 // The form the automatic choice runs for this shape where cuDNN does not serve it (tensors 16-byte
 // aligned): the forward (bwd 0) at head_dim 128 MMA32 from 8 blocks of 128 queries an SM on, below
-// that WGMMA where it runs, else MMA; the backward WGMMA at head_dim 128 where it runs, else MMA;
-// MMA at head_dim 64; NAIVE for other head dims or a
+// that WGMMA where it runs and the mask has no documents, else MMA; the backward WGMMA at head_dim
+// 128 where it runs, else MMA; MMA at head_dim 64; NAIVE for other head dims or a
 // build without the tensor-core kernels. Chosen from measured times: attention.cu says which.
-gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD);
+gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
+                                         gm_attn_mask mask);
 // 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device), else 0.
 int gm_cuda_attn_wgmma_ready(const gm_backend *be);
 
