@@ -3,13 +3,14 @@
 // (act_elem.cuh's element: fp32 or bf16). Run on an H100 (2026-11-26, commit d81bddf, fp32
 // element; reports/gpu-h100/) and, with the bf16 element and the 2-stage cp.async ring below, on
 // H200s (2026-11-27, commits 34feab9 to 301becd; reports/gpu-h200/): every test of
-// verify/test_cuda_attention_mma.c passed, memcheck found nothing, racecheck of the mma.sync kernels
-// 0 hazards (the wgmma ones not yet racechecked). The 32-rows-a-warp forward and the wgmma forms
-// first ran at ecc8627, right at once: mma32 bitwise the 16-row forward, wgmma within the bounds.
-// Speed on the H200 at T 65536 on softcap's final window (run-301becd): forward 200 TFLOP/s (16
-// rows), 240 (32 rows), 190 (wgmma); backward 171 (mma.sync), 193 (wgmma; both wgmma figures before
-// the overlaps below); FlexAttention 362 / 350 in the same job at ecc8627 (issue 31). attention.cu
-// picks among them by those times. Before the
+// verify/test_cuda_attention_mma.c passed, memcheck found nothing, racecheck 0 hazards (the wgmma
+// kernels too, at e4790d9), synccheck 0 errors (1772e6e). The 32-rows-a-warp forward and the wgmma
+// forms first ran at ecc8627, right at once: mma32 bitwise the 16-row forward, wgmma within the
+// bounds. Speed on the H200 at T 65536 on softcap's final window (run-e4790d9): forward 200 TFLOP/s
+// (16 rows), 240 (32 rows), 222 (wgmma, overlapped; 190 before); backward 170 (mma.sync), 196
+// (wgmma); FlexAttention 362 / 350 at ecc8627 (issue 31). With the records' documents every form
+// runs at 105-122 (run-1772e6e/attention-docs.md), FlexAttention 217 / 224. attention.cu picks
+// among them by those times. Before the
 // H100 the device code had only been run on a CPU under a host emulation of mma.sync, ldmatrix and
 // the warp collectives, outside the repository; verify/emu/ is such an emulation in the repository
 // (mma_sm80.cuh's and wgmma_sm90.cuh's instructions; make verify runs it:
@@ -94,9 +95,13 @@
 // each group at once (overlapping its mask and P^T with the previous tile's dK product, tried,
 // made ptxas serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation
 // of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its first run
-// (ecc8627; the overlaps came after, and have run only in the emulation). Not yet done: TMA copies
-// with mbarriers, producer/consumer warp specialization and pingpong scheduling between the
-// warpgroups as in FlashAttention-3, 128-byte swizzled layouts.
+// (ecc8627; the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with
+// mbarriers, producer/consumer warp specialization and pingpong scheduling between the warpgroups
+// as in FlashAttention-3, 128-byte swizzled layouts. Nsight Compute (run-1772e6e) at the record's
+// mask: one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq
+// kernel's global sectors excess (35% dk/dv's). A reading, not yet tested: the core-matrix copies
+// (chunk_at) put a quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a
+// swizzled layout would make whole while keeping the stores free of bank conflicts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
 // head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 158 KB per block
