@@ -185,6 +185,9 @@ st_profile() {
     local sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
     sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
     sections+=" --section InstructionStats --section SourceCounters"
+    # per instruction kind (LDGSTS, LDG, STG, LDS, ...): requests, sectors and wavefronts, so the excess
+    # sectors and wavefronts run-1772e6e found are placed (the copies into shared memory, or the stores)
+    sections+=" --section MemoryWorkloadAnalysis_Tables"
     # The kernels by their template arguments, as ncu's demangled names spell them (run-e4790d9's
     # profile-attention.txt lists them: `void attn_fwd_128<(int)2, (bool)0>(...)` for
     # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`, `attn_dkdv_128<(bool)1>`), the first launch of
