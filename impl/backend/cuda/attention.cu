@@ -71,8 +71,9 @@ static bool tensor_cores(int impl) {
 //             times as fast as the 16-row kernel and faster than 32 rows a warp (mma32) at every T,
 //             window 14 and plain causal, but with the records' documents (mean 700 tokens: fewer
 //             keys a block) 0.94 to 1.00, the 16-row kernel fastest there; from 1536 blocks (T 32768,
-//             65536) mma32 was 1.07-1.08 times wgmma under the window, 0.98 plain causal, 1.04-1.05
-//             with documents (attention-docs.md). So: mma32 from 8 blocks an SM (ecc8627 and 301becd
+//             65536) mma32 was 1.07-1.08 times wgmma under the window, 0.98 plain causal, 0.99 and
+//             1.05 with documents (attention-docs.md; there 0.98 and 1.04 times the 16-row kernel:
+//             within 2% at T 32768). So: mma32 from 8 blocks an SM (ecc8627 and 301becd
 //             had put its threshold there against the 16-row kernel); below, wgmma where it runs and
 //             the mask has no documents, else the 16-row kernel.
 //   backward  wgmma was 1.11 to 1.19 times as fast as mma at every T measured (1024 to 65536, both
