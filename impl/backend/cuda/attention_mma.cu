@@ -99,7 +99,8 @@
 // mbarriers, producer/consumer warp specialization and pingpong scheduling between the warpgroups
 // as in FlashAttention-3, 128-byte swizzled layouts. Nsight Compute (run-1772e6e) at the record's
 // mask: one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq
-// kernel's global sectors excess (35% dk/dv's). A reading, not yet tested: the core-matrix copies
+// kernel's global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose
+// copies go along rows). A reading of the difference, not yet tested: the core-matrix copies
 // (chunk_at) put a quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a
 // swizzled layout would make whole while keeping the stores free of bank conflicts.
 //
