@@ -32,7 +32,10 @@
 // per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
 // barrier per tile: tile i + 1 is copied into one stage while tile i is computed from the other.
 // With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
-// element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap).
+// element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap). The
+// per-token vectors (doc ids, lse, D) go by 4-byte cp.async with their tile whatever the element
+// (copy_vec; up to c7fd396 they were loaded and stored right after the tile's barrier, each store
+// waiting for its load: a memory latency a tile by reading the code, not yet measured).
 // Backward, deterministic and atomic-free: D = rowsum(dout * out) (attention.cu), then
 //   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
 //                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
@@ -298,9 +301,15 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
     *(pair *)p = v;
 }
 
-// n values of a (T)-vector from t0 on into shared memory, by NTH threads; 0 past T.
-static __device__ __forceinline__ void load_vec(int32_t *dst, const int32_t *src, int t0, int n, int T, const int NTH) {
-    for (int i = threadIdx.x; i < n; i += NTH) dst[i] = t0 + i < T ? src[t0 + i] : 0;
+// n values of a (T)-vector (doc ids, lse, D: 4 bytes each) from t0 on into shared memory by NTH
+// threads, 0 past T, by cp.async: they land at the copying thread's cp_async_wait_all with the tile
+// they belong to. Why not loads and stores: a store waits for its load, so right after each tile's
+// barrier every warp waited a global-memory latency (the doc ids in the forward and dq kernels, lse
+// and D in dk/dv's; by reading the code: the GPU has not yet timed the difference).
+template <typename V>
+static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, int n, int T, const int NTH) {
+    static_assert(sizeof(V) == 4, "cp.async copies of 4 bytes");
+    for (int i = threadIdx.x; i < n; i += NTH) cp_async4(dst + i, src + min(t0 + i, T - 1), t0 + i < T ? 4 : 0);
 }
 
 // The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
@@ -313,10 +322,11 @@ static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfl
                                                      const bool core8 = false) {
     load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, core8);
     load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, core8);
-    if (doc) load_vec(sDocK, doc, k0, KEY_TILE, T, NTH);
+    if (doc) copy_vec(sDocK, doc, k0, KEY_TILE, T, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
-// query lse in log2 units (+inf past T: P = 0), D and the doc id (lse, D: the head's (T)-vectors).
+// query lse, D and the doc id (lse, D: the head's (T)-vectors). lse lands as it is (0 past T);
+// query_tile_lse_log2 turns it into log2 units once the copies have landed.
 static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_bfloat16 *sO, float *sL, float *sD,
                                                        int32_t *sDocQ, const gm_cuda_act *__restrict__ q,
                                                        const gm_cuda_act *__restrict__ dout,
@@ -325,12 +335,14 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const int HD, const bool core8) {
     load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, core8);
     load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, core8);
-    if ((int)threadIdx.x < QT) {
-        const int i = qa + threadIdx.x;
-        sL[threadIdx.x] = i < T ? lse[i] * (float)LOG2E : INFINITY;
-        sD[threadIdx.x] = i < T ? D[i] : 0.0f;
-        if (doc) sDocQ[threadIdx.x] = i < T ? doc[i] : 0;
-    }
+    copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
+    copy_vec(sD, D, qa, QT, T, BWD_THREADS);
+    if (doc) copy_vec(sDocQ, doc, qa, QT, T, BWD_THREADS);
+}
+// After this thread's cp_async_wait_all and before the barrier that hands the tile to the block:
+// the lse this thread copied into sL (query tile [qa, qa + QT)) in log2 units, +inf past T (P = 0).
+static __device__ __forceinline__ void query_tile_lse_log2(float *sL, int qa, const int QT, int T) {
+    for (int i = threadIdx.x; i < QT; i += BWD_THREADS) sL[i] = qa + i < T ? sL[i] * (float)LOG2E : INFINITY;
 }
 
 // ---- the mask at tile level ----
@@ -630,7 +642,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
-    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
+    if (doc) copy_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
 
@@ -694,7 +706,7 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, const 
     __syncthreads();
     if (j + 1 < f.ntiles) {
         load_rows(f.sK + (j + 1) % 2 * KEY_TILE * P, f.kh, k0 + KEY_TILE, KEY_TILE, f.T, f.rs, HD, NTH, true);
-        if (f.doc) load_vec(f.sDocK + (j + 1) % 2 * KEY_TILE, f.doc, k0 + KEY_TILE, KEY_TILE, f.T, NTH);
+        if (f.doc) copy_vec(f.sDocK + (j + 1) % 2 * KEY_TILE, f.doc, k0 + KEY_TILE, KEY_TILE, f.T, NTH);
     }
     load_rows(f.sV + j % 2 * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
     float s[KEY_TILE / 8][4];
@@ -740,7 +752,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
 
     load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
     load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
-    if (f.doc) load_vec(sDocQ, f.doc, f.q0, BLOCK_ROWS, T, NTH), load_vec(sDocK, f.doc, f.kbeg, KEY_TILE, T, NTH);
+    if (f.doc) copy_vec(sDocQ, f.doc, f.q0, BLOCK_ROWS, T, NTH), copy_vec(sDocK, f.doc, f.kbeg, KEY_TILE, T, NTH);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
@@ -800,7 +812,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    if (doc) load_vec(sDocQ, doc, q0, BLOCK_ROWS, T, BWD_THREADS);
+    if (doc) copy_vec(sDocQ, doc, q0, BLOCK_ROWS, T, BWD_THREADS);
     float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -914,7 +926,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
     load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    if (doc) load_vec(sDocK, doc, k0, BLOCK_ROWS, T, BWD_THREADS);
+    if (doc) copy_vec(sDocK, doc, k0, BLOCK_ROWS, T, BWD_THREADS);
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
@@ -925,6 +937,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
     for (int qa = k0, stage = 0; qa < qend; qa += QT, stage ^= 1) {  // QT divides 128, so qa stays tile-aligned
         cp_async_wait_all();  // this thread's copies of tile qa (and at first of sK, sV) have landed
+        query_tile_lse_log2(sL + stage * QT, qa, QT, T);
         if (WG) fence_proxy_async();
         __syncthreads();  // everyone's have; tile qa - QT (stage ^ 1) is consumed
         const int next = stage ^ 1;
@@ -991,15 +1004,17 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27): the backward kernels
-// and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255 registers without
-// spilling (165 to 237); the M = 1 head_dim 64 forward fits in 128 (124; two blocks per SM). The
-// M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim
-// 128): 223 registers at head_dim 64, and at 128 all 255 with 140 bytes spilled (its 128 output and
-// 64 score registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's
-// to say). The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 159 registers at
-// head_dim 128 (124 at 64), dq 227 (157), both overlapped (154 / 114 and 182 / 141 before), dk/dv
-// 244 (189). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with copy_vec): the
+// backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255
+// registers without spilling (167 to 236); the M = 1 head_dim 64 forward fits in 128 (126; two
+// blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared
+// memory at head_dim 128): 226 registers at head_dim 64, and at 128 all 255 with 184 bytes spilled
+// (140 with the synchronous vector loads; its 128 output and 64 score registers per thread are
+// FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one
+// block of 8 warps per SM, no spill: forward 168 registers at head_dim 128 (124 at 64), dq 189
+// (148), dk/dv 241 (181); with the synchronous vector loads 159, 227 and 244 (C7518, wgmma
+// serialized, from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before
+// the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {

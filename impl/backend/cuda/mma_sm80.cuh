@@ -1,6 +1,6 @@
 // The warp-level PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and
 // later: mma.sync m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding
-// cvt, and 16-byte cp.async. Fragment layouts: attention_mma.cu's header. Kept apart from the
+// cvt, and 16- and 4-byte cp.async. Fragment layouts: attention_mma.cu's header. Kept apart from the
 // kernels so that their C++ is the kernels' only other content: the host emulation of these
 // instructions (verify/emu/shim/backend/cuda/mma_sm80.cuh) replaces this one file to
 // execute the kernels on a CPU.
@@ -44,6 +44,13 @@ static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 // per block); src_bytes 0 reads nothing and fills zeros. Lands at this thread's cp_async_wait_all.
 static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+// 4 bytes (an int32 or a float of a per-token vector) the same way, through L1 (.ca: the only
+// caching cp.async allows below 16 bytes); src_bytes 0 fills zeros.
+static __device__ __forceinline__ void cp_async4(void *dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((uint32_t)__cvta_generic_to_shared(dst)),
                  "l"(src), "r"(src_bytes)
                  : "memory");
 }

@@ -61,19 +61,25 @@ static inline void ldsm_x4(uint32_t r[4], const __nv_bfloat16 *row) { emu_ldmatr
 static inline void ldsm_x4_trans(uint32_t r[4], const __nv_bfloat16 *row) { emu_ldmatrix(r, row, true); }
 
 // cp.async: queued and performed at this thread's wait (the latest moment the PTX ISA allows), so a
-// read of the destination before the wait sees the old bytes; src_bytes < 16 zero-fills the rest.
+// read of the destination before the wait sees the old bytes; src_bytes below the copy's size (16
+// or 4) zero-fills the rest.
 struct emu_copy {
     void *dst;
     const void *src;
-    int bytes;
+    int bytes, size;
 };
 extern thread_local std::vector<emu_copy> emu_copies;
-static inline void cp_async16(void *dst, const void *src, int src_bytes) { emu_copies.push_back({dst, src, src_bytes}); }
+static inline void cp_async16(void *dst, const void *src, int src_bytes) {
+    emu_copies.push_back({dst, src, src_bytes, 16});
+}
+static inline void cp_async4(void *dst, const void *src, int src_bytes) {
+    emu_copies.push_back({dst, src, src_bytes, 4});
+}
 static inline void cp_async_wait_all(void) {
     for (const emu_copy &c : emu_copies) {
         unsigned char buf[16] = {0};
         memcpy(buf, c.src, (size_t)c.bytes);
-        memcpy(c.dst, buf, 16);
+        memcpy(c.dst, buf, (size_t)c.size);
     }
     emu_copies.clear();
 }
