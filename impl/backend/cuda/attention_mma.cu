@@ -53,8 +53,11 @@
 //   ends where the window (and the last key's document) ends. With the records' 128-token blocks
 //   the tiles align with the mask's blocks, so fully masked blocks cost nothing.
 // - a tile pair where every query sees every key (tile_full) runs unmasked; any other one applies
-//   the CPU's rule (attn_mask.h: gm_attn_allowed, its window clause as bounds per row, see
-//   scale_mask) to every (query, key) pair, so any block size is exact, not only 128. Measured and
+//   the CPU's rule (attn_mask.h: gm_attn_allowed) to every (query, key) pair, as the one range it
+//   leaves each row (row_bounds: a query's keys from the later of its window's first key and its
+//   document's first token; a key's queries up to the first of its window's end, its document's and
+//   T), so any block size is exact, not only 128 (per-element doc-id compares until 5190ca9; not yet
+//   timed). Measured and
 //   undone: each warp classifying its own 16 rows against the
 //   tile (skip the math where they see none of it, no element mask where they see all), which
 //   skips ~11-14% of the warp-tiles on the records' masks, ran 3-6% slower on the H200 at 26112b6
@@ -397,32 +400,70 @@ static __device__ __forceinline__ bool tile_full(const gm_attn_mask *m, int T, i
     return k0 >= gm_attn_first_key(m, qlast);
 }
 
+// One thread's binary searches in a document-id vector (nondecreasing): the first p in [lo, hi)
+// with doc[p] >= val (doc_first_at_least) or > val (doc_first_above), hi when there is none.
+static __device__ int doc_first_at_least(const int32_t *doc, int lo, int hi, int32_t val) {
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (doc[mid] >= val) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+static __device__ int doc_first_above(const int32_t *doc, int lo, int hi, int32_t val) {
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (doc[mid] > val) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+// The mask as a range per row: what gm_attn_allowed leaves a query is the keys [lo, q] with lo
+// its window's first key or its document's first token, whichever is later (causal, and doc ids
+// nondecreasing: a key of the query's document at or before it is one at or after that token); what
+// it leaves a key is the queries [k, hi) with hi the end of its window, of its document, or T,
+// whichever is first. bound[r] for the block's row rows0 + r (one thread a row, BLOCK_ROWS of them):
+// lo for query rows, hi for key rows (the other end is the row itself). Computed once a block (a
+// document's ends by binary search in global memory), read by scale_mask after the block's first
+// barrier. Why: a partially masked tile then costs two compares a pair, where it read the keys' doc
+// ids from shared memory and compared them too, and worked out the window bounds of its rows again.
+static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_mask *m, const int32_t *doc,
+                                                  int rows0, int T, bool rows_are_q) {
+    const int r = threadIdx.x;
+    if (r >= BLOCK_ROWS) return;
+    const int x = rows0 + r;
+    int b;
+    if (rows_are_q) {  // past T: any lo (scale_mask's hi is 0 there)
+        b = x < T ? (int)gm_attn_first_key(m, x) : 0;
+        if (doc && x < T) b = doc_first_at_least(doc, b, x, doc[x]);
+    } else {  // past T: hi <= T <= x, an empty range
+        b = (int)min(gm_attn_query_end(m, x), (long long)T);
+        if (doc && x < T) b = doc_first_above(doc, x + 1, b, doc[x]);
+    }
+    bound[r] = b;
+}
+
 // Scale a 16 x 8*NT score tile to log2 units and, unless the tile is full, set every pair the
 // mask refuses to -inf. Rows are `rows0 + (warp row)`, columns `cols0 + (column)`; `rows_are_q`
 // says which side the queries are on (rows in the forward and dq kernels, columns in dk/dv);
-// rdoc / cdoc: shared doc ids of the tile's rows / columns. The rule is gm_attn_allowed's with its
-// window clause as a bound per row (attn_mask.h: a query's first key, or a key's query end), so a
-// pair costs compares and no integer division. Why: on the H200 at 8826418 the window-14 forward at
-// T 1024, where the window masks nothing, took 0.081 ms against 0.050 for the same pairs as plain
-// causal, and what differs between the two runs of the same kernel is the window clause: two
-// integer divisions by the block size per pair of every partially masked tile, then.
-static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, float scale_log2, bool full,
-                                                  const gm_attn_mask *m, int T, int rows0, int cols0,
-                                                  const int32_t *rdoc, const int32_t *cdoc, bool rows_are_q) {
+// rbound: row_bounds' bounds of the tile's rows. A pair costs two compares and no integer
+// division. Why: on the H200 at 8826418 the window-14 forward at T 1024, where the window masks
+// nothing, took 0.081 ms against 0.050 for the same pairs as plain causal, and what differs between
+// the two runs of the same kernel is the window clause: two integer divisions by the block size per
+// pair of every partially masked tile, then.
+static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, float scale_log2, bool full, int T,
+                                                  int rows0, int cols0, const int32_t *rbound, bool rows_are_q) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     // This lane's rows g and g + 8: the other side's range [lo, hi) the rule leaves them (queries:
-    // keys from the window's first to the query itself; keys: queries from the key itself to the
-    // window's end and T), and their doc ids.
-    // Every bound is at most T or the row itself (a query's first key is at most the query): ints.
-    // A full tile needs none of them.
+    // keys up to the query itself, none past T; keys: queries from the key itself). A full tile
+    // needs none of them.
     int lo[2] = {0, 0}, hi[2] = {0, 0};
-    int32_t rd[2] = {0, 0};
 #pragma unroll
     for (int h = 0; h < 2 && !full; h++) {
         const int x = rows0 + g + 8 * h;
-        lo[h] = rows_are_q ? (x < T ? (int)gm_attn_first_key(m, x) : 1) : x;
-        hi[h] = rows_are_q ? (x < T ? x + 1 : 0) : (int)min(gm_attn_query_end(m, x), (long long)T);
-        rd[h] = m->doc ? rdoc[g + 8 * h] : 0;
+        lo[h] = rows_are_q ? rbound[g + 8 * h] : x;
+        hi[h] = rows_are_q ? (x < T ? x + 1 : 0) : rbound[g + 8 * h];
     }
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -430,8 +471,8 @@ static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, f
         for (int e = 0; e < 4; e++) {
             s[n][e] *= scale_log2;
             if (full) continue;
-            const int h = e >> 1, cc = n * 8 + 2 * t + (e & 1), y = cols0 + cc;
-            if (!(y >= lo[h] && y < hi[h] && (!m->doc || cdoc[cc] == rd[h]))) s[n][e] = -INFINITY;
+            const int h = e >> 1, y = cols0 + n * 8 + 2 * t + (e & 1);
+            if (!(y >= lo[h] && y < hi[h])) s[n][e] = -INFINITY;
         }
 }
 
@@ -634,7 +675,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int P = PITCH(HD), NTH = NTHREADS(M);
     // sK, sV, sDocK: 2 stages each of KEY_TILE rows
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
@@ -645,6 +686,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     if (doc) copy_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
+    row_bounds(sBound, &m, doc, q0, T, true);
 
     // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
     float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
@@ -660,8 +702,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
         mma_abt(s, sQ + wrow * P, ks.K, P, KEY_TILE / 8, HD / 16, M);
 #pragma unroll
         for (int mt = 0; mt < M; mt++)
-            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, ks.full, &m, T, q0 + wrow + 16 * mt, k0,
-                       sDocQ + wrow + 16 * mt, ks.doc, true);
+            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, ks.full, T, q0 + wrow + 16 * mt, k0,
+                       sBound + wrow + 16 * mt, true);
 #pragma unroll
         for (int mt = 0; mt < M; mt++) {
             float corr[2];
@@ -689,8 +731,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 struct fwd_wg_state {
     const __nv_bfloat16 *sQw;  // the warpgroup's 64 query rows
     __nv_bfloat16 *sK, *sV;    // 2 stages each
-    const int32_t *sDocQ;
-    int32_t *sDocK;  // 2 stages
+    const int32_t *sDocQ, *sBound;  // sBound: row_bounds' first keys of the block's queries
+    int32_t *sDocK;                  // 2 stages
     const gm_cuda_act *kh, *vh;
     const int32_t *doc;
     int T, q0, qlast, wrow, kbeg, ntiles;
@@ -721,7 +763,7 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, const 
     const int32_t *cdoc = f.sDocK + j % 2 * KEY_TILE;
     const bool full = tile_full(&m, f.T, f.q0, BLOCK_ROWS, k0, KEY_TILE, f.doc ? f.sDocQ[f.qlast - f.q0] : 0,
                                 f.doc ? cdoc[0] : 0);
-    scale_mask(s, KEY_TILE / 8, f.scale_log2, full, &m, f.T, f.q0 + f.wrow, k0, f.sDocQ + f.wrow, cdoc, true);
+    scale_mask(s, KEY_TILE / 8, f.scale_log2, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
     float corr[2];
     softmax_tile(s, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
@@ -738,14 +780,14 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(1);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
     f.doc = m.doc ? m.doc + (size_t)b * T : NULL;
-    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sDocQ = sDocQ, f.sDocK = sDocK;
+    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sDocQ = sDocQ, f.sDocK = sDocK, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
     f.kbeg = first_key(&m, f.doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
@@ -753,6 +795,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
     load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
     if (f.doc) copy_vec(sDocQ, f.doc, f.q0, BLOCK_ROWS, T, NTH), copy_vec(sDocK, f.doc, f.kbeg, KEY_TILE, T, NTH);
+    row_bounds(sBound, &m, f.doc, f.q0, T, true);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
@@ -803,7 +846,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     // product that runs on through the next tile)
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
                   *sV = sK + (WG ? 3 : 2) * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS;
+    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -822,6 +865,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     }
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, BWD_THREADS, WG);
+    row_bounds(sBound, &m, doc, q0, T, true);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
@@ -857,7 +901,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
                                         doc ? cDocK[0] : 0);
-            scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
+            scale_mask(s, KEY_TILE / 8, scale_log2, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
             exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
@@ -873,13 +917,12 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                 key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
                               BWD_THREADS, WG);
             const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
-            const int32_t *cDocK = ks.doc;
             const bool full = ks.full;
 
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
-            scale_mask(s, KEY_TILE / 8, scale_log2, full, &m, T, q0 + warp * 16, k0, sDocQ + warp * 16, cDocK, true);
+            scale_mask(s, KEY_TILE / 8, scale_log2, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
             exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
@@ -917,7 +960,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
                   *sO = sQ + 2 * QT * P;
     float *sL = (float *)(sO + 2 * QT * P), *sD = sL + 2 * QT;  // per query: lse in log2 units, D
-    int32_t *sDocQ = (int32_t *)(sD + 2 * QT), *sDocK = sDocQ + 2 * QT;
+    int32_t *sDocQ = (int32_t *)(sD + 2 * QT), *sDocK = sDocQ + 2 * QT, *sBound = sDocK + BLOCK_ROWS;
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
@@ -931,6 +974,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
     load_query_tile(sQ, sO, sL, sD, sDocQ, q + head, dout + head, lse + vec, D + vec, doc, k0, QT, T, rs, HD, WG);
+    row_bounds(sBound, &m, doc, k0, T, false);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
@@ -958,7 +1002,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
         }
-        scale_mask(st, QT / 8, scale_log2, full, &m, T, k0 + warp * 16, qa, sDocK + warp * 16, cDocQ, false);
+        scale_mask(st, QT / 8, scale_log2, full, T, k0 + warp * 16, qa, sBound + warp * 16, false);
         exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
         if constexpr (WG) {
             wg_xb(dva, st, cO, HD);
@@ -1004,17 +1048,16 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with copy_vec): the
-// backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255
-// registers without spilling (167 to 236); the M = 1 head_dim 64 forward fits in 128 (126; two
-// blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared
-// memory at head_dim 128): 226 registers at head_dim 64, and at 128 all 255 with 184 bytes spilled
-// (140 with the synchronous vector loads; its 128 output and 64 score registers per thread are
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with copy_vec and
+// row_bounds): the backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per
+// SM, fit in 255 registers without spilling (170 to 238); the M = 1 head_dim 64 forward fits in
+// 128 (126; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 104 KB
+// of shared memory at head_dim 128): 245 registers at head_dim 64, and at 128 all 255 with 116
+// bytes spilled (140 at c7fd396; its 128 output and 64 score registers per thread are
 // FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one
-// block of 8 warps per SM, no spill: forward 168 registers at head_dim 128 (124 at 64), dq 189
-// (148), dk/dv 241 (181); with the synchronous vector loads 159, 227 and 244 (C7518, wgmma
-// serialized, from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before
-// the ring).
+// block of 8 warps per SM, no spill: forward 165 registers at head_dim 128 (122 at 64), dq 184
+// (143), dk/dv 243 (187); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
+// mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
@@ -1044,20 +1087,20 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
-// per-row vectors; the streamed tiles twice (the ring's 2 stages). Forward at HD 128:
-// (128 + 2 x (64 + 64)) x 272 + (128 + 2 x 64) x 4 = 105,472; dq: 140,288 (wgmma's third K
-// stage: 157,696); dk/dv:
-// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 128) x 4 = 105,728, with wgmma's 64-query
-// tiles 141,312 (HD 64: 56,320 / 74,752 (83,968) / 75,776).
+// per-row vectors (the block's doc ids and row_bounds' bounds among them); the streamed tiles twice
+// (the ring's 2 stages). Forward at HD 128: (128 + 2 x (64 + 64)) x 272 + (2 x 128 + 2 x 64) x 4 =
+// 105,984; dq: 140,800 (wgmma's third K stage: 158,208); dk/dv:
+// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 2 x 128) x 4 = 106,240, with wgmma's 64-query
+// tiles 141,824 (HD 64: 56,832 / 75,264 (84,480) / 76,288).
 static size_t fwd_smem(int HD) {
-    return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
+    return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (2 * BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dq_smem(int HD, bool WG) {
-    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + (BLOCK_ROWS + 2 * KEY_TILE) * 4;
+    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + (2 * BLOCK_ROWS + 2 * KEY_TILE) * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
     const int QT = QUERY_TILE(HD, WG);
-    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (6 * QT + BLOCK_ROWS) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (6 * QT + 2 * BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
