@@ -63,7 +63,10 @@ static inline GM_HD size_t gm_lincomb_x_at(size_t i, int cols, int ld) {
 // The doc and window tests are the records' 128-token block mask (FlexAttention), realised
 // exactly at token level.
 typedef struct {
-    const int32_t *doc;  // (B, T) document id per token, backend memory; NULL: one document
+    // (B, T) document id per token, backend memory; NULL: one document. Nondecreasing along t, as
+    // gm_doc_ids makes them (a running count of EOTs): the CUDA tensor-core kernels find a
+    // document's ends by binary search (attention_mma.cu), the CPU and naive kernels compare ids.
+    const int32_t *doc;
     int block;           // block size in tokens (128 in the records); used when window_blocks > 0
     int window_blocks;   // sliding window in whole blocks; <= 0: unlimited (plain causal)
 } gm_attn_mask;
