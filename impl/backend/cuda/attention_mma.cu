@@ -56,7 +56,7 @@
 //   the CPU's rule (attn_mask.h: gm_attn_allowed) to every (query, key) pair, as the one range it
 //   leaves each row (row_bounds: a query's keys from the later of its window's first key and its
 //   document's first token; a key's queries up to the first of its window's end, its document's and
-//   T), so any block size is exact, not only 128 (per-element doc-id compares until 5190ca9; not yet
+//   T), so any block size is exact, not only 128 (before 8da4fbe a doc-id compare per pair; not yet
 //   timed). Measured and
 //   undone: each warp classifying its own 16 rows against the
 //   tile (skip the math where they see none of it, no element mask where they see all), which
