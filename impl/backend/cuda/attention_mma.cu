@@ -400,20 +400,12 @@ static __device__ __forceinline__ bool tile_full(const gm_attn_mask *m, int T, i
     return k0 >= gm_attn_first_key(m, qlast);
 }
 
-// One thread's binary searches in a document-id vector (nondecreasing): the first p in [lo, hi)
-// with doc[p] >= val (doc_first_at_least) or > val (doc_first_above), hi when there is none.
-static __device__ int doc_first_at_least(const int32_t *doc, int lo, int hi, int32_t val) {
+// One thread's binary search in a document-id vector (nondecreasing): the first p in [lo, hi) with
+// doc[p] >= val (strict: > val), hi when there is none. (doc_search is the warp's.)
+static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val, bool strict) {
     while (lo < hi) {
         const int mid = lo + (hi - lo) / 2;
-        if (doc[mid] >= val) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
-}
-static __device__ int doc_first_above(const int32_t *doc, int lo, int hi, int32_t val) {
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (doc[mid] > val) hi = mid;
+        if (strict ? doc[mid] > val : doc[mid] >= val) hi = mid;
         else lo = mid + 1;
     }
     return lo;
@@ -436,10 +428,10 @@ static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_
     int b;
     if (rows_are_q) {  // past T: any lo (scale_mask's hi is 0 there)
         b = x < T ? (int)gm_attn_first_key(m, x) : 0;
-        if (doc && x < T) b = doc_first_at_least(doc, b, x, doc[x]);
+        if (doc && x < T) b = doc_first(doc, b, x, doc[x], false);
     } else {  // past T: hi <= T <= x, an empty range
         b = (int)min(gm_attn_query_end(m, x), (long long)T);
-        if (doc && x < T) b = doc_first_above(doc, x + 1, b, doc[x]);
+        if (doc && x < T) b = doc_first(doc, x + 1, b, doc[x], true);
     }
     bound[r] = b;
 }
