@@ -33,9 +33,10 @@
 // barrier per tile: tile i + 1 is copied into one stage while tile i is computed from the other.
 // With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
 // element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap). The
-// per-token vectors (doc ids, lse, D) go by 4-byte cp.async with their tile whatever the element
-// (copy_vec; up to c7fd396 they were loaded and stored right after the tile's barrier, each store
-// waiting for its load: a memory latency a tile by reading the code, not yet measured).
+// per-token vectors of dk/dv's query tiles (lse, D) go by 4-byte cp.async with their tile whatever
+// the element (copy_vec; up to c7fd396 they, and the doc ids every kernel then streamed, were loaded
+// and stored right after the tile's barrier, each store waiting for its load: a memory latency a
+// tile by reading the code, not yet measured).
 // Backward, deterministic and atomic-free: D = rowsum(dout * out) (attention.cu), then
 //   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
 //                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
@@ -304,11 +305,11 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
     *(pair *)p = v;
 }
 
-// n values of a (T)-vector (doc ids, lse, D: 4 bytes each) from t0 on into shared memory by NTH
-// threads, 0 past T, by cp.async: they land at the copying thread's cp_async_wait_all with the tile
-// they belong to. Why not loads and stores: a store waits for its load, so right after each tile's
-// barrier every warp waited a global-memory latency (the doc ids in the forward and dq kernels, lse
-// and D in dk/dv's; by reading the code: the GPU has not yet timed the difference).
+// n values of a (T)-vector (lse, D: 4 bytes each) from t0 on into shared memory by NTH threads, 0
+// past T, by cp.async: they land at the copying thread's cp_async_wait_all with the tile they
+// belong to. Why not loads and stores: a store waits for its load, so right after each tile's
+// barrier every warp waited a global-memory latency (by reading the code: the GPU has not yet timed
+// the difference).
 template <typename V>
 static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, int n, int T, const int NTH) {
     static_assert(sizeof(V) == 4, "cp.async copies of 4 bytes");
@@ -316,31 +317,28 @@ static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, in
 }
 
 // The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
-// key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0)
-// and the keys' doc ids, by the block's NTH threads (K and V pitched, or core8: in core matrices).
-static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
+// key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
+// by the block's NTH threads (pitched, or core8: in core matrices).
+static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
                                                      const gm_cuda_act *__restrict__ k,
-                                                     const gm_cuda_act *__restrict__ v, const int32_t *doc, int k0,
-                                                     int T, size_t rs, const int HD, const int NTH,
-                                                     const bool core8 = false) {
+                                                     const gm_cuda_act *__restrict__ v, int k0, int T, size_t rs,
+                                                     const int HD, const int NTH, const bool core8 = false) {
     load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, core8);
     load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, core8);
-    if (doc) copy_vec(sDocK, doc, k0, KEY_TILE, T, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
-// query lse, D and the doc id (lse, D: the head's (T)-vectors). lse lands as it is (0 past T);
-// query_tile_lse_log2 turns it into log2 units once the copies have landed.
+// query lse and D (the head's (T)-vectors). lse lands as it is (0 past T); query_tile_lse_log2
+// turns it into log2 units once the copies have landed.
 static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_bfloat16 *sO, float *sL, float *sD,
-                                                       int32_t *sDocQ, const gm_cuda_act *__restrict__ q,
+                                                       const gm_cuda_act *__restrict__ q,
                                                        const gm_cuda_act *__restrict__ dout,
                                                        const float *__restrict__ lse, const float *__restrict__ D,
-                                                       const int32_t *doc, int qa, const int QT, int T, size_t rs,
-                                                       const int HD, const bool core8) {
+                                                       int qa, const int QT, int T, size_t rs, const int HD,
+                                                       const bool core8) {
     load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, core8);
     load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, core8);
     copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
     copy_vec(sD, D, qa, QT, T, BWD_THREADS);
-    if (doc) copy_vec(sDocQ, doc, qa, QT, T, BWD_THREADS);
 }
 // After this thread's cp_async_wait_all and before the barrier that hands the tile to the block:
 // the lse this thread copied into sL (query tile [qa, qa + QT)) in log2 units, +inf past T (P = 0).
@@ -389,16 +387,6 @@ static __device__ int query_end(const gm_attn_mask *m, const int32_t *doc, int k
     return q;
 }
 
-// Does every query of [q0, min(q0 + nq, T)) see every key of [k0, k0 + nk)? doc_qlast, doc_k0: the
-// doc ids of the last valid query and of key k0 (ignored without documents). Then k0 + nk - 1 <= q0
-// < T, so no key is padding; padded query rows are harmless (see the header).
-static __device__ __forceinline__ bool tile_full(const gm_attn_mask *m, int T, int q0, int nq, int k0, int nk,
-                                                 int32_t doc_qlast, int32_t doc_k0) {
-    const int qlast = min(q0 + nq, T) - 1;
-    if (k0 + nk - 1 > q0) return false;
-    if (m->doc && doc_k0 != doc_qlast) return false;  // nondecreasing ids: equal ends, one document
-    return k0 >= gm_attn_first_key(m, qlast);
-}
 
 // One thread's binary search in a document-id vector (nondecreasing): the first p in [lo, hi) with
 // doc[p] >= val (strict: > val), hi when there is none. (doc_search is the warp's.)
@@ -434,6 +422,15 @@ static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_
         if (doc && x < T) b = doc_first(doc, x + 1, b, doc[x], true);
     }
     bound[r] = b;
+}
+
+// Does every query of [q0, min(q0 + nq, T)) see every key of [k0, k0 + nk)? Causal: the last key
+// is at or before the first query; then one corner decides, row_bounds' bounds being nondecreasing
+// along the rows: `corner` is whether the last valid query's first key is at or before k0 (query
+// rows), or key k0's query end is past the last valid query (key rows). Then k0 + nk - 1 <= q0 < T,
+// so no key is padding; padded query rows are harmless (see the header).
+static __device__ __forceinline__ bool tile_full(int q0, int k0, int nk, bool corner) {
+    return k0 + nk - 1 <= q0 && corner;
 }
 
 // Scale a 16 x 8*NT score tile to log2 units and, unless the tile is full, set every pair the
@@ -487,25 +484,21 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 // copies.
 typedef struct {
     const __nv_bfloat16 *K, *V;
-    const int32_t *doc;
     bool full;
 } key_stage;
-static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __nv_bfloat16 *sV, int32_t *sDocK,
-                                                          const int32_t *sDocQ, const gm_cuda_act *__restrict__ k,
-                                                          const gm_cuda_act *__restrict__ v, const int32_t *doc,
-                                                          const gm_attn_mask *m, int q0, int qlast, int k0, int stage,
-                                                          int T, size_t rs, const int HD, const int NTH,
-                                                          const bool core8 = false) {
+static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __nv_bfloat16 *sV, const int32_t *sBound,
+                                                          const gm_cuda_act *__restrict__ k,
+                                                          const gm_cuda_act *__restrict__ v, int q0, int qlast,
+                                                          int k0, int stage, int T, size_t rs, const int HD,
+                                                          const int NTH, const bool core8 = false) {
     const int P = PITCH(HD), next = stage ^ 1;
     cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
     if (core8) fence_proxy_async();
     __syncthreads();  // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
     if (k0 + KEY_TILE <= qlast)
-        load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, sDocK + next * KEY_TILE, k, v, doc,
-                      k0 + KEY_TILE, T, rs, HD, NTH, core8);
-    key_stage ks = {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P, sDocK + stage * KEY_TILE, false};
-    ks.full = tile_full(m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0, doc ? ks.doc[0] : 0);
-    return ks;
+        load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, k, v, k0 + KEY_TILE, T, rs, HD, NTH, core8);
+    return {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P,
+            tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0)};
 }
 
 // ---- the two kinds of product with wgmma (sm_90a; the WG kernels): mma_abt's and mma_xb's ----
@@ -665,9 +658,9 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
                                                     float scale_log2, gm_attn_mask m, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(M);
-    // sK, sV, sDocK: 2 stages each of KEY_TILE rows
+    // sK, sV: 2 stages each of KEY_TILE rows
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
+    int32_t *sBound = (int32_t *)(sV + 2 * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
@@ -675,9 +668,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
-    if (doc) copy_vec(sDocQ, doc, q0, BLOCK_ROWS, T, NTH);
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, NTH);
+    load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, NTH);
     row_bounds(sBound, &m, doc, q0, T, true);
 
     // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
@@ -688,7 +680,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 
     for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
         const key_stage ks =
-            key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD, NTH);
+            key_ring_step(sK, sV, sBound, k + head, v + head, q0, qlast, k0, stage, T, rs, HD, NTH);
         float s[M * KEY_TILE / 8][4];  // s[mt KEY_TILE/8 + n]
         zero(s, M * KEY_TILE / 8);
         mma_abt(s, sQ + wrow * P, ks.K, P, KEY_TILE / 8, HD / 16, M);
@@ -711,9 +703,9 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // mask and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K and V
 // keep a 2-stage ring each, one tile ahead of their use; no wgmma is in flight across a tile's
 // barrier. Per tile j of ntiles (one barrier):
-//   wait for this thread's copies issued at tile j - 1 (K_j, V_{j-1}, K_j's doc ids); proxy fence;
+//   wait for this thread's copies issued at tile j - 1 (K_j, V_{j-1}); proxy fence;
 //   barrier: everyone's copies are visible, and every warpgroup is done with K_{j-1} and V_{j-2};
-//   copy K_{j+1}, V_j and K_{j+1}'s doc ids into those stages;
+//   copy K_{j+1} and V_j into those stages;
 //   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
 //   (wgmma's groups complete in order); mask S_j and take its softmax (new max, sums, P_j),
 //   touching no register of the product in flight; wait for it; rescale o to the new max; pack
@@ -723,25 +715,21 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 struct fwd_wg_state {
     const __nv_bfloat16 *sQw;  // the warpgroup's 64 query rows
     __nv_bfloat16 *sK, *sV;    // 2 stages each
-    const int32_t *sDocQ, *sBound;  // sBound: row_bounds' first keys of the block's queries
-    int32_t *sDocK;                  // 2 stages
+    const int32_t *sBound;     // row_bounds' first keys of the block's queries
     const gm_cuda_act *kh, *vh;
-    const int32_t *doc;
     int T, q0, qlast, wrow, kbeg, ntiles;
     size_t rs;
     float scale_log2;
 };
-static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, const gm_attn_mask &m, int j,
+static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
                                                    float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
                                                    const int HD) {
     const int P = PITCH(HD), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
     cp_async_wait_all();  // this thread's copies of K_j and V_{j-1}
     fence_proxy_async();
     __syncthreads();
-    if (j + 1 < f.ntiles) {
+    if (j + 1 < f.ntiles)
         load_rows(f.sK + (j + 1) % 2 * KEY_TILE * P, f.kh, k0 + KEY_TILE, KEY_TILE, f.T, f.rs, HD, NTH, true);
-        if (f.doc) copy_vec(f.sDocK + (j + 1) % 2 * KEY_TILE, f.doc, k0 + KEY_TILE, KEY_TILE, f.T, NTH);
-    }
     load_rows(f.sV + j % 2 * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
     float s[KEY_TILE / 8][4];
     wg_abt_issue(s, f.sQw, f.sK + j % 2 * KEY_TILE * P, HD);
@@ -752,9 +740,7 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, const 
         wgmma_wait<0>();
     }
     wgmma_hold(&s[0][0], KEY_TILE / 2);
-    const int32_t *cdoc = f.sDocK + j % 2 * KEY_TILE;
-    const bool full = tile_full(&m, f.T, f.q0, BLOCK_ROWS, k0, KEY_TILE, f.doc ? f.sDocQ[f.qlast - f.q0] : 0,
-                                f.doc ? cdoc[0] : 0);
+    const bool full = tile_full(f.q0, k0, KEY_TILE, f.sBound[f.qlast - f.q0] <= k0);
     scale_mask(s, KEY_TILE / 8, f.scale_log2, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
     float corr[2];
     softmax_tile(s, mrow, lrow, corr);
@@ -772,26 +758,25 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(1);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
+    int32_t *sBound = (int32_t *)(sV + 2 * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
-    f.doc = m.doc ? m.doc + (size_t)b * T : NULL;
-    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sDocQ = sDocQ, f.sDocK = sDocK, f.sBound = sBound;
+    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
-    f.kbeg = first_key(&m, f.doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    f.kbeg = first_key(&m, doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
 
     load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
     load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
-    if (f.doc) copy_vec(sDocQ, f.doc, f.q0, BLOCK_ROWS, T, NTH), copy_vec(sDocK, f.doc, f.kbeg, KEY_TILE, T, NTH);
-    row_bounds(sBound, &m, f.doc, f.q0, T, true);
+    row_bounds(sBound, &m, doc, f.q0, T, true);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
-    for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, m, j, o, pa, mrow, lrow, HD);
+    for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, j, o, pa, mrow, lrow, HD);
     cp_async_wait_all();  // V of the last tile
     fence_proxy_async();
     __syncthreads();
@@ -834,11 +819,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
-    // sV, sDocK: 2 stages each of KEY_TILE rows; sK: 2, or with WG 3 (a tile's K is read by the
-    // product that runs on through the next tile)
+    // sV: 2 stages of KEY_TILE rows; sK: 2, or with WG 3 (a tile's K is read by the product that
+    // runs on through the next tile)
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
                   *sV = sK + (WG ? 3 : 2) * KEY_TILE * P;
-    int32_t *sDocQ = (int32_t *)(sV + 2 * KEY_TILE * P), *sDocK = sDocQ + BLOCK_ROWS, *sBound = sDocK + 2 * KEY_TILE;
+    int32_t *sBound = (int32_t *)(sV + 2 * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -847,7 +832,6 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    if (doc) copy_vec(sDocQ, doc, q0, BLOCK_ROWS, T, BWD_THREADS);
     float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -856,7 +840,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
     const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, sDocK, k + head, v + head, doc, kbeg, T, rs, HD, BWD_THREADS, WG);
+    load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS, WG);
     row_bounds(sBound, &m, doc, q0, T, true);
 
     float acc[MAX_HD / 8][4];
@@ -866,8 +850,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         // FlashAttention-3's overlap, as in the wgmma forward: per key tile j, S_j and dP_j issued with
         // dQ += dS_{j-1} K_{j-1}, a wait for S_j and dP_j only, then tile j's mask, P and dS on the CUDA
         // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. K keeps 3
-        // stages (K_{j-1} is read during tile j, while K_{j+1} is copied), V and the doc ids 2; one
-        // barrier a tile, after which every warpgroup is done with K_{j-2}, V_{j-1} and their ids.
+        // stages (K_{j-1} is read during tile j, while K_{j+1} is copied), V 2; one barrier a tile,
+        // after which every warpgroup is done with K_{j-2} and V_{j-1}.
         // dQ is summed in the order of the other forms: bitwise their arithmetic.
         const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
         const __nv_bfloat16 *sQw = sQ + warp / 4 * 64 * HD, *sOw = sO + warp / 4 * 64 * HD;
@@ -878,10 +862,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             fence_proxy_async();
             __syncthreads();
             if (j + 1 < ntiles)
-                load_key_tile(sK + (j + 1) % 3 * KEY_TILE * P, sV + (j + 1) % 2 * KEY_TILE * P,
-                              sDocK + (j + 1) % 2 * KEY_TILE, k + head, v + head, doc, k0 + KEY_TILE, T, rs, HD,
-                              BWD_THREADS, true);
-            const int32_t *cDocK = sDocK + j % 2 * KEY_TILE;
+                load_key_tile(sK + (j + 1) % 3 * KEY_TILE * P, sV + (j + 1) % 2 * KEY_TILE * P, k + head, v + head,
+                              k0 + KEY_TILE, T, rs, HD, BWD_THREADS, true);
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             wg_abt_issue(s, sQw, sK + j % 3 * KEY_TILE * P, HD, dp, sOw, sV + j % 2 * KEY_TILE * P);
             if (j > 0) {
@@ -891,8 +873,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                 wgmma_wait<0>();
             }
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
-            const bool full = tile_full(&m, T, q0, BLOCK_ROWS, k0, KEY_TILE, doc ? sDocQ[qlast - q0] : 0,
-                                        doc ? cDocK[0] : 0);
+            const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
             scale_mask(s, KEY_TILE / 8, scale_log2, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
             exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
@@ -906,8 +887,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     } else {
         for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
             const key_stage ks =
-                key_ring_step(sK, sV, sDocK, sDocQ, k + head, v + head, doc, &m, q0, qlast, k0, stage, T, rs, HD,
-                              BWD_THREADS, WG);
+                key_ring_step(sK, sV, sBound, k + head, v + head, q0, qlast, k0, stage, T, rs, HD, BWD_THREADS, WG);
             const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
             const bool full = ks.full;
 
@@ -948,11 +928,11 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
-    // sQ, sO, sL, sD, sDocQ: 2 stages each of QT queries
+    // sQ, sO, sL, sD: 2 stages each of QT queries
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
                   *sO = sQ + 2 * QT * P;
     float *sL = (float *)(sO + 2 * QT * P), *sD = sL + 2 * QT;  // per query: lse in log2 units, D
-    int32_t *sDocQ = (int32_t *)(sD + 2 * QT), *sDocK = sDocQ + 2 * QT, *sBound = sDocK + BLOCK_ROWS;
+    int32_t *sBound = (int32_t *)(sD + 2 * QT);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
@@ -961,11 +941,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
     load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    if (doc) copy_vec(sDocK, doc, k0, BLOCK_ROWS, T, BWD_THREADS);
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
-    load_query_tile(sQ, sO, sL, sD, sDocQ, q + head, dout + head, lse + vec, D + vec, doc, k0, QT, T, rs, HD, WG);
+    load_query_tile(sQ, sO, sL, sD, q + head, dout + head, lse + vec, D + vec, k0, QT, T, rs, HD, WG);
     row_bounds(sBound, &m, doc, k0, T, false);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
@@ -978,13 +957,12 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         __syncthreads();  // everyone's have; tile qa - QT (stage ^ 1) is consumed
         const int next = stage ^ 1;
         if (qa + QT < qend)
-            load_query_tile(sQ + next * QT * P, sO + next * QT * P, sL + next * QT, sD + next * QT, sDocQ + next * QT,
-                            q + head, dout + head, lse + vec, D + vec, doc, qa + QT, QT, T, rs, HD, WG);
+            load_query_tile(sQ + next * QT * P, sO + next * QT * P, sL + next * QT, sD + next * QT, q + head,
+                            dout + head, lse + vec, D + vec, qa + QT, QT, T, rs, HD, WG);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
-        const int32_t *cDocQ = sDocQ + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
-        const bool full = tile_full(&m, T, qa, QT, k0, BLOCK_ROWS, doc ? cDocQ[qlast - qa] : 0, doc ? sDocK[0] : 0);
+        const bool full = tile_full(qa, k0, BLOCK_ROWS, sBound[0] > qlast);
 
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
@@ -1042,13 +1020,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with copy_vec and
 // row_bounds): the backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per
-// SM, fit in 255 registers without spilling (170 to 238); the M = 1 head_dim 64 forward fits in
-// 128 (126; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 104 KB
-// of shared memory at head_dim 128): 245 registers at head_dim 64, and at 128 all 255 with 116
+// SM, fit in 255 registers without spilling (171 to 233); the M = 1 head_dim 64 forward fits in
+// 128 (123; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB
+// of shared memory at head_dim 128): 248 registers at head_dim 64, and at 128 all 255 with 84
 // bytes spilled (140 at c7fd396; its 128 output and 64 score registers per thread are
 // FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one
-// block of 8 warps per SM, no spill: forward 165 registers at head_dim 128 (122 at 64), dq 184
-// (143), dk/dv 243 (187); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
+// block of 8 warps per SM, no spill: forward 162 registers at head_dim 128 (116 at 64), dq 187
+// (145), dk/dv 235 (187); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
 // mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
@@ -1079,20 +1057,18 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
-// per-row vectors (the block's doc ids and row_bounds' bounds among them); the streamed tiles twice
-// (the ring's 2 stages). Forward at HD 128: (128 + 2 x (64 + 64)) x 272 + (2 x 128 + 2 x 64) x 4 =
-// 105,984; dq: 140,800 (wgmma's third K stage: 158,208); dk/dv:
-// (128 + 128 + 2 x (32 + 32)) x 272 + (2 x 3 x 32 + 2 x 128) x 4 = 106,240, with wgmma's 64-query
-// tiles 141,824 (HD 64: 56,832 / 75,264 (84,480) / 76,288).
-static size_t fwd_smem(int HD) {
-    return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + (2 * BLOCK_ROWS + 2 * KEY_TILE) * 4;
-}
+// per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles twice
+// (the ring's 2 stages). Forward at HD 128: (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960; dq:
+// 139,776 (wgmma's third K stage: 157,184); dk/dv: (128 + 128 + 2 x (32 + 32)) x 272 +
+// (2 x 2 x 32 + 128) x 4 = 105,472, with wgmma's 64-query tiles 140,800 (HD 64: 55,808 / 74,240
+// (83,456) / 75,264).
+static size_t fwd_smem(int HD) { return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4; }
 static size_t dq_smem(int HD, bool WG) {
-    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + (2 * BLOCK_ROWS + 2 * KEY_TILE) * 4;
+    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
     const int QT = QUERY_TILE(HD, WG);
-    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (6 * QT + 2 * BLOCK_ROWS) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (4 * QT + BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
