@@ -703,27 +703,32 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
 }
 
 // Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error
-// at sync), rather than computing something else: a head_dim other than 64 and 128, or a tensor
-// off 16 bytes.
-static void expect_refused(gm_cuda_attn_impl impl, int HD, int offset) {
+// at sync), rather than computing something else: a head_dim other than 64 and 128, a tensor off 16
+// bytes, or a scale that is not positive (their softmax takes the raw scores' max for the scaled ones').
+static void expect_refused(gm_cuda_attn_impl impl, int HD, int offset, double scale) {
     cc_env e = cc_begin();
     gm_actval *buf = cc_act_poisoned(&e, 128 * HD + 4);
     gm_real *lse = cc_poisoned(&e, 128);
     gm_attn_mask m = {NULL, 128, 0};
-    gm_cuda_attn_fwd_with(impl, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1, HD, 1.0, m);
-    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d elements: accepted", HD, offset);
+    gm_cuda_attn_fwd_with(impl, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1, HD, scale, m);
+    cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d elements, scale %g: accepted", HD, offset, scale);
     cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
     e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse);
 }
 Test(cuda_attn_mma, refuses_head_dim_32) {
     REQUIRE_MMA();
-    expect_refused(GM_CUDA_ATTN_MMA, 32, 0);
-    expect_refused(GM_CUDA_ATTN_MMA32, 32, 0);
+    expect_refused(GM_CUDA_ATTN_MMA, 32, 0, 1.0);
+    expect_refused(GM_CUDA_ATTN_MMA32, 32, 0, 1.0);
 }
 Test(cuda_attn_mma, refuses_unaligned_tensor) {
     REQUIRE_MMA();
-    expect_refused(GM_CUDA_ATTN_MMA, 64, 1);
-    expect_refused(GM_CUDA_ATTN_MMA32, 64, 1);
+    expect_refused(GM_CUDA_ATTN_MMA, 64, 1, 1.0);
+    expect_refused(GM_CUDA_ATTN_MMA32, 64, 1, 1.0);
+}
+Test(cuda_attn_mma, refuses_non_positive_scale) {
+    REQUIRE_MMA();
+    expect_refused(GM_CUDA_ATTN_MMA, 64, 0, 0.0);
+    expect_refused(GM_CUDA_ATTN_MMA32, 128, 0, -0.5);
 }
 
 // ---- the kernels on Hopper's wgmma (GM_CUDA_ATTN_WGMMA: sm_90a machine code on an sm_90 GPU) ----

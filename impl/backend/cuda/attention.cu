@@ -94,10 +94,11 @@ static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH
 }
 
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
-// do not take.
-static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD, gm_attn_mask mask,
-                const void *const *ptrs, int n) {
-    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n);
+// do not take. They take the max of the raw scores for the max of the scaled ones (softmax_tile),
+// so a scale that is not positive goes to the naive kernels.
+static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD, double scale,
+                gm_attn_mask mask, const void *const *ptrs, int n) {
+    const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n) && scale > 0;
     const bool mma = tensor_cores(impl);
     if (mma && !gm_cuda_attn_mma_built()) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
@@ -107,7 +108,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
     if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, B, T, NH, HD, mask) : GM_CUDA_ATTN_NAIVE;
     if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
-                     "needs head_dim 64 or 128 and 16-byte aligned tensors");
+                     "needs head_dim 64 or 128, 16-byte aligned tensors and a positive scale");
         return -1;
     }
     if (impl == GM_CUDA_ATTN_WGMMA && !gm_cuda_attn_wgmma_runs(c)) {
@@ -133,7 +134,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {o, qa, ka, va};
-    const int which = pick(c, impl, 0, B, T, NH, HD, mask, ptrs, 4);
+    const int which = pick(c, impl, 0, B, T, NH, HD, scale, mask, ptrs, 4);
     if (tensor_cores(which)) {
         const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
                                       : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
@@ -170,7 +171,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
-    const int which = pick(c, impl, 1, B, T, NH, HD, mask, ptrs, 7);
+    const int which = pick(c, impl, 1, B, T, NH, HD, scale, mask, ptrs, 7);
     if (which < 0) return;
     const size_t nrows = (size_t)B * T * NH;
     float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);

@@ -26,7 +26,8 @@
 // Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
 // warp (the m of m16n8k16), or of 4 warps, 32 per warp (M = 2 m-tiles: each K and V fragment
 // loaded from shared memory feeds two MMAs; FlashAttention-2's shape); it walks key tiles of 64
-// with an online softmax in the log2 domain (scores pre-multiplied by scale * log2 e, exp2f), and
+// with an online softmax in the log2 domain (P = 2^(S scale log2 e - max): one FFMA and one
+// ex2.approx.ftz a score; the scale must be positive, attention.cu sends no other here), and
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
 // per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
@@ -405,7 +406,7 @@ static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val,
 // it leaves a key is the queries [k, hi) with hi the end of its window, of its document, or T,
 // whichever is first. bound[r] for the block's row rows0 + r (one thread a row, BLOCK_ROWS of them):
 // lo for query rows, hi for key rows (the other end is the row itself). Computed once a block (a
-// document's ends by binary search in global memory), read by scale_mask after the block's first
+// document's ends by binary search in global memory), read by mask_tile after the block's first
 // barrier. Why: a partially masked tile then costs two compares a pair, where it read the keys' doc
 // ids from shared memory and compared them too, and worked out the window bounds of its rows again.
 static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_mask *m, const int32_t *doc,
@@ -414,7 +415,7 @@ static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_
     if (r >= BLOCK_ROWS) return;
     const int x = rows0 + r;
     int b;
-    if (rows_are_q) {  // past T: any lo (scale_mask's hi is 0 there)
+    if (rows_are_q) {  // past T: any lo (mask_tile's hi is 0 there)
         b = x < T ? (int)gm_attn_first_key(m, x) : 0;
         if (doc && x < T) b = doc_first(doc, b, x, doc[x], false);
     } else {  // past T: hi <= T <= x, an empty range
@@ -433,20 +434,22 @@ static __device__ __forceinline__ bool tile_full(int q0, int k0, int nk, bool co
     return k0 + nk - 1 <= q0 && corner;
 }
 
-// Scale a 16 x 8*NT score tile to log2 units and, unless the tile is full, set every pair the
-// mask refuses to -inf. Rows are `rows0 + (warp row)`, columns `cols0 + (column)`; `rows_are_q`
-// says which side the queries are on (rows in the forward and dq kernels, columns in dk/dv);
-// rbound: row_bounds' bounds of the tile's rows. A pair costs two compares and no integer
-// division. Why: on the H200 at 8826418 the window-14 forward at T 1024, where the window masks
-// nothing, took 0.081 ms against 0.050 for the same pairs as plain causal, and what differs between
-// the two runs of the same kernel is the window clause: two integer divisions by the block size per
-// pair of every partially masked tile, then.
-static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, float scale_log2, bool full, int T,
-                                                  int rows0, int cols0, const int32_t *rbound, bool rows_are_q) {
+// Unless the tile is full, set every pair of a 16 x 8*NT score tile the mask refuses to -inf (raw
+// scores: the scale comes in the exponent, in one FFMA with its subtraction). Rows are
+// `rows0 + (warp row)`, columns `cols0 + (column)`; `rows_are_q` says which side the queries are
+// on (rows in the forward and dq kernels, columns in dk/dv); rbound: row_bounds' bounds of the
+// tile's rows. A pair costs two compares and no integer division. Why: on the H200 at 8826418 the
+// window-14 forward at T 1024, where the window masks nothing, took 0.081 ms against 0.050 for the
+// same pairs as plain causal, and what differs between the two runs of the same kernel is the
+// window clause: two integer divisions by the block size per pair of every partially masked tile,
+// then.
+static __device__ __forceinline__ void mask_tile(float (*s)[4], const int NT, bool full, int T, int rows0, int cols0,
+                                                 const int32_t *rbound, bool rows_are_q) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     // This lane's rows g and g + 8: the other side's range [lo, hi) the rule leaves them (queries:
     // keys up to the query itself, none past T; keys: queries from the key itself). A full tile
-    // needs none of them.
+    // needs none of them. (An early return for a full tile made ptxas spill 136 bytes in the mma32
+    // forward, where this form spills 56.)
     int lo[2] = {0, 0}, hi[2] = {0, 0};
 #pragma unroll
     for (int h = 0; h < 2 && !full; h++) {
@@ -458,22 +461,23 @@ static __device__ __forceinline__ void scale_mask(float (*s)[4], const int NT, f
     for (int n = 0; n < NT; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            s[n][e] *= scale_log2;
             if (full) continue;
             const int h = e >> 1, y = cols0 + n * 8 + 2 * t + (e & 1);
             if (!(y >= lo[h] && y < hi[h])) s[n][e] = -INFINITY;
         }
 }
 
-// P = exp2(S - lse) over a 16 x 8*NT tile in log2 units, with lse per row (lse_rows: this lane's
-// rows g and g + 8) or per column (lse_cols: shared, by column); -inf scores give 0.
-static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, const float *lse_rows,
-                                                      const float *lse_cols) {
+// P = 2^(S scale_log2 - lse) over a 16 x 8*NT tile of raw scores, lse in log2 units per row
+// (lse_rows: this lane's rows g and g + 8) or per column (lse_cols: shared, by column); -inf scores
+// give 0. One FFMA and one ex2 a score.
+static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, float scale_log2,
+                                                      const float *lse_rows, const float *lse_cols) {
     const int t = threadIdx.x % 4;
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) s[n][e] = exp2f(s[n][e] - (lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2]));
+        for (int e = 0; e < 4; e++)
+            s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -(lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2])));
 }
 
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
@@ -582,14 +586,17 @@ static __device__ __forceinline__ void rescale_row(float (*o)[4], int r, float c
     for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= c, o[n][2 * r + 1] *= c;
 }
 
-// Online softmax of one m-tile: its scores s (16 x KEY_TILE, log2 units, masked) update the running
-// max and sum of this lane's rows g (mrow[0], lrow[0]; e = 0, 1) and g + 8 (mrow[1], lrow[1]; e = 2,
-// 3), s becomes P = exp2(s - max), and corr[r] is the factor that takes row r's output accumulator
-// to the new max: applied here to o (16 x HD) when given, else left to the caller (rescale_row; the
-// wgmma forward, whose o is then still a product's in flight). A row's KEY_TILE scores are spread
-// over the 4 lanes of a quad; lrow holds this lane's columns only (the quad sums them at the end).
-static __device__ __forceinline__ void softmax_tile(float (*s)[4], float *mrow, float *lrow, float *corr,
-                                                    float (*o)[4] = nullptr, const int HD = 0) {
+// Online softmax of one m-tile: its raw scores s (16 x KEY_TILE, masked; log2 units once times
+// scale_log2 > 0) update the running max (log2 units) and sum of this lane's rows g (mrow[0],
+// lrow[0]; e = 0, 1) and g + 8 (mrow[1], lrow[1]; e = 2, 3), s becomes P = exp2(s scale_log2 - max),
+// and corr[r] is the factor that takes row r's output accumulator to the new max: applied here to o
+// (16 x HD) when given, else left to the caller (rescale_row; the wgmma forward, whose o is then
+// still a product's in flight). A row's KEY_TILE scores are spread over the 4 lanes of a quad; lrow
+// holds this lane's columns only (the quad sums them at the end). The max is taken of the raw scores
+// and scaled once (the same value as the max of the scaled ones: rounding is monotone), and each P
+// is one FFMA and one ex2 (were a multiply in the mask's pass, a subtraction and exp2f).
+static __device__ __forceinline__ void softmax_tile(float (*s)[4], float scale_log2, float *mrow, float *lrow,
+                                                    float *corr, float (*o)[4] = nullptr, const int HD = 0) {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         float mx = -INFINITY;
@@ -597,17 +604,17 @@ static __device__ __forceinline__ void softmax_tile(float (*s)[4], float *mrow, 
         for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
-        const float mnew = fmaxf(mrow[r], mx);
+        const float mnew = fmaxf(mrow[r], mx * scale_log2);
         const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
-        const float c = exp2f(mrow[r] - mref);  // 0 while the row is empty
+        const float c = ex2_ftz(mrow[r] - mref);  // 0 while the row is empty, 1 while its max holds
         mrow[r] = mnew;
         lrow[r] *= c;
         if (o) rescale_row(o, r, c, HD);
         corr[r] = c;
 #pragma unroll
         for (int n = 0; n < KEY_TILE / 8; n++) {
-            s[n][2 * r] = exp2f(s[n][2 * r] - mref);
-            s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - mref);
+            s[n][2 * r] = ex2_ftz(fmaf(s[n][2 * r], scale_log2, -mref));
+            s[n][2 * r + 1] = ex2_ftz(fmaf(s[n][2 * r + 1], scale_log2, -mref));
             lrow[r] += s[n][2 * r] + s[n][2 * r + 1];
         }
     }
@@ -686,12 +693,12 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
         mma_abt(s, sQ + wrow * P, ks.K, P, KEY_TILE / 8, HD / 16, M);
 #pragma unroll
         for (int mt = 0; mt < M; mt++)
-            scale_mask(s + mt * KEY_TILE / 8, KEY_TILE / 8, scale_log2, ks.full, T, q0 + wrow + 16 * mt, k0,
-                       sBound + wrow + 16 * mt, true);
+            mask_tile(s + mt * KEY_TILE / 8, KEY_TILE / 8, ks.full, T, q0 + wrow + 16 * mt, k0, sBound + wrow + 16 * mt,
+                      true);
 #pragma unroll
         for (int mt = 0; mt < M; mt++) {
             float corr[2];
-            softmax_tile(s + mt * KEY_TILE / 8, mrow + 2 * mt, lrow + 2 * mt, corr, o + mt * HD / 8, HD);
+            softmax_tile(s + mt * KEY_TILE / 8, scale_log2, mrow + 2 * mt, lrow + 2 * mt, corr, o + mt * HD / 8, HD);
         }
         mma_xb(o, s, ks.V, P, HD / 8, KEY_TILE / 16, M);
     }
@@ -741,9 +748,9 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
     }
     wgmma_hold(&s[0][0], KEY_TILE / 2);
     const bool full = tile_full(f.q0, k0, KEY_TILE, f.sBound[f.qlast - f.q0] <= k0);
-    scale_mask(s, KEY_TILE / 8, f.scale_log2, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
+    mask_tile(s, KEY_TILE / 8, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
     float corr[2];
-    softmax_tile(s, mrow, lrow, corr);
+    softmax_tile(s, f.scale_log2, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
@@ -874,8 +881,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             }
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
-            scale_mask(s, KEY_TILE / 8, scale_log2, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
+            mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lse2, NULL);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
             wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
@@ -894,8 +901,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
-            scale_mask(s, KEY_TILE / 8, scale_log2, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, lse2, NULL);  // P
+            mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lse2, NULL);  // P
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
             times_dp_minus_d(s, dp, Drow);  // dS / scale
@@ -972,8 +979,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
         }
-        scale_mask(st, QT / 8, scale_log2, full, T, k0 + warp * 16, qa, sBound + warp * 16, false);
-        exp2_minus_lse(st, QT / 8, NULL, cL);  // P^T
+        mask_tile(st, QT / 8, full, T, k0 + warp * 16, qa, sBound + warp * 16, false);
+        exp2_minus_lse(st, QT / 8, scale_log2, NULL, cL);  // P^T
         if constexpr (WG) {
             wg_xb(dva, st, cO, HD);
         } else {
@@ -1018,16 +1025,19 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with copy_vec and
-// row_bounds): the backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per
-// SM, fit in 255 registers without spilling (171 to 233); the M = 1 head_dim 64 forward fits in
-// 128 (123; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB
-// of shared memory at head_dim 128): 248 registers at head_dim 64, and at 128 all 255 with 84
-// bytes spilled (140 at c7fd396; its 128 output and 64 score registers per thread are
-// FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one
-// block of 8 warps per SM, no spill: forward 162 registers at head_dim 128 (116 at 64), dq 187
-// (145), dk/dv 235 (187); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
-// mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
+// exponent and ex2_ftz): the backward kernels and the M = 1 head_dim 128 forward, one block of 8
+// warps per SM, fit in 255 registers without spilling (167 to 232); the M = 1 head_dim 64 forward
+// fits in 128 (127; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM
+// (2 x 103 KB of shared memory at head_dim 128): 248 registers at head_dim 64, and at 128 all 255
+// with 56 bytes spilled (84 at 5531b1e, 140 at c7fd396; its 128 output and 64 score registers per
+// thread are FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma
+// kernels (WG), one block of 8 warps per SM, no spill: forward 170 registers at head_dim 128 (128
+// at 64), dq 181 (141), dk/dv 237 (183); at c7fd396 159, 227 and 244 (C7518, wgmma serialized,
+// from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// Instructions in one pass of the main loop (cuobjdump -sass, head_dim 128), before and after the
+// scale went into the exponent with ex2_ftz: mma32 forward 1645 -> 1390, 16-row 840 -> 710, wgmma
+// forward 826 -> 700, wgmma dq 806 -> 678, dk/dv 1145 -> 1017 (not yet timed).
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {

@@ -1,9 +1,9 @@
-// The warp-level PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and
-// later: mma.sync m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding
-// cvt, and 16- and 4-byte cp.async. Fragment layouts: attention_mma.cu's header. Kept apart from the
-// kernels so that their C++ is the kernels' only other content: the host emulation of these
-// instructions (verify/emu/shim/backend/cuda/mma_sm80.cuh) replaces this one file to
-// execute the kernels on a CPU.
+// The PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and later: mma.sync
+// m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding cvt, 16- and
+// 4-byte cp.async, and ex2 with subnormals flushed. Fragment layouts: attention_mma.cu's header.
+// Kept apart from the kernels so that their C++ is the kernels' only other content: the host
+// emulation of these instructions (verify/emu/shim/backend/cuda/mma_sm80.cuh) replaces this one
+// file to execute the kernels on a CPU.
 #ifndef GM_BACKEND_CUDA_MMA_SM80_CUH
 #define GM_BACKEND_CUDA_MMA_SM80_CUH
 
@@ -54,6 +54,16 @@ static __device__ __forceinline__ void cp_async4(void *dst, const void *src, int
                  "l"(src), "r"(src_bytes)
                  : "memory");
 }
+// 2^x, subnormal inputs and results flushed to zero (ex2.approx.ftz: one MUFU.EX2). Why not exp2f:
+// without -ftz it keeps subnormal results, which ptxas does with a compare and two predicated
+// multiplies around each MUFU.EX2 (cuobjdump -sass, sm_90a): four instructions where one does, for
+// every score's exponential. The values differ only where 2^x < 2^-126 (0 instead of subnormal).
+static __device__ __forceinline__ float ex2_ftz(float x) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
+}
+
 // Wait until every cp.async copy of this thread has landed (a no-op without any).
 static __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 

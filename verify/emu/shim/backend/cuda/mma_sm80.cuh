@@ -3,6 +3,8 @@
 #ifndef GM_BACKEND_CUDA_MMA_SM80_CUH
 #define GM_BACKEND_CUDA_MMA_SM80_CUH
 
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -59,6 +61,13 @@ static inline void emu_ldmatrix(uint32_t r[4], const __nv_bfloat16 *row, bool tr
 }
 static inline void ldsm_x4(uint32_t r[4], const __nv_bfloat16 *row) { emu_ldmatrix(r, row, false); }
 static inline void ldsm_x4_trans(uint32_t r[4], const __nv_bfloat16 *row) { emu_ldmatrix(r, row, true); }
+
+// ex2.approx.ftz.f32: a subnormal input counts as 0, a subnormal result is 0 (the value of a normal
+// result as exp2f's: the GPU's exp2f is the same MUFU.EX2 with subnormal handling around it).
+static inline float ex2_ftz(float x) {
+    const float r = exp2f(fabsf(x) < FLT_MIN ? 0.0f : x);
+    return r < FLT_MIN ? 0.0f : r;
+}
 
 // cp.async: queued and performed at this thread's wait (the latest moment the PTX ISA allows), so a
 // read of the destination before the wait sees the old bytes; src_bytes below the copy's size (16
