@@ -442,17 +442,17 @@ static __device__ __forceinline__ bool tile_full(int q0, int k0, int nk, bool co
 // window-14 forward at T 1024, where the window masks nothing, took 0.081 ms against 0.050 for the
 // same pairs as plain causal, and what differs between the two runs of the same kernel is the
 // window clause: two integer divisions by the block size per pair of every partially masked tile,
-// then.
+// then. A full tile returns at once: ptxas then branches around the compares, which it had issued
+// predicated on every tile (cuobjdump -sass), at the price of more spill in the mma32 forward.
 static __device__ __forceinline__ void mask_tile(float (*s)[4], const int NT, bool full, int T, int rows0, int cols0,
                                                  const int32_t *rbound, bool rows_are_q) {
+    if (full) return;
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     // This lane's rows g and g + 8: the other side's range [lo, hi) the rule leaves them (queries:
-    // keys up to the query itself, none past T; keys: queries from the key itself). A full tile
-    // needs none of them. (An early return for a full tile made ptxas spill 136 bytes in the mma32
-    // forward, where this form spills 56.)
-    int lo[2] = {0, 0}, hi[2] = {0, 0};
+    // keys up to the query itself, none past T; keys: queries from the key itself).
+    int lo[2], hi[2];
 #pragma unroll
-    for (int h = 0; h < 2 && !full; h++) {
+    for (int h = 0; h < 2; h++) {
         const int x = rows0 + g + 8 * h;
         lo[h] = rows_are_q ? rbound[g + 8 * h] : x;
         hi[h] = rows_are_q ? (x < T ? x + 1 : 0) : rbound[g + 8 * h];
@@ -461,7 +461,6 @@ static __device__ __forceinline__ void mask_tile(float (*s)[4], const int NT, bo
     for (int n = 0; n < NT; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            if (full) continue;
             const int h = e >> 1, y = cols0 + n * 8 + 2 * t + (e & 1);
             if (!(y >= lo[h] && y < hi[h])) s[n][e] = -INFINITY;
         }
@@ -1026,18 +1025,21 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
-// exponent and ex2_ftz): the backward kernels and the M = 1 head_dim 128 forward, one block of 8
-// warps per SM, fit in 255 registers without spilling (167 to 232); the M = 1 head_dim 64 forward
-// fits in 128 (127; two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM
-// (2 x 103 KB of shared memory at head_dim 128): 248 registers at head_dim 64, and at 128 all 255
-// with 56 bytes spilled (84 at 5531b1e, 140 at c7fd396; its 128 output and 64 score registers per
-// thread are FlashAttention-2's too; whether the spill costs is the GPU's to say). The wgmma
-// kernels (WG), one block of 8 warps per SM, no spill: forward 170 registers at head_dim 128 (128
-// at 64), dq 181 (141), dk/dv 237 (183); at c7fd396 159, 227 and 244 (C7518, wgmma serialized,
-// from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
-// Instructions in one pass of the main loop (cuobjdump -sass, head_dim 128), before and after the
-// scale went into the exponent with ex2_ftz: mma32 forward 1645 -> 1390, 16-row 840 -> 710, wgmma
-// forward 826 -> 700, wgmma dq 806 -> 678, dk/dv 1145 -> 1017 (not yet timed).
+// exponent, ex2_ftz and the mask branched around): the backward kernels and the M = 1 head_dim 128
+// forward, one block of 8 warps per SM, fit in 255 registers without spilling (162 to 231); the
+// M = 1 head_dim 64 forward fits in 128 (two blocks per SM). The M = 2 forwards ask for two blocks
+// of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 223 registers at head_dim 64,
+// and at 128 all 255 with 136 bytes spilled (84 at 5531b1e, whose mask ran predicated on every
+// tile; 140 at c7fd396; its 128 output and 64 score registers per thread are FlashAttention-2's
+// too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one block of 8 warps
+// per SM, no spill: forward 160 registers at head_dim 128 (115 at 64), dq 181 (141), dk/dv 234
+// (170); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The mma.sync backward
+// spilled at 128 (32 to 1256 bytes, measured before the ring).
+// Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
+// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 1111 / 1372, 16-row 840 ->
+// 549 / 674, wgmma forward 826 -> 530 / 654, wgmma dq 806 -> 518 / 642, dk/dv 1145 -> 866 / 992
+// (the scale in the exponent and ex2_ftz, and the mask's compares skipped on full tiles, where
+// they had run predicated). Not yet timed.
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
