@@ -506,6 +506,11 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 
 // ---- the two kinds of product with wgmma (sm_90a; the WG kernels): mma_abt's and mma_xb's ----
 
+// This thread's warpgroup (0 or 1), broadcast from lane 0 so that the compiler knows it is the same
+// across the warp: the descriptors built from it then stay in uniform registers, where a value it
+// takes as per-thread goes through R2UR for each wgmma (cuobjdump -sass).
+static __device__ __forceinline__ int warpgroup(void) { return __shfl_sync(GM_FULL_MASK, (int)threadIdx.x / 128, 0); }
+
 // s (this warp's 16 rows x 64 columns, s[n][4]: wgmma's accumulator order, the same fragments as
 // mma.sync's n-tiles) = A B^T for the warpgroup's 64 rows of A (S = Q K^T, dP = dO V^T, and with
 // keys as rows S^T = K Q^T, dP^T = V dO^T): HD/16 wgmma m64n64k16 reading A (from the warpgroup's
@@ -523,12 +528,16 @@ static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bf
     wgmma_hold(d, KEY_TILE / 2);
     if (d2) wgmma_hold(d2, KEY_TILE / 2);
     wgmma_fence();
+    const uint64_t da = wgmma_desc(A, lbo, sbo), db = wgmma_desc(B, lbo, sbo);
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1
-        wgmma_m64n64k16_ss(d, wgmma_desc(A + ks * 128, lbo, sbo), wgmma_desc(B + ks * 128, lbo, sbo), ks > 0);
+    for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1 (256 bytes on)
+        wgmma_m64n64k16_ss(d, wgmma_desc_plus(da, 256 * ks), wgmma_desc_plus(db, 256 * ks), ks > 0);
+    if (d2) {
+        const uint64_t da2 = wgmma_desc(A2, lbo, sbo), db2 = wgmma_desc(B2, lbo, sbo);
 #pragma unroll
-    for (int ks = 0; ks < HD / 16 && d2; ks++)
-        wgmma_m64n64k16_ss(d2, wgmma_desc(A2 + ks * 128, lbo, sbo), wgmma_desc(B2 + ks * 128, lbo, sbo), ks > 0);
+        for (int ks = 0; ks < HD / 16; ks++)
+            wgmma_m64n64k16_ss(d2, wgmma_desc_plus(da2, 256 * ks), wgmma_desc_plus(db2, 256 * ks), ks > 0);
+    }
     wgmma_commit();
 }
 static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
@@ -559,9 +568,10 @@ static __device__ __forceinline__ void wg_xb_issue(float (*o)[4], uint32_t (*a)[
     wgmma_hold(d, HD / 2);
     wgmma_hold_a(&a[0][0], KEY_TILE / 4);
     wgmma_fence();
+    const uint64_t db = wgmma_desc(B, lbo, sbo);
 #pragma unroll
     for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // rows 16 kk.. of B: core-matrix rows 2 kk, 2 kk + 1
-        const uint64_t desc = wgmma_desc(B + kk * 16 * HD, lbo, sbo);
+        const uint64_t desc = wgmma_desc_plus(db, 32 * HD * kk);
         if (HD == 128) wgmma_m64n128k16_rs(d, a[kk], desc);
         else wgmma_m64n64k16_rs(d, a[kk], desc);
     }
@@ -771,7 +781,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
-    f.sQw = sQ + warp / 4 * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
+    f.sQw = sQ + warpgroup() * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
     f.kbeg = first_key(&m, doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
@@ -860,7 +870,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         // after which every warpgroup is done with K_{j-2} and V_{j-1}.
         // dQ is summed in the order of the other forms: bitwise their arithmetic.
         const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
-        const __nv_bfloat16 *sQw = sQ + warp / 4 * 64 * HD, *sOw = sO + warp / 4 * 64 * HD;
+        const int wg = warpgroup();
+        const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
         uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
         for (int j = 0; j < ntiles; j++) {
             const int k0 = kbeg + j * KEY_TILE;
@@ -973,7 +984,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
         if constexpr (WG) {  // S^T and dP^T together, the warpgroup's 64 keys
-            wg_abt(st, sK + warp / 4 * 64 * HD, cQ, HD, dpt, sV + warp / 4 * 64 * HD, cO);
+            wg_abt(st, sK + warpgroup() * 64 * HD, cQ, HD, dpt, sV + warpgroup() * 64 * HD, cO);
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
@@ -1025,21 +1036,23 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
-// exponent, ex2_ftz and the mask branched around): the backward kernels and the M = 1 head_dim 128
-// forward, one block of 8 warps per SM, fit in 255 registers without spilling (162 to 231); the
-// M = 1 head_dim 64 forward fits in 128 (two blocks per SM). The M = 2 forwards ask for two blocks
-// of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 223 registers at head_dim 64,
-// and at 128 all 255 with 136 bytes spilled (84 at 5531b1e, whose mask ran predicated on every
-// tile; 140 at c7fd396; its 128 output and 64 score registers per thread are FlashAttention-2's
-// too; whether the spill costs is the GPU's to say). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill: forward 160 registers at head_dim 128 (115 at 64), dq 181 (141), dk/dv 234
-// (170); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The mma.sync backward
-// spilled at 128 (32 to 1256 bytes, measured before the ring).
+// exponent, ex2_ftz, the mask branched around and the descriptors in uniform registers): the
+// backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255
+// registers without spilling (162 to 231); the M = 1 head_dim 64 forward fits in 128 (two blocks
+// per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at
+// head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 136 bytes spilled (84 at
+// 5531b1e, whose mask ran predicated on every tile; 140 at c7fd396; its 128 output and 64 score
+// registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's to say).
+// The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 168 registers at head_dim
+// 128 (118 at 64), dq 181 (141), dk/dv 237 (170); at c7fd396 159, 227 and 244 (C7518, wgmma
+// serialized, from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before
+// the ring).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
 // partially masked one), at 5531b1e and now: mma32 forward 1645 -> 1111 / 1372, 16-row 840 ->
-// 549 / 674, wgmma forward 826 -> 530 / 654, wgmma dq 806 -> 518 / 642, dk/dv 1145 -> 866 / 992
-// (the scale in the exponent and ex2_ftz, and the mask's compares skipped on full tiles, where
-// they had run predicated). Not yet timed.
+// 549 / 674, wgmma forward 826 -> 445 / 569, wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817:
+// the scale in the exponent and ex2_ftz (softmax_tile), the mask's compares skipped on full tiles
+// where they had run predicated (mask_tile), and the wgmma descriptors built once a product and
+// kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
 #define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {

@@ -34,6 +34,12 @@ static __device__ __forceinline__ uint64_t wgmma_desc(const void *smem, uint32_t
            (uint64_t)((sbo >> 4) & 0x3fff) << 32;
 }
 
+// The descriptor of the operand `bytes` further on (a multiple of 16) in the same layout: the start
+// address field plus bytes / 16 (no carry leaves its 14 bits: shared memory ends below 256 KB). Why:
+// a descriptor built from a pointer is a generic-to-shared conversion, masks and shifts, some ten
+// instructions on the uniform datapath (cuobjdump -sass), where an offset from one is an add.
+static __device__ __forceinline__ uint64_t wgmma_desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 // Before the first wgmma reading registers other instructions wrote (accumulators, A fragments).
 static __device__ __forceinline__ void wgmma_fence(void) {
     GM_WGMMA(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"));

@@ -50,6 +50,7 @@ static inline uint64_t wgmma_desc(const void *p, uint32_t lbo, uint32_t sbo) {
     const uint32_t a = (uint32_t)((const unsigned char *)p - smem);
     return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 | (uint64_t)((sbo >> 4) & 0x3fff) << 32;
 }
+static inline uint64_t wgmma_desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 static inline void wgmma_fence(void) {}
 static inline void fence_proxy_async(void) {}
 static inline void wgmma_hold(float *, const int) {}
