@@ -405,22 +405,37 @@ static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val,
 // nondecreasing: a key of the query's document at or before it is one at or after that token); what
 // it leaves a key is the queries [k, hi) with hi the end of its window, of its document, or T,
 // whichever is first. bound[r] for the block's row rows0 + r (one thread a row, BLOCK_ROWS of them):
-// lo for query rows, hi for key rows (the other end is the row itself). Computed once a block (a
-// document's ends by binary search in global memory), read by mask_tile after the block's first
-// barrier. Why: a partially masked tile then costs two compares a pair, where it read the keys' doc
-// ids from shared memory and compared them too, and worked out the window bounds of its rows again.
+// lo for query rows, hi for key rows (the other end is the row itself). Computed once a block, read
+// by mask_tile after the block's first barrier. Why: a partially masked tile then costs two
+// compares a pair, where it read the keys' doc ids from shared memory and compared them too, and
+// worked out the window bounds of its rows again.
+// edge: the bound of the block's edge row as the warp's 32-ary search found it, first_key(rows0)
+// for query rows, query_end(last) for key rows (last: the block's last row inside T). A row of the
+// edge row's document shares its first token (last token), and the window bounds only grow along
+// the rows, so its bound is the later (earlier) of its window's and edge; a row of another document
+// has that document start (end) inside the block, found by binary search among the block's own ids,
+// which its threads have just read (L1). Why: each thread's binary search over its window (up to
+// 11 dependent loads at the records' 1792 tokens) was the longest chain of global-memory latencies
+// before a block's first tile (by reading the code; not yet timed).
 static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_mask *m, const int32_t *doc,
-                                                  int rows0, int T, bool rows_are_q) {
+                                                  int rows0, int T, bool rows_are_q, int edge) {
     const int r = threadIdx.x;
     if (r >= BLOCK_ROWS) return;
     const int x = rows0 + r;
     int b;
     if (rows_are_q) {  // past T: any lo (mask_tile's hi is 0 there)
         b = x < T ? (int)gm_attn_first_key(m, x) : 0;
-        if (doc && x < T) b = doc_first(doc, b, x, doc[x], false);
+        if (doc && x < T) {
+            const int32_t id = doc[x];  // another document than rows0's starts in (rows0, x]
+            b = max(b, id == doc[rows0] ? edge : doc_first(doc, rows0 + 1, x, id, false));
+        }
     } else {  // past T: hi <= T <= x, an empty range
         b = (int)min(gm_attn_query_end(m, x), (long long)T);
-        if (doc && x < T) b = doc_first(doc, x + 1, b, doc[x], true);
+        if (doc && x < T) {
+            const int last = min(rows0 + BLOCK_ROWS, T) - 1;
+            const int32_t id = doc[x];  // another document than last's ends in (x, last]
+            b = min(b, id == doc[last] ? edge : doc_first(doc, x + 1, last, id, true));
+        }
     }
     bound[r] = b;
 }
@@ -684,9 +699,9 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
-    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int fk = first_key(&m, doc, q0), kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, NTH);
-    row_bounds(sBound, &m, doc, q0, T, true);
+    row_bounds(sBound, &m, doc, q0, T, true, fk);
 
     // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
     float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
@@ -783,12 +798,13 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
     f.sQw = sQ + warpgroup() * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
-    f.kbeg = first_key(&m, doc, f.q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int fk = first_key(&m, doc, f.q0);
+    f.kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
 
     load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
     load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
-    row_bounds(sBound, &m, doc, f.q0, T, true);
+    row_bounds(sBound, &m, doc, f.q0, T, true, fk);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
@@ -855,9 +871,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
-    const int kbeg = first_key(&m, doc, q0) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int fk = first_key(&m, doc, q0), kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS, WG);
-    row_bounds(sBound, &m, doc, q0, T, true);
+    row_bounds(sBound, &m, doc, q0, T, true, fk);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
@@ -962,7 +978,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
     load_query_tile(sQ, sO, sL, sD, q + head, dout + head, lse + vec, D + vec, k0, QT, T, rs, HD, WG);
-    row_bounds(sBound, &m, doc, k0, T, false);
+    row_bounds(sBound, &m, doc, k0, T, false, qend);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
@@ -1036,20 +1052,20 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
-// exponent, ex2_ftz, the mask branched around and the descriptors in uniform registers): the
-// backward kernels and the M = 1 head_dim 128 forward, one block of 8 warps per SM, fit in 255
-// registers without spilling (162 to 231); the M = 1 head_dim 64 forward fits in 128 (two blocks
-// per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103 KB of shared memory at
-// head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 136 bytes spilled (84 at
-// 5531b1e, whose mask ran predicated on every tile; 140 at c7fd396; its 128 output and 64 score
-// registers per thread are FlashAttention-2's too; whether the spill costs is the GPU's to say).
-// The wgmma kernels (WG), one block of 8 warps per SM, no spill: forward 168 registers at head_dim
-// 128 (118 at 64), dq 181 (141), dk/dv 237 (170); at c7fd396 159, 227 and 244 (C7518, wgmma
-// serialized, from 248). The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before
-// the ring).
+// exponent, ex2_ftz, the mask branched around, the descriptors in uniform registers and row_bounds
+// from the edge row): the backward kernels and the M = 1 head_dim 128 forward, one block of 8
+// warps per SM, fit in 255 registers without spilling (162 to 231); the M = 1 head_dim 64 forward
+// fits in 128 (two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103
+// KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 8
+// bytes spilled (one spill access in the main loop; 84 bytes at 5531b1e, 140 at c7fd396, and
+// 56 to 136 bytes along the way here: ptxas's allocation at this edge moves with small changes;
+// its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
+// (WG), one block of 8 warps per SM, no spill: forward 160 registers at head_dim 128 (115 at 64),
+// dq 181 (141), dk/dv 237 (170); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
-// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 1111 / 1372, 16-row 840 ->
-// 549 / 674, wgmma forward 826 -> 445 / 569, wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817:
+// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 1016 / 1277, 16-row 840 ->
+// 548 / 673, wgmma forward 826 -> 449 / 573, wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817:
 // the scale in the exponent and ex2_ftz (softmax_tile), the mask's compares skipped on full tiles
 // where they had run predicated (mask_tile), and the wgmma descriptors built once a product and
 // kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
