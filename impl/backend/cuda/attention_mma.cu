@@ -112,8 +112,9 @@
 // (chunk_at) put a quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a
 // swizzled layout would make whole while keeping the stores free of bank conflicts.
 //
-// Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 1 block of 8 warps per SM, 2 for the
-// head_dim 64 forward and for the 4-warp (M = 2) forwards; shared memory 56 to 158 KB per block
+// Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
+// forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
+// for the head_dim 128 wgmma forward and the backward kernels; shared memory 56 to 158 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
@@ -675,7 +676,9 @@ static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, 
 
 // mma.sync: each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for
 // two MMAs (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128;
-// M = 1 is 8 warps of 16 rows, one block an SM.
+// M = 1 is 8 warps of 16 rows, also two blocks an SM at head_dim 128 (128 registers, 16 bytes
+// spilled): 16 warps an SM, where run 7's profile found every kernel short of eligible warps with
+// 8 (one block an SM for this kernel until now; not yet timed).
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
 // waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
 // synchronously), and the barrier makes every thread's copies visible and tells that every warp is
@@ -1053,9 +1056,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
 // exponent, ex2_ftz, the mask branched around, the descriptors in uniform registers and row_bounds
-// from the edge row): the backward kernels and the M = 1 head_dim 128 forward, one block of 8
-// warps per SM, fit in 255 registers without spilling (162 to 231); the M = 1 head_dim 64 forward
-// fits in 128 (two blocks per SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103
+// from the edge row): the backward kernels, one block of 8 warps per SM, fit in 255 registers
+// without spilling (162 to 231); the M = 1 forwards, two blocks of 8 warps per SM, in 128 (at
+// head_dim 128 with 16 bytes spilled; it had 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103
 // KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 8
 // bytes spilled (one spill access in the main loop; 84 bytes at 5531b1e, 140 at c7fd396, and
 // 56 to 136 bytes along the way here: ptxas's allocation at this edge moves with small changes;
@@ -1069,13 +1072,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // the scale in the exponent and ex2_ftz (softmax_tile), the mask's compares skipped on full tiles
 // where they had run predicated (mask_tile), and the wgmma descriptors built once a product and
 // kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
-#define FWD_MIN_BLOCKS(M, HD) ((M) == 1 && (HD) == 128 ? 1 : 2)
+#define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
-__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 64)) attn_fwd_64(FWD_ARGS) {
+__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 64);
 }
 template <int M, bool WG>
-__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(M, 128)) attn_fwd_128(FWD_ARGS) {
+__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
 }
 template <bool WG>
