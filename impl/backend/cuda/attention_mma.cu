@@ -611,31 +611,52 @@ static __device__ __forceinline__ void rescale_row(float (*o)[4], int r, float c
     for (int n = 0; n < HD / 8; n++) o[n][2 * r] *= c, o[n][2 * r + 1] *= c;
 }
 
+// How far (log2 units) a row's tile maximum may exceed the maximum its P and output are scaled to
+// before they are rescaled (FlashAttention-4's conditional rescaling): P stays below 2^8, and the
+// output's rescale is skipped on the tiles where no row of the m-tile moved that far.
+#define RESCALE_SLACK 8.0f
+
 // Online softmax of one m-tile: its raw scores s (16 x KEY_TILE, masked; log2 units once times
-// scale_log2 > 0) update the running max (log2 units) and sum of this lane's rows g (mrow[0],
-// lrow[0]; e = 0, 1) and g + 8 (mrow[1], lrow[1]; e = 2, 3), s becomes P = exp2(s scale_log2 - max),
-// and corr[r] is the factor that takes row r's output accumulator to the new max: applied here to o
-// (16 x HD) when given, else left to the caller (rescale_row; the wgmma forward, whose o is then
-// still a product's in flight). A row's KEY_TILE scores are spread over the 4 lanes of a quad; lrow
-// holds this lane's columns only (the quad sums them at the end). The max is taken of the raw scores
-// and scaled once (the same value as the max of the scaled ones: rounding is monotone), and each P
-// is one FFMA and one ex2 (were a multiply in the mask's pass, a subtraction and exp2f).
-static __device__ __forceinline__ void softmax_tile(float (*s)[4], float scale_log2, float *mrow, float *lrow,
+// scale_log2 > 0) update the reference maximum (log2 units) and sum of this lane's rows g (mrow[0],
+// lrow[0]; e = 0, 1) and g + 8 (mrow[1], lrow[1]; e = 2, 3), and s becomes P = exp2(s scale_log2 -
+// reference). The references move, to the rows' running maxima, only when some row of the m-tile
+// (a warp's 16 rows: the same rows in every form, so the forms stay bitwise alike) found a score
+// more than RESCALE_SLACK above its reference; then corr[r] is the factor that takes row r's output
+// accumulator to the new reference, applied here to o (16 x HD) when given, else left to the caller
+// (rescale_row; the wgmma forward, whose o is then still a product's in flight), and the return is
+// true; else nothing needs rescaling (false; corr 1). Out = o / l is the same sum either way. Why:
+// the rescale is HD/4 multiplies a lane a tile (128 of the mma32 forward's ~1000 instructions a
+// tile), and after a row's first tiles its maximum rarely grows by 2^8. A row's KEY_TILE scores are
+// spread over the 4 lanes of a quad; lrow holds this lane's columns only (the quad sums them at the
+// end). The max is taken of the raw scores and scaled once (the same value as the max of the scaled
+// ones: rounding is monotone), and each P is one FFMA and one ex2.
+static __device__ __forceinline__ bool softmax_tile(float (*s)[4], float scale_log2, float *mrow, float *lrow,
                                                     float *corr, float (*o)[4] = nullptr, const int HD = 0) {
+    float mx[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        float mx = -INFINITY;
+        mx[r] = -INFINITY;
 #pragma unroll
-        for (int n = 0; n < KEY_TILE / 8; n++) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(GM_FULL_MASK, mx, 2));
-        const float mnew = fmaxf(mrow[r], mx * scale_log2);
-        const float mref = mnew == -INFINITY ? 0.0f : mnew;  // nothing visible yet: p = 0, no inf - inf
-        const float c = ex2_ftz(mrow[r] - mref);  // 0 while the row is empty, 1 while its max holds
-        mrow[r] = mnew;
-        lrow[r] *= c;
-        if (o) rescale_row(o, r, c, HD);
-        corr[r] = c;
+        for (int n = 0; n < KEY_TILE / 8; n++) mx[r] = fmaxf(mx[r], fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(GM_FULL_MASK, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(GM_FULL_MASK, mx[r], 2));
+        mx[r] *= scale_log2;
+    }
+    // a row's first visible scores always move it (-inf + slack = -inf)
+    const bool move = __ballot_sync(GM_FULL_MASK, mx[0] > mrow[0] + RESCALE_SLACK || mx[1] > mrow[1] + RESCALE_SLACK);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        if (move) {
+            const float mnew = fmaxf(mrow[r], mx[r]);
+            const float c = ex2_ftz(mrow[r] - (mnew == -INFINITY ? 0.0f : mnew));  // 0 while the row was empty
+            mrow[r] = mnew;
+            lrow[r] *= c;
+            if (o) rescale_row(o, r, c, HD);
+            corr[r] = c;
+        } else {
+            corr[r] = 1.0f;
+        }
+        const float mref = mrow[r] == -INFINITY ? 0.0f : mrow[r];  // nothing visible yet: p = 0, no inf - inf
 #pragma unroll
         for (int n = 0; n < KEY_TILE / 8; n++) {
             s[n][2 * r] = ex2_ftz(fmaf(s[n][2 * r], scale_log2, -mref));
@@ -643,10 +664,11 @@ static __device__ __forceinline__ void softmax_tile(float (*s)[4], float scale_l
             lrow[r] += s[n][2 * r] + s[n][2 * r + 1];
         }
     }
+    return move;
 }
 
 // The forward's end for a warp's M m-tiles (rows wrow.. of the block's, from q0): out = o / l and
-// lse = (max + log2 l) ln 2 of every row inside T.
+// lse = (reference + log2 l) ln 2 of every row inside T.
 template <int M>
 static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                  const float (*o)[4], const float *mrow, const float *lrow, int b,
@@ -663,7 +685,8 @@ static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, 
             l += __shfl_xor_sync(GM_FULL_MASK, l, 2);
             const int i = q0 + wrow + 16 * mt + g + 8 * r;
             if (i >= T) continue;
-            // l >= 1 (the row's largest term is exp2(0)): key i is always visible to query i.
+            // l >= 1 (about: the row's largest term is 2 to the power of its maximum less its reference,
+            // at least 0): key i is always visible to query i.
             const float inv = 1.0f / l;
             const float(*om)[4] = o + mt * HD / 8;
             gm_cuda_act *orow = out + head + (size_t)i * rs + 2 * t;
@@ -777,11 +800,11 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
     const bool full = tile_full(f.q0, k0, KEY_TILE, f.sBound[f.qlast - f.q0] <= k0);
     mask_tile(s, KEY_TILE / 8, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
     float corr[2];
-    softmax_tile(s, f.scale_log2, mrow, lrow, corr);
+    const bool moved = softmax_tile(s, f.scale_log2, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
-    rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
+    if (moved) rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
     pack_a(pa, s);
 }
 static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
@@ -1059,19 +1082,20 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // from the edge row): the backward kernels, one block of 8 warps per SM, fit in 255 registers
 // without spilling (162 to 231); the M = 1 forwards, two blocks of 8 warps per SM, in 128 (at
 // head_dim 128 with 16 bytes spilled; it had 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103
-// KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 8
-// bytes spilled (one spill access in the main loop; 84 bytes at 5531b1e, 140 at c7fd396, and
-// 56 to 136 bytes along the way here: ptxas's allocation at this edge moves with small changes;
+// KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 32
+// bytes spilled (8 spill accesses in the main loop; 84 bytes at 5531b1e, 140 at c7fd396, and
+// 8 to 136 bytes along the way here: ptxas's allocation at this edge moves with small changes;
 // its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
 // (WG), one block of 8 warps per SM, no spill: forward 160 registers at head_dim 128 (115 at 64),
 // dq 181 (141), dk/dv 237 (170); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
 // The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
-// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 1016 / 1277, 16-row 840 ->
-// 548 / 673, wgmma forward 826 -> 449 / 573, wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817:
-// the scale in the exponent and ex2_ftz (softmax_tile), the mask's compares skipped on full tiles
-// where they had run predicated (mask_tile), and the wgmma descriptors built once a product and
-// kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
+// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 897 / 1158 (+156 on a tile
+// whose maxima move), 16-row 840 -> 523 / 654 (+78; at two blocks an SM), wgmma forward 826 ->
+// 397 / 521 (+64), wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817: the scale in the exponent and
+// ex2_ftz, the output's rescale only where a maximum moved by 2^8 (softmax_tile), the mask's
+// compares skipped on full tiles where they had run predicated (mask_tile), and the wgmma
+// descriptors built once a product and kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
