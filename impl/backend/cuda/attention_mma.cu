@@ -26,8 +26,10 @@
 // Forward (FlashAttention-2): a block of 8 warps owns 128 query rows of one (batch, head), 16 per
 // warp (the m of m16n8k16), or of 4 warps, 32 per warp (M = 2 m-tiles: each K and V fragment
 // loaded from shared memory feeds two MMAs; FlashAttention-2's shape); it walks key tiles of 64
-// with an online softmax in the log2 domain (P = 2^(S scale log2 e - max): one FFMA and one
-// ex2.approx.ftz a score; the scale must be positive, attention.cu sends no other here), and
+// with an online softmax in the log2 domain (P = 2^(S scale log2 e - reference): one FFMA and one
+// ex2.approx.ftz a score; the reference is the row's running maximum, moved, with the output's
+// rescale, only when a row of the warp's m-tile gains more than 2^8; the scale must be positive,
+// attention.cu sends no other here), and
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
 // per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
