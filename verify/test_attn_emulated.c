@@ -2,16 +2,17 @@
 // emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async and wgmma, compiled by
 // g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
 // per warp, the wgmma forward, and both backwards on two masks (head_dim 64 and 128, windows of
-// blocks that divide no tile, documents), each against the CPU backend's dense reference: every
-// output within 2e-2 of the reference's largest value (a few bf16 roundings; a wrong fragment
-// layout, tile range or mask gives errors of order one), the 32-row and the wgmma forward bitwise
-// the 16-row one and the wgmma backward the mma one (the same operations; in the emulation a wgmma
-// sums as mma.sync does), and no
-// register of a wgmma in flight written (the emulation stops the program if one is). That the
-// emulation reads the instructions as the hardware does was checked by running the kernels that had
-// passed on an H100 and an H200 under it, and the wgmma kernels, written against it, then passed on
-// an H200 (reports/gpu-sim/README.md). Built where nvcc is found, in the release tree only (the
-// sanitizer suite, whose GM_TESTPROG holds no attn_emu, skips it).
+// blocks that divide no tile, documents) and on keys growing along T (a row's maximum moving past
+// the forward's rescale slack after its first tile), each against the CPU backend's dense
+// reference: every output within 2e-2 of the reference's largest value (a few bf16 roundings; a
+// wrong fragment layout, tile range or mask gives errors of order one), the 32-row and the wgmma
+// forward bitwise the 16-row one and the wgmma backward the mma one (the same operations; in the
+// emulation a wgmma sums as mma.sync does), and no register of a wgmma in flight written (the
+// emulation stops the program if one is). That the emulation reads the instructions as the hardware
+// does was checked by running the kernels that had passed on an H100 and an H200 under it, and the
+// wgmma kernels, written against it, then passed on an H200 (reports/gpu-sim/README.md). Built
+// where nvcc is found, in the release tree only (the sanitizer suite, whose GM_TESTPROG holds no
+// attn_emu, skips it).
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +41,10 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) {
     snprintf(cmd, sizeof cmd, "'%s'", prog);
     const int rc = th_run(cmd, &out, &err);
     cr_expect_eq(rc, 0, "attn_emu: exit %d\n%s%s", rc, out, err);
-    cr_expect_eq(count(out, "  PASS"), 2, "attn_emu: not two passing cases:\n%s", out);
-    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 2, "attn_emu: 32-row forward:\n%s", out);
-    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 2, "attn_emu: wgmma forward:\n%s", out);
-    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 2, "attn_emu: wgmma backward:\n%s", out);
+    cr_expect_eq(count(out, "  PASS"), 3, "attn_emu: not three passing cases:\n%s", out);
+    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 3, "attn_emu: 32-row forward:\n%s", out);
+    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 3, "attn_emu: wgmma forward:\n%s", out);
+    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 3, "attn_emu: wgmma backward:\n%s", out);
     cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu:\n%s", out);
     free(out), free(err);
 }

@@ -6,8 +6,12 @@
 // release library for that reference (Makefile).
 //
 //   attn_emu                                 the default cases
-//   attn_emu B T NH HD BLOCK WINDOW DOC_LEN  one case (WINDOW 0: causal only; DOC_LEN 0: no
-//                                            documents, else lengths uniform in 1 .. 2 DOC_LEN - 1)
+//   attn_emu B T NH HD BLOCK WINDOW DOC_LEN [GROW]
+//                                            one case (WINDOW 0: causal only; DOC_LEN 0: no
+//                                            documents, else lengths uniform in 1 .. 2 DOC_LEN - 1;
+//                                            GROW 1: key t scaled by 1 + t / 16, so that a row's
+//                                            maximum grows tile after tile by more than the
+//                                            forward's rescale slack)
 //
 // Per case one line per output and implementation: max |error| / max |reference|, bounded by 2e-2
 // (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
@@ -92,19 +96,21 @@ static double report(const char *impl, const char *what, const std::vector<float
 }
 
 struct attn_case {
-    int B, T, NH, HD, block, window, doc_len;
+    int B, T, NH, HD, block, window, doc_len, grow;
 };
 
 static int run_case(const attn_case &c, unsigned seed) {
     const int B = c.B, T = c.T, NH = c.NH, HD = c.HD;
-    printf("case B %d T %d NH %d HD %d block %d window %d doc_len %d\n", B, T, NH, HD, c.block, c.window, c.doc_len);
+    printf("case B %d T %d NH %d HD %d block %d window %d doc_len %d%s\n", B, T, NH, HD, c.block, c.window, c.doc_len,
+           c.grow ? " keys growing along T" : "");
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0, 1);
     const size_t n = (size_t)B * T * NH * HD, nl = (size_t)B * NH * T;
     std::vector<float> qf(n), kf(n), vf(n), df(n);
     std::vector<gm_cuda_act> q(n), k(n), v(n), dout(n);
     for (size_t i = 0; i < n; i++) {
-        qf[i] = gm_round_bf16(normal(rng)), kf[i] = gm_round_bf16(normal(rng));
+        const float kscale = c.grow ? 1.0f + (float)(i / ((size_t)NH * HD) % T) / 16 : 1.0f;  // token i / (NH HD) % T
+        qf[i] = gm_round_bf16(normal(rng)), kf[i] = gm_round_bf16(kscale * normal(rng));
         vf[i] = gm_round_bf16(normal(rng)), df[i] = gm_round_bf16(normal(rng));
         gm_act_round(&q[i], qf[i]), gm_act_round(&k[i], kf[i]), gm_act_round(&v[i], vf[i]), gm_act_round(&dout[i], df[i]);
     }
@@ -190,11 +196,12 @@ static int run_case(const attn_case &c, unsigned seed) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 8) {
+    if (argc == 8 || argc == 9) {
         const attn_case c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
-                             atoi(argv[7])};
-        if (c.B < 1 || c.T < 1 || c.NH < 1 || (c.HD != 64 && c.HD != 128) || c.block < 1 || c.window < 0 || c.doc_len < 0) {
-            fprintf(stderr, "attn_emu: B, T, NH, BLOCK >= 1, HD 64 or 128, WINDOW, DOC_LEN >= 0\n");
+                             atoi(argv[7]), argc == 9 ? atoi(argv[8]) : 0};
+        if (c.B < 1 || c.T < 1 || c.NH < 1 || (c.HD != 64 && c.HD != 128) || c.block < 1 || c.window < 0 || c.doc_len < 0 ||
+            c.grow < 0 || c.grow > 1) {
+            fprintf(stderr, "attn_emu: B, T, NH, BLOCK >= 1, HD 64 or 128, WINDOW, DOC_LEN >= 0, GROW 0 or 1\n");
             return 2;
         }
         const int failed = run_case(c, 1);
@@ -202,12 +209,13 @@ int main(int argc, char **argv) {
         return failed != 0;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: attn_emu [B T NH HD BLOCK WINDOW DOC_LEN]\n");
+        fprintf(stderr, "usage: attn_emu [B T NH HD BLOCK WINDOW DOC_LEN [GROW]]\n");
         return 2;
     }
     // Head dims 64 and 128; a window of whole blocks that divide no tile, and documents; T past the
-    // tiles; two batch rows and heads.
-    const attn_case cases[] = {{1, 130, 1, 64, 5, 7, 20}, {2, 200, 1, 128, 64, 2, 50}};
+    // tiles; two batch rows and heads; keys growing along T (the forward's output rescaled after a
+    // row's first tile).
+    const attn_case cases[] = {{1, 130, 1, 64, 5, 7, 20, 0}, {2, 200, 1, 128, 64, 2, 50, 0}, {1, 260, 1, 128, 128, 0, 0, 1}};
     int failed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) failed += run_case(cases[i], 1 + (unsigned)i);
     printf("%d failed\n", failed);
