@@ -101,9 +101,10 @@
 // the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
 // fragment registers to hold). The forward overlaps a tile's softmax with the previous tile's
 // P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized),
-// the dq kernel a tile's P and dS with the previous tile's dQ product; the dk/dv kernel waits for
-// each group at once (overlapping its mask and P^T with the previous tile's dK product, tried,
-// made ptxas serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation
+// the dq kernel a tile's P and dS with the previous tile's dQ product; the dk/dv kernel computes
+// a tile's dS^T while its dV product runs (248 registers, no serialization; overlapping its mask
+// and P^T with the previous tile's dK product, tried at c7fd396, made ptxas serialize its wgmma at
+// 248 registers: C7518). Written against verify/emu/'s emulation
 // of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its first run
 // (ecc8627; the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with
 // mbarriers, producer/consumer warp specialization and pingpong scheduling between the warpgroups
@@ -1035,19 +1036,30 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         }
         mask_tile(st, QT / 8, full, T, k0 + warp * 16, qa, sBound + warp * 16, false);
         exp2_minus_lse(st, QT / 8, scale_log2, NULL, cL);  // P^T
+        // dS^T / scale = P^T (dP^T - D), D by column (query)
+        const auto ds_from_p = [&] {
+#pragma unroll
+            for (int n = 0; n < QT / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];
+        };
         if constexpr (WG) {
-            wg_xb(dva, st, cO, HD);
+            // dV += P^T dO runs on the tensor cores while the CUDA cores turn P^T into dS^T: the
+            // product reads P^T's packed copy pa, not st (pa is the wgmma's until the wait).
+            uint32_t pa[QUERY_TILE(64, 0) / 16][4];
+            pack_a(pa, st);
+            wg_xb_issue(dva, pa, cO, HD);
+            ds_from_p();
+            wgmma_wait<0>();
+            wgmma_hold(&dva[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
+            wg_xb(dka, st, cQ, HD);
         } else {
             zero(dpt, QT / 8);
             mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
             mma_xb(dva, st, cO, P, HD / 8, QT / 16, 1);
+            ds_from_p();
+            mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
         }
-#pragma unroll
-        for (int n = 0; n < QT / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];  // dS^T / scale
-        if constexpr (WG) wg_xb(dka, st, cQ, HD);
-        else mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
     }
 
 #pragma unroll
@@ -1079,18 +1091,18 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
         float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, with the scale in the
-// exponent, ex2_ftz, the mask branched around, the descriptors in uniform registers and row_bounds
-// from the edge row): the backward kernels, one block of 8 warps per SM, fit in 255 registers
-// without spilling (162 to 231); the M = 1 forwards, two blocks of 8 warps per SM, in 128 (at
-// head_dim 128 with 16 bytes spilled; it had 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x 103
-// KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all 255 with 32
-// bytes spilled (8 spill accesses in the main loop; 84 bytes at 5531b1e, 140 at c7fd396, and
-// 8 to 136 bytes along the way here: ptxas's allocation at this edge moves with small changes;
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
+// instruction cuts): the mma.sync backward kernels, one block of 8 warps per SM, 162 to 231
+// registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes before the ring); the
+// M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at head_dim 128 with 16
+// bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps
+// per SM (2 x 103 KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all
+// 255 with 32 bytes spilled (8 spill accesses in the main loop; 84 bytes at 5531b1e, 140 at
+// c7fd396, 8 to 136 along the way here: ptxas's allocation at this edge moves with small changes;
 // its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
-// (WG), one block of 8 warps per SM, no spill: forward 160 registers at head_dim 128 (115 at 64),
-// dq 181 (141), dk/dv 237 (170); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
-// The mma.sync backward spilled at 128 (32 to 1256 bytes, measured before the ring).
+// (WG), one block of 8 warps per SM, no spill and no serialization: forward 160 registers at
+// head_dim 128 (114 at 64), dq 181 (141), dk/dv 248 (186); at c7fd396 159, 227 and 244 (C7518,
+// wgmma serialized, from 248).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
 // partially masked one), at 5531b1e and now: mma32 forward 1645 -> 897 / 1158 (+156 on a tile
 // whose maxima move), 16-row 840 -> 523 / 654 (+78; at two blocks an SM), wgmma forward 826 ->
