@@ -49,6 +49,23 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) {
     free(out), free(err);
 }
 
+// The same with every cp.async landing when issued (GM_EMU_COPIES=eager) rather than at its wait:
+// the earliest moment instead of the latest, so a ring that copies into a stage a warp still reads
+// gets other numbers. The same checks as the default run (the reference's bound, the forms bitwise
+// alike). A dk/dv ring of 2 stages copying two tiles ahead passes the default run and fails this
+// one (relative error 3.5 to 1700; tried by hand).
+Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
+    const char *prog = th_testprog_path("attn_emu");
+    REQUIRE_ATTN_EMU(prog);
+    char cmd[4200], *out, *err;
+    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager '%s'", prog);
+    const int rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 0, "attn_emu (eager copies): exit %d\n%s%s", rc, out, err);
+    cr_expect_eq(count(out, "  PASS"), 3, "attn_emu (eager copies): not three passing cases:\n%s", out);
+    cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu (eager copies):\n%s", out);
+    free(out), free(err);
+}
+
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, a small
 // case fails (the outputs land far from the reference); with an accumulator of a wgmma in flight
 // written, the emulation stops at the wait, naming the thread.

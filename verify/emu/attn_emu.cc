@@ -39,6 +39,7 @@ thread_local uint3 emu_thread_idx, emu_block_idx;
 thread_local dim3 emu_grid_dim, emu_block_dim;
 thread_local int emu_phase;
 thread_local std::vector<emu_copy> emu_copies;
+thread_local std::vector<size_t> emu_copy_groups;
 thread_local std::vector<emu_wgmma_op> emu_wgmma_ops;
 thread_local std::vector<size_t> emu_wgmma_groups;
 emu_warp *emu_warps;

@@ -32,8 +32,11 @@
 // attention.cu sends no other here), and
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
-// per-query lse, D in the dk/dv kernel) pass through a 2-stage ring in shared memory with one
-// barrier per tile: tile i + 1 is copied into one stage while tile i is computed from the other.
+// per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one barrier per
+// tile: in the forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is computed
+// from the other; in the dk/dv kernel 3 (QUERY_STAGES), tiles i + 1 and i + 2 in flight while tile
+// i is computed, one cp.async group a tile (with the documents' short rows a tile is short, and one
+// tile of lead left the copy's latency exposed: by reading the code, not yet timed).
 // With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
 // element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap). The
 // per-token vectors of dk/dv's query tiles (lse, D) go by 4-byte cp.async with their tile whatever
@@ -151,6 +154,7 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 // Queries per step of the dk/dv kernel: 32 at head_dim 128 with mma.sync (the registers of dK and
 // dV), else 64 (wgmma's products need no fragment registers).
 #define QUERY_TILE(HD, WG) ((HD) == 128 && !(WG) ? 32 : 64)
+#define QUERY_STAGES 3  // the dk/dv kernel's query-tile ring: copies two tiles ahead
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
 #define LOG2E 1.4426950408889634
 #define LN2 0.69314718055994531f
@@ -990,11 +994,11 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
-    // sQ, sO, sL, sD: 2 stages each of QT queries
+    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
-                  *sO = sQ + 2 * QT * P;
-    float *sL = (float *)(sO + 2 * QT * P), *sD = sL + 2 * QT;  // per query: lse in log2 units, D
-    int32_t *sBound = (int32_t *)(sD + 2 * QT);
+                  *sO = sQ + QUERY_STAGES * QT * P;
+    float *sL = (float *)(sO + QUERY_STAGES * QT * P), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
+    int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
@@ -1006,21 +1010,28 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = query_end(&m, doc, klast, T);
-    load_query_tile(sQ, sO, sL, sD, q + head, dout + head, lse + vec, D + vec, k0, QT, T, rs, HD, WG);
+    // Query tile i into stage i % QUERY_STAGES, two tiles ahead: one cp.async group a tile (empty
+    // past qend), the first also holding sK and sV.
+    const auto load_tile = [&](int i) {
+        const int qa = k0 + i * QT, stg = i % QUERY_STAGES;
+        if (qa < qend)
+            load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, sL + stg * QT, sD + stg * QT, q + head, dout + head,
+                            lse + vec, D + vec, qa, QT, T, rs, HD, WG);
+        cp_async_commit();
+    };
+    load_tile(0), load_tile(1);
     row_bounds(sBound, &m, doc, k0, T, false, qend);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
 
-    for (int qa = k0, stage = 0; qa < qend; qa += QT, stage ^= 1) {  // QT divides 128, so qa stays tile-aligned
-        cp_async_wait_all();  // this thread's copies of tile qa (and at first of sK, sV) have landed
+    for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
+        const int stage = i % QUERY_STAGES;
+        cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
         query_tile_lse_log2(sL + stage * QT, qa, QT, T);
         if (WG) fence_proxy_async();
-        __syncthreads();  // everyone's have; tile qa - QT (stage ^ 1) is consumed
-        const int next = stage ^ 1;
-        if (qa + QT < qend)
-            load_query_tile(sQ + next * QT * P, sO + next * QT * P, sL + next * QT, sD + next * QT, q + head,
-                            dout + head, lse + vec, D + vec, qa + QT, QT, T, rs, HD, WG);
+        __syncthreads();  // everyone's have; tile i - 1 (the stage tile i + 2 goes to) is consumed
+        load_tile(i + 2);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
@@ -1139,18 +1150,18 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
-// per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles twice
-// (the ring's 2 stages). Forward at HD 128: (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960; dq:
-// 139,776 (wgmma's third K stage: 157,184); dk/dv: (128 + 128 + 2 x (32 + 32)) x 272 +
-// (2 x 2 x 32 + 128) x 4 = 105,472, with wgmma's 64-query tiles 140,800 (HD 64: 55,808 / 74,240
-// (83,456) / 75,264).
+// per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles once
+// per stage of their ring (2; the dk/dv kernel's QUERY_STAGES, 3). Forward at HD 128: (128 + 2 x
+// (64 + 64)) x 272 + 128 x 4 = 104,960; dq: 139,776 (wgmma's third K stage: 157,184); dk/dv:
+// (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query
+// tiles 176,128 (HD 64: 55,808 / 74,240 (83,456) / 94,208).
 static size_t fwd_smem(int HD) { return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4; }
 static size_t dq_smem(int HD, bool WG) {
     return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
     const int QT = QUERY_TILE(HD, WG);
-    return (size_t)(2 * BLOCK_ROWS + 4 * QT) * PITCH(HD) * 2 + (4 * QT + BLOCK_ROWS) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_STAGES * QT) * PITCH(HD) * 2 + (2 * QUERY_STAGES * QT + BLOCK_ROWS) * 4;
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {

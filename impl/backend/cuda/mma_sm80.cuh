@@ -1,6 +1,6 @@
 // The PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and later: mma.sync
 // m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding cvt, 16- and
-// 4-byte cp.async, and ex2 with subnormals flushed. Fragment layouts: attention_mma.cu's header.
+// 4-byte cp.async with its groups, and ex2 with subnormals flushed. Fragment layouts: attention_mma.cu's header.
 // Kept apart from the kernels so that their C++ is the kernels' only other content: the host
 // emulation of these instructions (verify/emu/shim/backend/cuda/mma_sm80.cuh) replaces this one
 // file to execute the kernels on a CPU.
@@ -66,5 +66,12 @@ static __device__ __forceinline__ float ex2_ftz(float x) {
 
 // Wait until every cp.async copy of this thread has landed (a no-op without any).
 static __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Close this thread's cp.async copies issued since the last commit into a group (an empty group
+// when there are none), and wait until all but the newest N groups have landed: a ring that copies
+// two tiles ahead waits for one tile's group while the next one's stays in flight.
+static __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void cp_async_wait(void) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 #endif

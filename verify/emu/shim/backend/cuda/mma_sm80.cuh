@@ -70,27 +70,47 @@ static inline float ex2_ftz(float x) {
 }
 
 // cp.async: queued and performed at this thread's wait (the latest moment the PTX ISA allows), so a
-// read of the destination before the wait sees the old bytes; src_bytes below the copy's size (16
-// or 4) zero-fills the rest.
+// read of the destination before the wait sees the old bytes; with GM_EMU_COPIES=eager, performed
+// at once instead (the earliest moment), so a copy into a stage that a warp still reads changes what
+// it reads. src_bytes below the copy's size (16 or 4) zero-fills the rest. A commit closes the copies queued since the last one into a group
+// (emu_copy_groups: each group's end in emu_copies); wait_group N performs every committed group
+// but the newest N, wait_all every copy.
 struct emu_copy {
     void *dst;
     const void *src;
     int bytes, size;
 };
 extern thread_local std::vector<emu_copy> emu_copies;
-static inline void cp_async16(void *dst, const void *src, int src_bytes) {
-    emu_copies.push_back({dst, src, src_bytes, 16});
+extern thread_local std::vector<size_t> emu_copy_groups;
+static inline void emu_copy_land(const emu_copy &c) {
+    unsigned char buf[16] = {0};
+    memcpy(buf, c.src, (size_t)c.bytes);
+    memcpy(c.dst, buf, (size_t)c.size);
 }
-static inline void cp_async4(void *dst, const void *src, int src_bytes) {
-    emu_copies.push_back({dst, src, src_bytes, 4});
+static inline void emu_copy_issue(const emu_copy &c) {
+    static const char *const mode = getenv("GM_EMU_COPIES");
+    if (mode && !strcmp(mode, "eager")) emu_copy_land(c);
+    else emu_copies.push_back(c);
+}
+static inline void cp_async16(void *dst, const void *src, int src_bytes) { emu_copy_issue({dst, src, src_bytes, 16}); }
+static inline void cp_async4(void *dst, const void *src, int src_bytes) { emu_copy_issue({dst, src, src_bytes, 4}); }
+// Perform the first n queued copies (the oldest) and drop them, and the groups they end.
+static inline void emu_copies_land(size_t n) {
+    for (size_t i = 0; i < n; i++) emu_copy_land(emu_copies[i]);
+    emu_copies.erase(emu_copies.begin(), emu_copies.begin() + (long)n);
+    size_t kept = 0;
+    for (size_t end : emu_copy_groups)
+        if (end > n) emu_copy_groups[kept++] = end - n;
+    emu_copy_groups.resize(kept);
+}
+static inline void cp_async_commit(void) { emu_copy_groups.push_back(emu_copies.size()); }
+template <int N> static inline void cp_async_wait(void) {
+    const size_t g = emu_copy_groups.size();
+    if (g > (size_t)N) emu_copies_land(emu_copy_groups[g - N - 1]);
 }
 static inline void cp_async_wait_all(void) {
-    for (const emu_copy &c : emu_copies) {
-        unsigned char buf[16] = {0};
-        memcpy(buf, c.src, (size_t)c.bytes);
-        memcpy(c.dst, buf, (size_t)c.size);
-    }
-    emu_copies.clear();
+    emu_copies_land(emu_copies.size());
+    emu_copy_groups.clear();
 }
 
 #endif
