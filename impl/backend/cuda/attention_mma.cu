@@ -33,10 +33,11 @@
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
 // per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one barrier per
-// tile: in the forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is computed
-// from the other; in the dk/dv kernel 3 (QUERY_STAGES), tiles i + 1 and i + 2 in flight while tile
-// i is computed, one cp.async group a tile (with the documents' short rows a tile is short, and one
-// tile of lead left the copy's latency exposed: by reading the code, not yet timed).
+// tile: in the forward and the mma.sync dq kernel 2 stages, tile i + 1 copied into one while tile i
+// is computed from the other; in the dk/dv kernel (QUERY_STAGES) and the wgmma dq kernel
+// (DQ_K_STAGES, DQ_V_STAGES) tiles i + 1 and i + 2 in flight while tile i is computed, one cp.async
+// group a tile (with the documents' short rows a tile is short, and one tile of lead left the
+// copy's latency exposed: by reading the code, not yet timed).
 // With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
 // element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap). The
 // per-token vectors of dk/dv's query tiles (lse, D) go by 4-byte cp.async with their tile whatever
@@ -155,6 +156,8 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 // dV), else 64 (wgmma's products need no fragment registers).
 #define QUERY_TILE(HD, WG) ((HD) == 128 && !(WG) ? 32 : 64)
 #define QUERY_STAGES 3  // the dk/dv kernel's query-tile ring: copies two tiles ahead
+#define DQ_K_STAGES 4   // the wgmma dq kernel's key rings (two tiles ahead, K read a tile longer)
+#define DQ_V_STAGES 3
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
 #define LOG2E 1.4426950408889634
 #define LN2 0.69314718055994531f
@@ -884,11 +887,10 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
-    // sV: 2 stages of KEY_TILE rows; sK: 2, or with WG 3 (a tile's K is read by the product that
-    // runs on through the next tile)
+    // sK, sV: 2 stages each of KEY_TILE rows, or with WG DQ_K_STAGES and DQ_V_STAGES
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
-                  *sV = sK + (WG ? 3 : 2) * KEY_TILE * P;
-    int32_t *sBound = (int32_t *)(sV + 2 * KEY_TILE * P);
+                  *sV = sK + (WG ? DQ_K_STAGES : 2) * KEY_TILE * P;
+    int32_t *sBound = (int32_t *)(sV + (WG ? DQ_V_STAGES : 2) * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -914,26 +916,35 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     if constexpr (WG) {
         // FlashAttention-3's overlap, as in the wgmma forward: per key tile j, S_j and dP_j issued with
         // dQ += dS_{j-1} K_{j-1}, a wait for S_j and dP_j only, then tile j's mask, P and dS on the CUDA
-        // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. K keeps 3
-        // stages (K_{j-1} is read during tile j, while K_{j+1} is copied), V 2; one barrier a tile,
-        // after which every warpgroup is done with K_{j-2} and V_{j-1}.
-        // dQ is summed in the order of the other forms: bitwise their arithmetic.
+        // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. The copies
+        // run two tiles ahead, one cp.async group a tile (empty past the last): during tile j, K_{j-1}
+        // (the product in flight), K_j and V_j are read while K, V_{j+1} may be in flight and
+        // K, V_{j+2} are copied: K keeps DQ_K_STAGES (4) stages, V DQ_V_STAGES (3). One barrier a
+        // tile, after which every warpgroup is done with K_{j-2} and V_{j-1}, the stages the copies
+        // then overwrite. dQ is summed in the order of the other forms: bitwise their arithmetic.
         const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
+        const auto load_tile = [&](int j) {
+            if (j < ntiles)
+                load_key_tile(sK + j % DQ_K_STAGES * KEY_TILE * P, sV + j % DQ_V_STAGES * KEY_TILE * P, k + head,
+                              v + head, kbeg + j * KEY_TILE, T, rs, HD, BWD_THREADS, true);
+            cp_async_commit();
+        };
+        cp_async_commit();  // group 0: sQ, sO and key tile 0
+        load_tile(1);
         const int wg = warpgroup();
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
         uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
         for (int j = 0; j < ntiles; j++) {
             const int k0 = kbeg + j * KEY_TILE;
-            cp_async_wait_all();  // this thread's copies of tile j
+            cp_async_wait<1>();  // this thread's copies of tile j; tile j + 1's may be in flight
             fence_proxy_async();
             __syncthreads();
-            if (j + 1 < ntiles)
-                load_key_tile(sK + (j + 1) % 3 * KEY_TILE * P, sV + (j + 1) % 2 * KEY_TILE * P, k + head, v + head,
-                              k0 + KEY_TILE, T, rs, HD, BWD_THREADS, true);
+            load_tile(j + 2);
+            const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
-            wg_abt_issue(s, sQw, sK + j % 3 * KEY_TILE * P, HD, dp, sOw, sV + j % 2 * KEY_TILE * P);
+            wg_abt_issue(s, sQw, cK, HD, dp, sOw, sV + j % DQ_V_STAGES * KEY_TILE * P);
             if (j > 0) {
-                wg_xb_issue(acc, pa, sK + (j - 1) % 3 * KEY_TILE * P, HD);
+                wg_xb_issue(acc, pa, sK + (j - 1) % DQ_K_STAGES * KEY_TILE * P, HD);
                 wgmma_wait<1>();  // S_j, dP_j; dQ's product runs on
             } else {
                 wgmma_wait<0>();
@@ -947,7 +958,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
             pack_a(pa, s);
         }
-        wg_xb_issue(acc, pa, sK + (ntiles - 1) % 3 * KEY_TILE * P, HD);
+        wg_xb_issue(acc, pa, sK + (ntiles - 1) % DQ_K_STAGES * KEY_TILE * P, HD);
         wgmma_wait<0>();
         wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
     } else {
@@ -1112,7 +1123,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // c7fd396, 8 to 136 along the way here: ptxas's allocation at this edge moves with small changes;
 // its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
 // (WG), one block of 8 warps per SM, no spill and no serialization: forward 160 registers at
-// head_dim 128 (114 at 64), dq 181 (141), dk/dv 248 (186); at c7fd396 159, 227 and 244 (C7518,
+// head_dim 128 (114 at 64), dq 183 (143), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518,
 // wgmma serialized, from 248).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
 // partially masked one), at 5531b1e and now: mma32 forward 1645 -> 897 / 1158 (+156 on a tile
@@ -1152,12 +1163,12 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
 // per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles once
 // per stage of their ring (2; the dk/dv kernel's QUERY_STAGES, 3). Forward at HD 128: (128 + 2 x
-// (64 + 64)) x 272 + 128 x 4 = 104,960; dq: 139,776 (wgmma's third K stage: 157,184); dk/dv:
+// (64 + 64)) x 272 + 128 x 4 = 104,960; dq: 139,776 (wgmma's 4 K and 3 V stages: 192,000); dk/dv:
 // (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query
-// tiles 176,128 (HD 64: 55,808 / 74,240 (83,456) / 94,208).
+// tiles 176,128 (HD 64: 55,808 / 74,240 (101,888) / 94,208).
 static size_t fwd_smem(int HD) { return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4; }
 static size_t dq_smem(int HD, bool WG) {
-    return (size_t)(2 * BLOCK_ROWS + (WG ? 5 : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
+    return (size_t)(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
 static size_t dkdv_smem(int HD, bool WG) {
     const int QT = QUERY_TILE(HD, WG);
