@@ -33,9 +33,9 @@
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
 // per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one barrier per
-// tile: in the forward and the mma.sync dq kernel 2 stages, tile i + 1 copied into one while tile i
-// is computed from the other; in the dk/dv kernel (QUERY_STAGES) and the wgmma dq kernel
-// (DQ_K_STAGES, DQ_V_STAGES) tiles i + 1 and i + 2 in flight while tile i is computed, one cp.async
+// tile: in the mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is
+// computed from the other; in the wgmma forward and dq kernels and the dk/dv kernel (the *_STAGES
+// constants) tiles i + 1 and i + 2 in flight while tile i is computed, one cp.async
 // group a tile (with the documents' short rows a tile is short, and one tile of lead left the
 // copy's latency exposed: by reading the code, not yet timed).
 // With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
@@ -158,6 +158,8 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 #define QUERY_STAGES 3  // the dk/dv kernel's query-tile ring: copies two tiles ahead
 #define DQ_K_STAGES 4   // the wgmma dq kernel's key rings (two tiles ahead, K read a tile longer)
 #define DQ_V_STAGES 3
+#define FWD_K_STAGES 3  // the wgmma forward's rings (two tiles ahead, V read a tile longer)
+#define FWD_V_STAGES 4
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
 #define LOG2E 1.4426950408889634
 #define LN2 0.69314718055994531f
@@ -501,8 +503,10 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -(lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2])));
+        for (int e = 0; e < 4; e++) {
+            const float lse = lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2];
+            s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -lse));
+        }
 }
 
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
@@ -767,12 +771,13 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 
 // The wgmma forward (WG: each warpgroup of 4 warps one m64 tile of the block's 128 queries, Q, K,
 // V in core matrices), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's
-// mask and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K and V
-// keep a 2-stage ring each, one tile ahead of their use; no wgmma is in flight across a tile's
+// mask and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K_j and
+// V_j are copied together (one cp.async group) two tiles ahead, in rings of FWD_K_STAGES (3) and
+// FWD_V_STAGES (4: V_{j-1} is read through tile j) stages; no wgmma is in flight across a tile's
 // barrier. Per tile j of ntiles (one barrier):
-//   wait for this thread's copies issued at tile j - 1 (K_j, V_{j-1}); proxy fence;
+//   wait for this thread's copies of K_j, V_j (those of tile j + 1 may be in flight); proxy fence;
 //   barrier: everyone's copies are visible, and every warpgroup is done with K_{j-1} and V_{j-2};
-//   copy K_{j+1} and V_j into those stages;
+//   copy K_{j+2} and V_{j+2} into those stages;
 //   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
 //   (wgmma's groups complete in order); mask S_j and take its softmax (new max, sums, P_j),
 //   touching no register of the product in flight; wait for it; rescale o to the new max; pack
@@ -781,27 +786,34 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // (o rescaled, then P V added, tile by tile), so the results are the same arithmetic.
 struct fwd_wg_state {
     const __nv_bfloat16 *sQw;  // the warpgroup's 64 query rows
-    __nv_bfloat16 *sK, *sV;    // 2 stages each
+    __nv_bfloat16 *sK, *sV;    // FWD_K_STAGES, FWD_V_STAGES stages
     const int32_t *sBound;     // row_bounds' first keys of the block's queries
     const gm_cuda_act *kh, *vh;
     int T, q0, qlast, wrow, kbeg, ntiles;
     size_t rs;
     float scale_log2;
 };
+// K_j and V_j into their stages as one cp.async group (an empty one past the last tile).
+static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j, const int HD) {
+    const int P = PITCH(HD), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
+    if (j < f.ntiles) {
+        load_rows(f.sK + j % FWD_K_STAGES * KEY_TILE * P, f.kh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
+        load_rows(f.sV + j % FWD_V_STAGES * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
+    }
+    cp_async_commit();
+}
 static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
                                                    float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
                                                    const int HD) {
-    const int P = PITCH(HD), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
-    cp_async_wait_all();  // this thread's copies of K_j and V_{j-1}
+    const int P = PITCH(HD), k0 = f.kbeg + j * KEY_TILE;
+    cp_async_wait<1>();  // this thread's copies of K_j and V_j; tile j + 1's may be in flight
     fence_proxy_async();
     __syncthreads();
-    if (j + 1 < f.ntiles)
-        load_rows(f.sK + (j + 1) % 2 * KEY_TILE * P, f.kh, k0 + KEY_TILE, KEY_TILE, f.T, f.rs, HD, NTH, true);
-    load_rows(f.sV + j % 2 * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
+    fwd_wg_copy(f, j + 2, HD);
     float s[KEY_TILE / 8][4];
-    wg_abt_issue(s, f.sQw, f.sK + j % 2 * KEY_TILE * P, HD);
+    wg_abt_issue(s, f.sQw, f.sK + j % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
-        wg_xb_issue(o, pa, f.sV + (j - 1) % 2 * KEY_TILE * P, HD);
+        wg_xb_issue(o, pa, f.sV + (j - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
         wgmma_wait<1>();  // S_j; P_{j-1} V_{j-1} runs on
     } else {
         wgmma_wait<0>();
@@ -824,8 +836,8 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    float scale_log2, gm_attn_mask m, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(1);
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + 2 * KEY_TILE * P;
-    int32_t *sBound = (int32_t *)(sV + 2 * KEY_TILE * P);
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + FWD_K_STAGES * KEY_TILE * P;
+    int32_t *sBound = (int32_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
@@ -838,17 +850,15 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     f.kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
 
-    load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);
-    load_rows(sK, f.kh, f.kbeg, KEY_TILE, T, f.rs, HD, NTH, true);
+    load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);  // with tile 0's group
+    fwd_wg_copy(f, 0, HD), fwd_wg_copy(f, 1, HD);
     row_bounds(sBound, &m, doc, f.q0, T, true, fk);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
     for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, j, o, pa, mrow, lrow, HD);
-    cp_async_wait_all();  // V of the last tile
-    fence_proxy_async();
-    __syncthreads();
-    wg_xb_issue(o, pa, sV + (f.ntiles - 1) % 2 * KEY_TILE * P, HD);
+    // V of the last tile landed (and was fenced) with its K, before the last tile's barrier
+    wg_xb_issue(o, pa, sV + (f.ntiles - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
     wgmma_wait<0>();
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
@@ -1122,8 +1132,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // 255 with 32 bytes spilled (8 spill accesses in the main loop; 84 bytes at 5531b1e, 140 at
 // c7fd396, 8 to 136 along the way here: ptxas's allocation at this edge moves with small changes;
 // its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
-// (WG), one block of 8 warps per SM, no spill and no serialization: forward 160 registers at
-// head_dim 128 (114 at 64), dq 183 (143), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518,
+// (WG), one block of 8 warps per SM, no spill and no serialization: forward 150 registers at
+// head_dim 128 (110 at 64), dq 183 (143), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518,
 // wgmma serialized, from 248).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
 // partially masked one), at 5531b1e and now: mma32 forward 1645 -> 897 / 1158 (+156 on a tile
@@ -1162,11 +1172,14 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
 // per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles once
-// per stage of their ring (2; the dk/dv kernel's QUERY_STAGES, 3). Forward at HD 128: (128 + 2 x
-// (64 + 64)) x 272 + 128 x 4 = 104,960; dq: 139,776 (wgmma's 4 K and 3 V stages: 192,000); dk/dv:
+// per stage of their ring (2, or the *_STAGES above). Forward at HD 128: (128 + 2 x (64 + 64)) x
+// 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages: 157,184); dq: 139,776 (wgmma's 4 K and 3
+// V stages: 192,000); dk/dv:
 // (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query
-// tiles 176,128 (HD 64: 55,808 / 74,240 (101,888) / 94,208).
-static size_t fwd_smem(int HD) { return (size_t)(BLOCK_ROWS + 4 * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4; }
+// tiles 176,128 (HD 64: 55,808 (83,456) / 74,240 (101,888) / 94,208).
+static size_t fwd_smem(int HD, bool WG) {
+    return (size_t)(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
+}
 static size_t dq_smem(int HD, bool WG) {
     return (size_t)(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
@@ -1219,9 +1232,10 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
 #define FWD(M, WG)                                                                                                   \
     do {                                                                                                             \
         if (HD == 64)                                                                                                \
-            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64), out, lse, q, k, v, T, NH, sl2, m);      \
+            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64, WG), out, lse, q, k, v, T, NH, sl2, m);  \
         else                                                                                                         \
-            LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128), out, lse, q, k, v, T, NH, sl2, m);    \
+            LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128, WG), out, lse, q, k, v, T, NH, sl2,    \
+                   m);                                                                                               \
     } while (0)
     if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
     else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
