@@ -1135,13 +1135,14 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // (WG), one block of 8 warps per SM, no spill and no serialization: forward 150 registers at
 // head_dim 128 (110 at 64), dq 183 (143), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518,
 // wgmma serialized, from 248).
-// Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass; a full tile / a
-// partially masked one), at 5531b1e and now: mma32 forward 1645 -> 897 / 1158 (+156 on a tile
-// whose maxima move), 16-row 840 -> 523 / 654 (+78; at two blocks an SM), wgmma forward 826 ->
-// 397 / 521 (+64), wgmma dq 806 -> 360 / 484, dk/dv 1145 -> 691 / 817: the scale in the exponent and
-// ex2_ftz, the output's rescale only where a maximum moved by 2^8 (softmax_tile), the mask's
-// compares skipped on full tiles where they had run predicated (mask_tile), and the wgmma
-// descriptors built once a product and kept uniform (wgmma_desc_plus, warpgroup). Not yet timed.
+// Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
+// a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and now: mma32
+// forward 1645 -> 897 / 1152 (+156 on a tile whose maxima move), 16-row 840 -> 523 / 654 (+78; at
+// two blocks an SM), wgmma forward 826 -> 369 / 493 (+64), wgmma dq 806 -> 362 / 486, dk/dv 1145
+// -> 688 / 814: the scale in the exponent and ex2_ftz, the output's rescale only where a maximum
+// moved by 2^8 (softmax_tile), the mask's compares skipped on full tiles where they had run
+// predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
+// (wgmma_desc_plus, warpgroup). Not yet timed.
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
