@@ -34,36 +34,34 @@ static int count(const char *s, const char *what) {
     return n;
 }
 
-Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) {
+// attn_emu's default cases with the environment `env` (a shell assignment, or ""): every case
+// passes, each with the forms bitwise alike.
+static void expect_default_cases_pass(const char *env) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
-    char cmd[4200], *out, *err;
-    snprintf(cmd, sizeof cmd, "'%s'", prog);
+    char cmd[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "%s '%s'", env, prog);
     const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 0, "attn_emu: exit %d\n%s%s", rc, out, err);
-    cr_expect_eq(count(out, "  PASS"), 3, "attn_emu: not three passing cases:\n%s", out);
-    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 3, "attn_emu: 32-row forward:\n%s", out);
-    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 3, "attn_emu: wgmma forward:\n%s", out);
-    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 3, "attn_emu: wgmma backward:\n%s", out);
-    cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu:\n%s", out);
+    cr_expect_eq(rc, 0, "%s attn_emu: exit %d\n%s%s", env, rc, out, err);
+    cr_expect_eq(count(out, "  PASS"), 3, "%s attn_emu: not three passing cases:\n%s", env, out);
+    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 3, "%s attn_emu: 32-row forward:\n%s",
+                 env, out);
+    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 3, "%s attn_emu: wgmma forward:\n%s",
+                 env, out);
+    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 3, "%s attn_emu: wgmma backward:\n%s",
+                 env, out);
+    cr_expect(strstr(out, "\n0 failed\n") != NULL, "%s attn_emu:\n%s", env, out);
     free(out), free(err);
 }
 
+Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { expect_default_cases_pass(""); }
+
 // The same with every cp.async landing when issued (GM_EMU_COPIES=eager) rather than at its wait:
 // the earliest moment instead of the latest, so a ring that copies into a stage a warp still reads
-// gets other numbers. The same checks as the default run (the reference's bound, the forms bitwise
-// alike). A dk/dv ring of 2 stages copying two tiles ahead passes the default run and fails this
-// one (relative error 3.5 to 1700; tried by hand).
+// gets other numbers. A dk/dv ring of 2 stages copying two tiles ahead passes the default run and
+// fails this one (relative error 3.5 to 1700; tried by hand).
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
-    const char *prog = th_testprog_path("attn_emu");
-    REQUIRE_ATTN_EMU(prog);
-    char cmd[4200], *out, *err;
-    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager '%s'", prog);
-    const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 0, "attn_emu (eager copies): exit %d\n%s%s", rc, out, err);
-    cr_expect_eq(count(out, "  PASS"), 3, "attn_emu (eager copies): not three passing cases:\n%s", out);
-    cr_expect(strstr(out, "\n0 failed\n") != NULL, "attn_emu (eager copies):\n%s", out);
-    free(out), free(err);
+    expect_default_cases_pass("GM_EMU_COPIES=eager");
 }
 
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, a small
