@@ -82,7 +82,9 @@ static bool tensor_cores(int impl) {
 // In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
 // 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
-// causal ones, which cuDNN serves where present).
+// causal ones, which cuDNN serves where present). Every figure above predates the changes after
+// 1772e6e (reports/gpu-h200/README.md: fewer instructions a tile in every form, the wgmma and dk/dv
+// rings two tiles ahead, two blocks an SM for the 16-row forward), which can reorder the forms.
 static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD, gm_attn_mask mask) {
     if (HD != 128) return GM_CUDA_ATTN_MMA;
     const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;

@@ -121,7 +121,7 @@
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
-// for the head_dim 128 wgmma forward and the backward kernels; shared memory 56 to 158 KB per block
+// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 192 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
