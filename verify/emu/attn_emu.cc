@@ -136,6 +136,11 @@ static int run_case(const attn_case &c, unsigned seed) {
     gm_cpu_attn_bwd_dense(rdq.data(), rdk.data(), rdv.data(), df.data(), qf.data(), kf.data(), vf.data(), B, T, NH, HD,
                           scale, dense.data());
 
+    // With documents, every token's mask bounds first, as the launchers compute them.
+    std::vector<int32_t> bounds_v(2 * (size_t)B * T);
+    if (m.doc)
+        launch(dim3((unsigned)((B * T + 255) / 256)), 256, [&] { mask_bounds_body(bounds_v.data(), m, B, T); });
+    const int32_t *bounds = m.doc ? bounds_v.data() : nullptr;
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     double worst = 0;  // the largest relative error; NaN once any is NaN
@@ -144,9 +149,9 @@ static int run_case(const attn_case &c, unsigned seed) {
     // Forwards: mma with 16 rows a warp, 32 rows a warp (bitwise the same), wgmma.
     std::vector<gm_cuda_act> out(n), out32(n), outw(n);
     std::vector<float> lse(nl), lse32(nl), lsew(nl);
-    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
-    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
-    launch(grid, NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, HD); });
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
+    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
     note(report("mma", "out", widen(out), rout));
     note(report("mma", "lse", lse, rlse));
     note(report("wgmma", "out", widen(outw), rout));
@@ -174,12 +179,12 @@ static int run_case(const attn_case &c, unsigned seed) {
         std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
         const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
-            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
         });
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dkdv_body<true>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
-            else dkdv_body<false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, GM_GRAD_SET, HD);
+            if (wg) dkdv_body<true>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            else dkdv_body<false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
         });
         const char *impl = wg ? "wgmma" : "mma";
         note(report(impl, "dq", widen(dq), rdq));

@@ -56,9 +56,10 @@
 //
 // Mask (backend.h gm_attn_mask: causal, documents, sliding window of whole blocks), kept exactly:
 // - key tiles a query block never sees are never visited: the key range starts at the window's
-//   first block and at the first token of the first query's document (doc ids are nondecreasing,
-//   found by a warp-wide 32-ary search), and ends at the diagonal; the dk/dv kernel's query range
-//   ends where the window (and the last key's document) ends. With the records' 128-token blocks
+//   first block and at the first token of the first query's document (doc ids are nondecreasing;
+//   with documents every token's bounds come from one pass a call, mask_bounds_body), and ends at
+//   the diagonal; the dk/dv kernel's query range ends where the window (and the last key's
+//   document) ends. With the records' 128-token blocks
 //   the tiles align with the mask's blocks, so fully masked blocks cost nothing.
 // - a tile pair where every query sees every key (tile_full) runs unmasked; any other one applies
 //   the CPU's rule (attn_mask.h: gm_attn_allowed) to every (query, key) pair, as the one range it
@@ -362,48 +363,8 @@ static __device__ __forceinline__ void query_tile_lse_log2(float *sL, int qa, co
 
 // ---- the mask at tile level ----
 
-// First p in [lo, hi] with doc[p] >= val (strict: > val), doc nondecreasing; p = hi counts as
-// found without reading doc[hi]. Warp-collective (every lane gets the same answer): each round
-// the 32 lanes probe 32 evenly spaced positions, so T = 65536 takes 4 rounds of one load.
-static __device__ int doc_search(const int32_t *doc, int lo, int hi, int32_t val, bool strict) {
-    const int lane = threadIdx.x % 32;
-    while (lo < hi) {
-        const int step = (hi - lo + 31) / 32, p = lo + lane * step;
-        bool found = true;
-        if (p < hi) found = strict ? doc[p] > val : doc[p] >= val;
-        const unsigned ballot = __ballot_sync(GM_FULL_MASK, found);
-        if (ballot == 0) {  // every probe is before the answer: it is in (lo + 31 step, hi]
-            lo += 31 * step + 1;
-            continue;
-        }
-        const int f = __ffs(ballot) - 1;  // first probe at or after the answer
-        if (f == 0) return lo;
-        hi = min(hi, lo + f * step);
-        lo += (f - 1) * step + 1;  // probe f - 1 is before the answer
-    }
-    return lo;
-}
-
-// The first key any query of [q0, ...) may see: the window's first block for query q0, and the
-// first token of q0's document. Warp-collective.
-static __device__ int first_key(const gm_attn_mask *m, const int32_t *doc, int q0) {
-    int k = (int)gm_attn_first_key(m, q0);
-    if (doc) k = doc_search(doc, k, q0, doc[q0], false);
-    return k;
-}
-
-// One past the last query that may see key klast (hence any key of a tile ending at klast): the
-// end of klast's window and of its document. Warp-collective.
-static __device__ int query_end(const gm_attn_mask *m, const int32_t *doc, int klast, int T) {
-    const long long hi = gm_attn_query_end(m, klast);
-    int q = hi < T ? (int)hi : T;
-    if (doc) q = doc_search(doc, klast, q, doc[klast], true);
-    return q;
-}
-
-
-// One thread's binary search in a document-id vector (nondecreasing): the first p in [lo, hi) with
-// doc[p] >= val (strict: > val), hi when there is none. (doc_search is the warp's.)
+// A thread's binary search in a document-id vector (nondecreasing): the first p in [lo, hi) with
+// doc[p] >= val (strict: > val), hi when there is none.
 static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val, bool strict) {
     while (lo < hi) {
         const int mid = lo + (hi - lo) / 2;
@@ -413,44 +374,47 @@ static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val,
     return lo;
 }
 
-// The mask as a range per row: what gm_attn_allowed leaves a query is the keys [lo, q] with lo
+// The mask as a range per token: what gm_attn_allowed leaves a query x is the keys [lo, x] with lo
 // its window's first key or its document's first token, whichever is later (causal, and doc ids
 // nondecreasing: a key of the query's document at or before it is one at or after that token); what
-// it leaves a key is the queries [k, hi) with hi the end of its window, of its document, or T,
-// whichever is first. bound[r] for the block's row rows0 + r (one thread a row, BLOCK_ROWS of them):
-// lo for query rows, hi for key rows (the other end is the row itself). Computed once a block, read
-// by mask_tile after the block's first barrier. Why: a partially masked tile then costs two
-// compares a pair, where it read the keys' doc ids from shared memory and compared them too, and
-// worked out the window bounds of its rows again.
-// edge: the bound of the block's edge row as the warp's 32-ary search found it, first_key(rows0)
-// for query rows, query_end(last) for key rows (last: the block's last row inside T). A row of the
-// edge row's document shares its first token (last token), and the window bounds only grow along
-// the rows, so its bound is the later (earlier) of its window's and edge; a row of another document
-// has that document start (end) inside the block, found by binary search among the block's own ids,
-// which its threads have just read (L1). Why: each thread's binary search over its window (up to
-// 11 dependent loads at the records' 1792 tokens) was the longest chain of global-memory latencies
-// before a block's first tile (by reading the code; not yet timed).
-static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_mask *m, const int32_t *doc,
-                                                  int rows0, int T, bool rows_are_q, int edge) {
-    const int r = threadIdx.x;
-    if (r >= BLOCK_ROWS) return;
-    const int x = rows0 + r;
-    int b;
-    if (rows_are_q) {  // past T: any lo (mask_tile's hi is 0 there)
-        b = x < T ? (int)gm_attn_first_key(m, x) : 0;
-        if (doc && x < T) {
-            const int32_t id = doc[x];  // another document than rows0's starts in (rows0, x]
-            b = max(b, id == doc[rows0] ? edge : doc_first(doc, rows0 + 1, x, id, false));
-        }
-    } else {  // past T: hi <= T <= x, an empty range
-        b = (int)min(gm_attn_query_end(m, x), (long long)T);
-        if (doc && x < T) {
-            const int last = min(rows0 + BLOCK_ROWS, T) - 1;
-            const int32_t id = doc[x];  // another document than last's ends in (x, last]
-            b = min(b, id == doc[last] ? edge : doc_first(doc, x + 1, last, id, true));
-        }
-    }
-    bound[r] = b;
+// it leaves a key x is the queries [x, hi) with hi the end of its window, of its document, or T,
+// whichever is first. With documents, mask_bounds_body writes them for every token of the batch
+// once a call (bounds: lo of (b, x) at b T + x, hi at (B + b) T + x), before the kernels; without,
+// the window's arithmetic gives them. Why: each block used to find its range by a warp's search of
+// the doc ids and each of its rows by a thread's binary search, some ten dependent global loads
+// before its first tile (by reading the code; not yet timed), and every layer, head and kernel
+// searched again.
+static __device__ __forceinline__ void mask_bounds_body(int32_t *bounds, gm_attn_mask m, int B, int T) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, n = (size_t)B * T;
+    if (i >= n) return;
+    const int x = (int)(i % T);
+    const int32_t *doc = m.doc + (i - x), id = doc[x];
+    bounds[i] = doc_first(doc, (int)gm_attn_first_key(&m, x), x, id, false);
+    bounds[n + i] = doc_first(doc, x + 1, (int)min(gm_attn_query_end(&m, x), (long long)T), id, true);
+}
+
+// Token x's bound (x < T): its first key (lo, query rows) or one past its last query (hi, key
+// rows); lo or hi: the batch row's slice of mask_bounds_body's, NULL without documents.
+static __device__ __forceinline__ int token_bound(const gm_attn_mask *m, const int32_t *lohi, int x, int T,
+                                                  bool rows_are_q) {
+    if (lohi) return lohi[x];
+    return rows_are_q ? (int)gm_attn_first_key(m, x) : (int)min(gm_attn_query_end(m, x), (long long)T);
+}
+
+// bound[r] = token_bound of the block's row rows0 + r (one thread a row, BLOCK_ROWS of them; past T
+// 0: any lo for a query row, since mask_tile's hi is 0 there; an empty range for a key row). Read by
+// mask_tile after the block's first barrier. Why: a partially masked tile then costs two compares
+// a pair, where it read the keys' doc ids from shared memory and compared them too, and worked out
+// the window bounds of its rows again.
+static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_mask *m, const int32_t *lohi,
+                                                  int rows0, int T, bool rows_are_q) {
+    const int r = threadIdx.x, x = rows0 + r;
+    if (r < BLOCK_ROWS) bound[r] = x < T ? token_bound(m, lohi, x, T, rows_are_q) : 0;
+}
+
+// The batch row's slice of the bounds: lo (query rows) or hi (key rows), NULL without documents.
+static __device__ __forceinline__ const int32_t *bounds_of(const int32_t *bounds, int T, bool rows_are_q) {
+    return bounds ? bounds + ((size_t)(rows_are_q ? 0 : gridDim.z) + blockIdx.z) * T : nullptr;
 }
 
 // Does every query of [q0, min(q0 + nq, T)) see every key of [k0, k0 + nk)? Causal: the last key
@@ -726,7 +690,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
                                                     const gm_cuda_act *__restrict__ q,
                                                     const gm_cuda_act *__restrict__ k,
                                                     const gm_cuda_act *__restrict__ v, int T, int NH,
-                                                    float scale_log2, gm_attn_mask m, const int HD) {
+                                                    float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
+                                                    const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(M);
     // sK, sV: 2 stages each of KEY_TILE rows
@@ -736,12 +701,12 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    const int32_t *lo = bounds_of(bounds, T, true);
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
-    const int fk = first_key(&m, doc, q0), kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, NTH);
-    row_bounds(sBound, &m, doc, q0, T, true, fk);
+    row_bounds(sBound, &m, lo, q0, T, true);
 
     // o[mt HD/8 + n]: m-tile mt's output; mrow, lrow[2 mt + r]: its rows g (r = 0) and g + 8
     float o[M * MAX_HD / 8][4], mrow[2 * M], lrow[2 * M];
@@ -833,7 +798,8 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    const gm_cuda_act *__restrict__ q,
                                                    const gm_cuda_act *__restrict__ k,
                                                    const gm_cuda_act *__restrict__ v, int T, int NH,
-                                                   float scale_log2, gm_attn_mask m, const int HD) {
+                                                   float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
+                                                    const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(1);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + FWD_K_STAGES * KEY_TILE * P;
@@ -843,16 +809,15 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    const int32_t *lo = bounds_of(bounds, T, true);
     f.sQw = sQ + warpgroup() * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
-    const int fk = first_key(&m, doc, f.q0);
-    f.kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    f.kbeg = token_bound(&m, lo, f.q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
 
     load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);  // with tile 0's group
     fwd_wg_copy(f, 0, HD), fwd_wg_copy(f, 1, HD);
-    row_bounds(sBound, &m, doc, f.q0, T, true, fk);
+    row_bounds(sBound, &m, lo, f.q0, T, true);
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
@@ -870,10 +835,11 @@ template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
-                                                gm_attn_mask m, const int HD) {
+                                                gm_attn_mask m, const int32_t *__restrict__ bounds,
+                                                    const int HD) {
     static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
-    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, HD);
-    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, HD);
+    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
+    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
 }
 
 // dS / scale = P (dP - D) over the dq kernel's 16 x KEY_TILE tile: s holds P and becomes dS / scale;
@@ -894,7 +860,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
-                                               float scale, gm_attn_mask m, gm_grad_write w, const int HD) {
+                                               float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,
+                                               gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD);
     // sK, sV: 2 stages each of KEY_TILE rows, or with WG DQ_K_STAGES and DQ_V_STAGES
@@ -905,7 +872,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    const int32_t *lo = bounds_of(bounds, T, true);
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
@@ -916,9 +883,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
-    const int fk = first_key(&m, doc, q0), kbeg = fk / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS, WG);
-    row_bounds(sBound, &m, doc, q0, T, true, fk);
+    row_bounds(sBound, &m, lo, q0, T, true);
 
     float acc[MAX_HD / 8][4];
     zero(acc, HD / 8);
@@ -1012,7 +979,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  const gm_cuda_act *__restrict__ v,
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
-                                                 gm_grad_write w, const int HD) {
+                                                 const int32_t *__restrict__ bounds, gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
     // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries
@@ -1024,13 +991,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const int g = lane / 4, t = lane % 4;
     const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
-    const int32_t *doc = m.doc ? m.doc + (size_t)b * T : NULL;
+    const int32_t *hi = bounds_of(bounds, T, false);
 
     load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
-    const int qend = query_end(&m, doc, klast, T);
+    const int qend = token_bound(&m, hi, klast, T, false);
     // Query tile i into stage i % QUERY_STAGES, two tiles ahead: one cp.async group a tile (empty
     // past qend), the first also holding sK and sV.
     const auto load_tile = [&](int i) {
@@ -1041,7 +1008,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         cp_async_commit();
     };
     load_tile(0), load_tile(1);
-    row_bounds(sBound, &m, doc, k0, T, false, qend);
+    row_bounds(sBound, &m, hi, k0, T, false);
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
@@ -1116,59 +1083,58 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 #define FWD_ARGS                                                                                                     \
     gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
         const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
-        gm_attn_mask m
+        gm_attn_mask m, const int32_t *__restrict__ bounds
 // The backward kernels' inputs, after their outputs.
 #define BWD_INPUTS                                                                                                   \
     const gm_cuda_act *__restrict__ dout, const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,      \
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
-        float scale_log2, float scale, gm_attn_mask m, gm_grad_write w
+        float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds, gm_grad_write w
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
-// instruction cuts): the mma.sync backward kernels, one block of 8 warps per SM, 162 to 231
-// registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes before the ring); the
-// M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at head_dim 128 with 16
-// bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps
-// per SM (2 x 103 KB of shared memory at head_dim 128): 223 registers at head_dim 64, and at 128 all
-// 255 with 32 bytes spilled (8 spill accesses in the main loop; 84 bytes at 5531b1e, 140 at
-// c7fd396, 8 to 136 along the way here: ptxas's allocation at this edge moves with small changes;
-// its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma kernels
-// (WG), one block of 8 warps per SM, no spill and no serialization: forward 150 registers at
-// head_dim 128 (110 at 64), dq 183 (143), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518,
-// wgmma serialized, from 248).
+// instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps per
+// SM, 162 to 233 registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes before
+// the ring); the M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at head_dim
+// 128 with 16 bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for two
+// blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 220 registers at head_dim
+// 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
+// way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
+// registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
+// per SM, no spill and no serialization: forward 157 registers at head_dim 128 (117 at 64), dq 185
+// (145), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
 // a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and now: mma32
-// forward 1645 -> 897 / 1152 (+156 on a tile whose maxima move), 16-row 840 -> 523 / 654 (+78; at
-// two blocks an SM), wgmma forward 826 -> 369 / 493 (+64), wgmma dq 806 -> 362 / 486, dk/dv 1145
-// -> 688 / 814: the scale in the exponent and ex2_ftz, the output's rescale only where a maximum
+// forward 1645 -> 923 / 1158 (+156 on a tile whose maxima move), 16-row 840 -> 518 / 648 (+78; at
+// two blocks an SM), wgmma forward 826 -> 367 / 492 (+64), wgmma dq 806 -> 359 / 483, dk/dv 1145
+// -> 691 / 817: the scale in the exponent and ex2_ftz, the output's rescale only where a maximum
 // moved by 2^8 (softmax_tile), the mask's compares skipped on full tiles where they had run
 // predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
 // (wgmma_desc_plus, warpgroup). Not yet timed.
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 64);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 64);
 }
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, 128);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 128);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 64);
+    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, w, 128);
+    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
@@ -1225,18 +1191,42 @@ int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
     return known[dev] == 2;
 }
 
+__global__ static void attn_mask_bounds(int32_t *bounds, gm_attn_mask m, int B, int T) {
+    mask_bounds_body(bounds, m, B, T);
+}
+// With documents, every token's mask bounds (mask_bounds_body) in scratch, written on the stream
+// before the kernels that read them; without, NULL (the kernels use the window's arithmetic).
+// *ok = 0 where the scratch could not be had (noted).
+static const int32_t *mask_bounds(gm_cuda_ctx *c, gm_attn_mask m, int B, int T, int *ok) {
+    *ok = 1;
+    if (!m.doc) return NULL;
+    const size_t n = (size_t)B * T;
+    int32_t *bounds = (int32_t *)gm_cuda_scratch(c, GM_SCR_ATTN_BOUNDS, 2 * n * sizeof(int32_t));
+    if (!bounds) {
+        *ok = 0;
+        return NULL;
+    }
+    attn_mask_bounds<<<(unsigned)((n + 255) / 256), 256, 0, c->stream>>>(bounds, m, B, T);
+    GM_CU_LAUNCHED(c);
+    return bounds;
+}
+
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
+    int ok;
+    const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
+    if (!ok) return;
 #define FWD(M, WG)                                                                                                   \
     do {                                                                                                             \
         if (HD == 64)                                                                                                \
-            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64, WG), out, lse, q, k, v, T, NH, sl2, m);  \
+            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64, WG), out, lse, q, k, v, T, NH, sl2, m,   \
+                   bounds);                                                                                          \
         else                                                                                                         \
             LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128, WG), out, lse, q, k, v, T, NH, sl2,    \
-                   m);                                                                                               \
+                   m, bounds);                                                                                       \
     } while (0)
     if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
     else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
@@ -1250,18 +1240,21 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_c
                           gm_attn_mask m, bool wgmma) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
+    int ok;
+    const int32_t *bounds = mask_bounds(c, m, B, T, &ok);  // once for both kernels
+    if (!ok) return;
 #define BWD(WG)                                                                                                      \
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
             LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse, D, T, NH, sl2, sc,  \
-                   m, w);                                                                                            \
+                   m, bounds, w);                                                                                    \
             LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH,   \
-                   sl2, sc, m, w);                                                                                   \
+                   sl2, sc, m, bounds, w);                                                                           \
         } else {                                                                                                     \
             LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse, D, T, NH, sl2,    \
-                   sc, m, w);                                                                                        \
+                   sc, m, bounds, w);                                                                                \
             LAUNCH(c, attn_dkdv_128<WG>, grid, BWD_THREADS, dkdv_smem(128, WG), dk, dv, dout, q, k, v, lse, D, T, NH,  \
-                   sl2, sc, m, w);                                                                                   \
+                   sl2, sc, m, bounds, w);                                                                           \
         }                                                                                                            \
     } while (0)
     if (wgmma) BWD(true);
