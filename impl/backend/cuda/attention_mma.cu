@@ -268,7 +268,7 @@ static __device__ __forceinline__ void chunk_at(int e, int CPR, const bool core8
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
 // (pitched, or core8: in core matrices), zeros past T, in 16-byte chunks copied by the block's NTH
 // threads. A bf16 element is copied as it is by cp.async (rows past T zero-filled), landing at this
-// thread's cp_async_wait_all; an fp32 one is loaded into registers (all loads in flight first),
+// thread's wait for its copies (cp_async_wait_all, or the wait for the tile's group); an fp32 one is loaded into registers (all loads in flight first),
 // rounded to bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the
 // tile is the block's after that wait and a barrier.
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
@@ -321,8 +321,8 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
 }
 
 // n values of a (T)-vector (lse, D: 4 bytes each) from t0 on into shared memory by NTH threads, 0
-// past T, by cp.async: they land at the copying thread's cp_async_wait_all with the tile they
-// belong to. Why not loads and stores: a store waits for its load, so right after each tile's
+// past T, by cp.async: they land with the tile they belong to, at the copying thread's wait for
+// its copies. Why not loads and stores: a store waits for its load, so right after each tile's
 // barrier every warp waited a global-memory latency (by reading the code: the GPU has not yet timed
 // the difference).
 template <typename V>
@@ -331,7 +331,7 @@ static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, in
     for (int i = threadIdx.x; i < n; i += NTH) cp_async4(dst + i, src + min(t0 + i, T - 1), t0 + i < T ? 4 : 0);
 }
 
-// The tiles a block streams through a 2-stage ring (one stage is read while the next is filled):
+// The tiles a block streams through its ring (a stage is read while the next ones are filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
 // by the block's NTH threads (pitched, or core8: in core matrices).
 static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
@@ -355,7 +355,7 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
     copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
     copy_vec(sD, D, qa, QT, T, BWD_THREADS);
 }
-// After this thread's cp_async_wait_all and before the barrier that hands the tile to the block:
+// After this thread's wait for the tile's copies and before the barrier that hands it to the block:
 // the lse this thread copied into sL (query tile [qa, qa + QT)) in log2 units, +inf past T (P = 0).
 static __device__ __forceinline__ void query_tile_lse_log2(float *sL, int qa, const int QT, int T) {
     for (int i = threadIdx.x; i < QT; i += BWD_THREADS) sL[i] = qa + i < T ? sL[i] * (float)LOG2E : INFINITY;
