@@ -268,9 +268,10 @@ static __device__ __forceinline__ void chunk_at(int e, int CPR, const bool core8
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
 // (pitched, or core8: in core matrices), zeros past T, in 16-byte chunks copied by the block's NTH
 // threads. A bf16 element is copied as it is by cp.async (rows past T zero-filled), landing at this
-// thread's wait for its copies (cp_async_wait_all, or the wait for the tile's group); an fp32 one is loaded into registers (all loads in flight first),
-// rounded to bf16 (nearest even) and stored, 8 bytes a chunk, before the return. Either way the
-// tile is the block's after that wait and a barrier.
+// thread's wait for its copies (cp_async_wait_all, or the wait for the tile's group); an fp32 one
+// is loaded into registers (all loads in flight first), rounded to bf16 (nearest even) and stored,
+// 8 bytes a chunk, before the return. Either way the tile is the block's after that wait and a
+// barrier.
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
                                                  const int R, int T, size_t rs, const int HD, const int NTH,
                                                  const bool core8 = false) {
@@ -690,8 +691,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
                                                     const gm_cuda_act *__restrict__ q,
                                                     const gm_cuda_act *__restrict__ k,
                                                     const gm_cuda_act *__restrict__ v, int T, int NH,
-                                                    float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
-                                                    const int HD) {
+                                                    float scale_log2, gm_attn_mask m,
+                                                    const int32_t *__restrict__ bounds, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(M);
     // sK, sV: 2 stages each of KEY_TILE rows
@@ -798,8 +799,8 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    const gm_cuda_act *__restrict__ q,
                                                    const gm_cuda_act *__restrict__ k,
                                                    const gm_cuda_act *__restrict__ v, int T, int NH,
-                                                   float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
-                                                    const int HD) {
+                                                   float scale_log2, gm_attn_mask m,
+                                                   const int32_t *__restrict__ bounds, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), NTH = NTHREADS(1);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + FWD_K_STAGES * KEY_TILE * P;
@@ -835,8 +836,7 @@ template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
-                                                gm_attn_mask m, const int32_t *__restrict__ bounds,
-                                                    const int HD) {
+                                                gm_attn_mask m, const int32_t *__restrict__ bounds, const int HD) {
     static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
     if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
     else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
