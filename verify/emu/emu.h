@@ -108,7 +108,6 @@ static inline unsigned __float_as_uint(float f) {
 }
 static inline int min(int a, int b) { return a < b ? a : b; }
 static inline long long min(long long a, long long b) { return a < b ? a : b; }
-static inline int max(int a, int b) { return a > b ? a : b; }
 
 // Warpgroups of 128 threads (wgmma): a barrier and each thread's queue of issued operations.
 struct emu_wgmma_op;

@@ -385,21 +385,25 @@ static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val,
 // the doc ids and each of its rows by a thread's binary search, some ten dependent global loads
 // before its first tile (by reading the code; not yet timed), and every layer, head and kernel
 // searched again.
+// The window's (and T's) part of token x's bound: its first key (query rows) or one past its last
+// query (key rows).
+static __device__ __forceinline__ int window_bound(const gm_attn_mask *m, int x, int T, bool rows_are_q) {
+    return rows_are_q ? (int)gm_attn_first_key(m, x) : (int)min(gm_attn_query_end(m, x), (long long)T);
+}
 static __device__ __forceinline__ void mask_bounds_body(int32_t *bounds, gm_attn_mask m, int B, int T) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, n = (size_t)B * T;
     if (i >= n) return;
     const int x = (int)(i % T);
     const int32_t *doc = m.doc + (i - x), id = doc[x];
-    bounds[i] = doc_first(doc, (int)gm_attn_first_key(&m, x), x, id, false);
-    bounds[n + i] = doc_first(doc, x + 1, (int)min(gm_attn_query_end(&m, x), (long long)T), id, true);
+    bounds[i] = doc_first(doc, window_bound(&m, x, T, true), x, id, false);
+    bounds[n + i] = doc_first(doc, x + 1, window_bound(&m, x, T, false), id, true);
 }
 
 // Token x's bound (x < T): its first key (lo, query rows) or one past its last query (hi, key
 // rows); lo or hi: the batch row's slice of mask_bounds_body's, NULL without documents.
 static __device__ __forceinline__ int token_bound(const gm_attn_mask *m, const int32_t *lohi, int x, int T,
                                                   bool rows_are_q) {
-    if (lohi) return lohi[x];
-    return rows_are_q ? (int)gm_attn_first_key(m, x) : (int)min(gm_attn_query_end(m, x), (long long)T);
+    return lohi ? lohi[x] : window_bound(m, x, T, rows_are_q);
 }
 
 // bound[r] = token_bound of the block's row rows0 + r (one thread a row, BLOCK_ROWS of them; past T
@@ -436,7 +440,7 @@ static __device__ __forceinline__ bool tile_full(int q0, int k0, int nk, bool co
 // same pairs as plain causal, and what differs between the two runs of the same kernel is the
 // window clause: two integer divisions by the block size per pair of every partially masked tile,
 // then. A full tile returns at once: ptxas then branches around the compares, which it had issued
-// predicated on every tile (cuobjdump -sass), at the price of more spill in the mma32 forward.
+// predicated on every tile (cuobjdump -sass).
 static __device__ __forceinline__ void mask_tile(float (*s)[4], const int NT, bool full, int T, int rows0, int cols0,
                                                  const int32_t *rbound, bool rows_are_q) {
     if (full) return;
@@ -1012,6 +1016,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
+    const int wg = WG ? warpgroup() : 0;
 
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
         const int stage = i % QUERY_STAGES;
@@ -1028,7 +1033,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
         if constexpr (WG) {  // S^T and dP^T together, the warpgroup's 64 keys
-            wg_abt(st, sK + warpgroup() * 64 * HD, cQ, HD, dpt, sV + warpgroup() * 64 * HD, cO);
+            wg_abt(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO);
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);

@@ -71,10 +71,10 @@ static inline float ex2_ftz(float x) {
 
 // cp.async: queued and performed at this thread's wait (the latest moment the PTX ISA allows), so a
 // read of the destination before the wait sees the old bytes; with GM_EMU_COPIES=eager, performed
-// at once instead (the earliest moment), so a copy into a stage that a warp still reads changes what
-// it reads. src_bytes below the copy's size (16 or 4) zero-fills the rest. A commit closes the copies queued since the last one into a group
-// (emu_copy_groups: each group's end in emu_copies); wait_group N performs every committed group
-// but the newest N, wait_all every copy.
+// at once instead (the earliest moment), so a copy into a stage that a warp still reads changes
+// what it reads. src_bytes below the copy's size (16 or 4) zero-fills the rest. A commit closes the
+// copies queued since the last one into a group (emu_copy_groups: each group's end in
+// emu_copies); wait_group N performs every committed group but the newest N, wait_all every copy.
 struct emu_copy {
     void *dst;
     const void *src;
