@@ -1,13 +1,14 @@
 // GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
 // (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32, with
-// mma's backward), on an sm_90 GPU their forward and backward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA),
-// and where the mask is plain causal (--window=0, no documents) cuDNN's fused
+// mma's backward), on an sm_90 GPU their forward and backward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA)
+// and the one-pass backward (GM_CUDA_ATTN_WGMMA1, its forward wgmma's and not timed again), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
 // attention (attention_cudnn.cu) beside them when it runs here (else one line says why), forward
 // and backward, at a preset's per-GPU attention shape (softcap:
 // B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
 // T = 1024 .. 65536. TFLOP/s use the model's count of backend/cost.h over the admitted (query,
-// key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the tensor-core
-// backward executes 14 HD, since its separate dq pass recomputes S and dP). Where no GPU is
+// key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the two-kernel
+// tensor-core backwards execute 14 HD, since their separate dq pass recomputes S and dP, the
+// one-pass backward 10 HD). Where no GPU is
 // present it says so in one line and exits 0. Timings are never pass/fail. First run on an H100 on
 // 2026-11-26 at commit d81bddf (reports/gpu-h100/); every figure in its reports comes from running it.
 //
@@ -48,12 +49,13 @@
 enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
 
-// mma32: the forward only (its backward is mma's code); wgmma where it runs (an sm_90 GPU); cuDNN's
-// fused attention where the mask is plain causal and cuDNN runs here.
-enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_WGMMA, IMPL_CUDNN, MAX_IMPLS };
-static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "wgmma", "cudnn"};
-static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_MMA32,
-                                                   GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_CUDNN};
+// mma32: the forward only (its backward is mma's code); wgmma where it runs (an sm_90 GPU), and there
+// wgmma1 the backward only (its forward is wgmma's); cuDNN's fused attention where the mask is plain
+// causal and cuDNN runs here.
+enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_WGMMA, IMPL_WGMMA1, IMPL_CUDNN, MAX_IMPLS };
+static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "wgmma", "wgmma1", "cudnn"};
+static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA,   GM_CUDA_ATTN_NAIVE,  GM_CUDA_ATTN_MMA32,
+                                                   GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_CUDNN};
 
 typedef struct {
     const gm_backend *be;
@@ -67,7 +69,9 @@ typedef struct {
 } bench;
 
 // Whether implementation i is timed in pass p (0 forward, 1 backward).
-static int timed(const bench *b, int i, int p) { return b->on[i] && !(i == IMPL_MMA32 && p == 1); }
+static int timed(const bench *b, int i, int p) {
+    return b->on[i] && !(i == IMPL_MMA32 && p == 1) && !(i == IMPL_WGMMA1 && p == 0);
+}
 
 typedef struct {
     int T;
@@ -177,7 +181,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
     else
         OUT(&f, "no document mask.\n");
     OUT(&f, "- TFLOP/s: backend/cost.h's count over the admitted (q, k) pairs, 4 HD flops a pair forward and 10 HD "
-            "backward (the tensor-core backward executes 14 HD: its separate dq pass recomputes S and dP). "
+            "backward (the two-kernel tensor-core backwards execute 14 HD: their separate dq pass recomputes S and dP; "
+            "the one-pass backward, wgmma1, 10 HD). "
             "Median of %d samples, each a run of back-to-back calls closed by a sync (>= %.0f ms), after a warm-up; "
             "min and max in the CSV. `out diff`: ||out_mma - out_naive|| / ||out_naive|| (bf16 inputs vs fp32).\n\n",
         b->reps, SAMPLE_S * 1e3);
@@ -198,6 +203,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
                        "m-tiles; bitwise mma's results; its backward is mma's)",
         [IMPL_WGMMA] = "The forward and backward on Hopper's wgmma (wgmma: the same kernels with their products on "
                        "wgmma, Q, K, V, dO read from shared memory through descriptors)",
+        [IMPL_WGMMA1] = "The one-pass backward on wgmma (wgmma1: one kernel a key block, 5 products a pair, dq summed over "
+                        "the key blocks in a fixed order; its forward is wgmma's, not timed again)",
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;
@@ -231,7 +238,7 @@ static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
            "                     [--out=DIR] [--name=BASE]\n"
            "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp; both passes also on wgmma\n"
-           "  on an sm_90 GPU; cuDNN on a plain causal mask), forward and backward,\n"
+           "  on an sm_90 GPU, and the one-pass backward; cuDNN on a plain causal mask), forward and backward,\n"
            "  at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes OUT/NAME.csv and .md.\n"
            "  Without a GPU: one line, exit 0.\n"
            "  --preset    whose attention shape (default softcap)\n"
@@ -317,7 +324,7 @@ int main(int argc, char **argv) {
 
     // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
     b.on[IMPL_MMA] = b.on[IMPL_NAIVE] = b.on[IMPL_MMA32] = 1;
-    b.on[IMPL_WGMMA] = gm_cuda_attn_wgmma_ready(b.be);
+    b.on[IMPL_WGMMA] = b.on[IMPL_WGMMA1] = gm_cuda_attn_wgmma_ready(b.be);
     if (!b.on[IMPL_WGMMA]) fprintf(stderr, "attention_gpu: wgmma not timed: not an sm_90 GPU with the sm_90a build\n");
     if (gm_cuda_attn_plain_causal(b.mask)) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
@@ -374,8 +381,9 @@ int main(int argc, char **argv) {
                 tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
         for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
             if (!b.on[i] || w->declined[i]) continue;
-            fprintf(stderr, "          %s: fwd %9.3f ms (%6.1f TFLOP/s)", IMPL_NAMES[i], w->ms[i][0][0],
-                    tflops(w->flops[0], w->ms[i][0][0]));
+            fprintf(stderr, "          %s:", IMPL_NAMES[i]);
+            if (timed(&b, i, 0))
+                fprintf(stderr, " fwd %9.3f ms (%6.1f TFLOP/s)", w->ms[i][0][0], tflops(w->flops[0], w->ms[i][0][0]));
             if (timed(&b, i, 1))
                 fprintf(stderr, ", bwd %9.3f ms (%6.1f TFLOP/s)", w->ms[i][1][0], tflops(w->flops[1], w->ms[i][1][0]));
             fprintf(stderr, ";  out diff %.2g\n", w->out_rel[i]);

@@ -1,14 +1,15 @@
 // The tensor-core attention's kernel bodies executed on the CPU: verify/emu/attn_emu (a host
 // emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async and wgmma, compiled by
 // g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
-// per warp, the wgmma forward, and both backwards on two masks (head_dim 64 and 128, windows of
+// per warp, the wgmma forward, the mma and wgmma backwards and the one-pass backward on two masks (head_dim 64 and 128, windows of
 // blocks that divide no tile, documents) and on keys growing along T (a row's maximum moving past
 // the forward's rescale slack after its first tile), each against the CPU backend's dense
 // reference: every output within 2e-2 of the reference's largest value (a few bf16 roundings; a
 // wrong fragment layout, tile range or mask gives errors of order one), the 32-row and the wgmma
-// forward bitwise the 16-row one and the wgmma backward the mma one (the same operations; in the
-// emulation a wgmma sums as mma.sync does), and no register of a wgmma in flight written (the
-// emulation stops the program if one is). That the emulation reads the instructions as the hardware
+// forward bitwise the 16-row one, the wgmma backward the mma one (the same operations; in the
+// emulation a wgmma sums as mma.sync does) and the one-pass backward's dk, dv the wgmma one's, no
+// register of a wgmma in flight written and no block of the one-pass backward waiting for a part of
+// dq that a later block adds (the emulation stops the program at either). That the emulation reads the instructions as the hardware
 // does was checked by running the kernels that had passed on an H100 and an H200 under it, and the
 // wgmma kernels, written against it, then passed on an H200 (reports/gpu-sim/README.md). Built
 // where nvcc is found, in the release tree only (the sanitizer suite, whose GM_TESTPROG holds no
@@ -50,6 +51,8 @@ static void expect_default_cases_pass(const char *env) {
                  env, out);
     cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 3, "%s attn_emu: wgmma backward:\n%s",
                  env, out);
+    cr_expect_eq(count(out, "1pass  dk, dv bitwise the wgmma backward's"), 3, "%s attn_emu: one-pass backward:\n%s",
+                 env, out);
     cr_expect(strstr(out, "\n0 failed\n") != NULL, "%s attn_emu:\n%s", env, out);
     free(out), free(err);
 }
@@ -66,7 +69,9 @@ Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
 
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, a small
 // case fails (the outputs land far from the reference); with an accumulator of a wgmma in flight
-// written, the emulation stops at the wait, naming the thread.
+// written, the emulation stops at the wait, naming the thread; with the one-pass backward's blocks
+// taking the key blocks lowest first, the first block waiting for a part of dq not yet added stops
+// it, naming the semaphore.
 Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
@@ -86,5 +91,11 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     cr_expect_neq(rc, 0, "GM_EMU_FAULT=wgmma_write: exit 0\n%s%s", out, err);
     cr_expect(strstr(err, "thread 5 wrote the accumulators of a wgmma in flight") != NULL,
               "GM_EMU_FAULT=wgmma_write:\n%s%s", out, err);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=sum_order '%s' 1 300 1 64 16 3 0", prog);
+    const int rc2 = th_run(cmd, &out, &err);
+    cr_expect_neq(rc2, 0, "GM_EMU_FAULT=sum_order: exit 0\n%s%s", out, err);
+    cr_expect(strstr(err, "for rank 1, which reads 0 and cannot change") != NULL, "GM_EMU_FAULT=sum_order:\n%s%s",
+              out, err);
     free(out), free(err);
 }

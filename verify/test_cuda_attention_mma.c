@@ -180,6 +180,7 @@ static gm_grad_write write_of(gm_cuda_attn_impl impl) { return impl == GM_CUDA_A
 static const char *name_of(gm_cuda_attn_impl impl) {
     return impl == GM_CUDA_ATTN_CUDNN   ? "cuDNN"
            : impl == GM_CUDA_ATTN_WGMMA ? "wgmma"
+           : impl == GM_CUDA_ATTN_WGMMA1 ? "wgmma, one-pass backward"
            : impl == GM_CUDA_ATTN_MMA32 ? "tensor cores, 32 rows a warp"
            : impl == GM_CUDA_ATTN_NAIVE ? "the naive kernels"
                                         : "tensor cores";
@@ -744,19 +745,34 @@ Test(cuda_attn_mma, refuses_non_positive_scale) {
             cr_skip_test("GPU test skipped: wgmma needs an sm_90 GPU and the sm_90a build (CUDA_ARCH)");   \
     } while (0)
 
+// The cases of the wgmma forms.
+static const cc_attn_case WGMMA_CASES[] = {
+    {"HD 64, T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
+    {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+    {"HD 64, block 5 (dividing no tile), window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
+    {"HD 128, T = 65 (one tile and a row), docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
+    {"HD 128, causal, peaky", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
+    {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
+     {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
+    {"HD 128, block 64, window 14 (ending inside T), docs", 1300, 1, 128, 64, 14, 1, 1.0, {0, 500, 501, 895, 896, -1}},
+};
+#define WGMMA_CASES_N (sizeof WGMMA_CASES / sizeof WGMMA_CASES[0])
+
 Test(cuda_attn_wgmma, masks_and_head_dims) {
     REQUIRE_WGMMA();
-    const cc_attn_case cases[] = {
-        {"HD 64, T = 1", 1, 2, 64, 128, 0, 0, 1.0, {-1}},
-        {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
-        {"HD 64, block 5 (dividing no tile), window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
-        {"HD 128, T = 65 (one tile and a row), docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
-        {"HD 128, causal, peaky", 333, 2, 128, 128, 0, 0, 3.0, {-1}},
-        {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
-         {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
-        {"HD 128, block 64, window 14 (ending inside T), docs", 1300, 1, 128, 64, 14, 1, 1.0, {0, 500, 501, 895, 896, -1}},
-    };
-    run_cases(cases, sizeof cases / sizeof cases[0], GM_CUDA_ATTN_WGMMA);
+    run_cases(WGMMA_CASES, WGMMA_CASES_N, GM_CUDA_ATTN_WGMMA);
+}
+
+// The one-pass backward (GM_CUDA_ATTN_WGMMA1; its forward is wgmma's) on the same cases and a long
+// causal one, where each query tile's dq is summed over up to 16 key blocks, each waiting for the
+// ones above it: within the bounds (its dq sums the key blocks' parts in another order than the
+// other forms, inside the same fp32 bound), added into random priors (the tile's last block adds),
+// and bitwise the same when run twice (the parts added in a fixed order).
+Test(cuda_attn_wgmma, one_pass_backward) {
+    REQUIRE_WGMMA();
+    run_cases(WGMMA_CASES, WGMMA_CASES_N, GM_CUDA_ATTN_WGMMA1);
+    const cc_attn_case longer[] = {{"HD 64, causal, T = 2000 (16 key blocks a tile)", 2000, 2, 64, 128, 0, 0, 1.0, {-1}}};
+    run_cases(longer, 1, GM_CUDA_ATTN_WGMMA1);
 }
 
 // Asked for by name where it cannot run (no sm_90 GPU, or a build without sm_90a): an error at sync

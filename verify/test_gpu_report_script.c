@@ -114,15 +114,17 @@ Test(gpu_report_script, stages_runs_only_the_stages_named, .timeout = 120) {
 
 // The kernels of the attention bench as ncu lists them (--kernel-name-base demangled), copied from
 // its "Available Kernels" on the H200 at e4790d9 (reports/gpu-h200/run-e4790d9/profile-attention.txt)
-// but for their parameter lists: the names the profile stage's selectors are matched against.
+// but for their parameter lists and the dk/dv kernel's second template argument (DQ: the one-pass
+// backward), added since: the names the profile stage's selectors are matched against.
 static const char *const NCU_KERNELS[] = {
     "attn_D_kernel(float *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int, int, unsigned long)",
     "attn_bwd_dkdv_kernel(__nv_bfloat16 *, __nv_bfloat16 *, gm_grad_write, ...)",
     "attn_bwd_dq_kernel(__nv_bfloat16 *, gm_grad_write, ...)",
     "attn_fwd_kernel(__nv_bfloat16 *, float *, ...)",
     "rng_normal_kernel(unsigned long, unsigned long, unsigned long, float *, unsigned long)",
-    "void attn_dkdv_128<(bool)0>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
-    "void attn_dkdv_128<(bool)1>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
+    "void attn_dkdv_128<(bool)0, (bool)0>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
+    "void attn_dkdv_128<(bool)1, (bool)0>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
+    "void attn_dkdv_128<(bool)1, (bool)1>(__nv_bfloat16 *, __nv_bfloat16 *, ...)",
     "void attn_dq_128<(bool)0>(__nv_bfloat16 *, ...)",
     "void attn_dq_128<(bool)1>(__nv_bfloat16 *, ...)",
     "void attn_fwd_128<(int)1, (bool)0>(__nv_bfloat16 *, float *, ...)",
@@ -166,8 +168,8 @@ static char *profile_stage(const char *dir, const char *left_out, int *rc, char 
 }
 
 // The profile stage as a GPU node runs it: one ncu run per attention kernel the automatic choice
-// runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels) and at
-// plain causal T 16384 (the wgmma forward), each selector matching exactly its kernel's name as ncu
+// runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels), the one-pass
+// backward there, and at plain causal T 16384 (the wgmma forward), each selector matching exactly its kernel's name as ncu
 // spells it; the stage's line says exit 0. A selector that matches nothing fails the stage, naming
 // it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
 Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
@@ -178,13 +180,15 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     const char *want[] = {"--clock-control none", "--kernel-name-base demangled -c 1",
                           "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0",
                           "profiled: void attn_fwd_128<(int)2, (bool)0>(", "profiled: void attn_dq_128<(bool)1>(",
-                          "profiled: void attn_dkdv_128<(bool)1>(", "profiled: void attn_fwd_128<(int)1, (bool)1>("};
+                          "profiled: void attn_dkdv_128<(bool)1, (bool)0>(",
+                          "profiled: void attn_dkdv_128<(bool)1, (bool)1>(",
+                          "profiled: void attn_fwd_128<(int)1, (bool)1>("};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
     int profiled = 0;
     for (const char *p = prof; (p = strstr(p, "\nprofiled: ")); p++) profiled++;
-    cr_expect_eq(profiled, 4, "4 kernels profiled, one a selector:\n%s", prof);
-    cr_expect_eq(th_count_lines(prof), 12, "4 headings, 4 ncu runs, 4 kernels:\n%s", prof);
+    cr_expect_eq(profiled, 5, "5 kernels profiled, one a selector:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 15, "5 headings, 5 ncu runs, 5 kernels:\n%s", prof);
     free(out), free(prof);
 
     // without the wgmma dq kernel: its selector fails the stage

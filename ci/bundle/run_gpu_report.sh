@@ -190,15 +190,18 @@ st_profile() {
     sections+=" --section MemoryWorkloadAnalysis_Tables"
     # The kernels by their template arguments, as ncu's demangled names spell them (run-e4790d9's
     # profile-attention.txt lists them: `void attn_fwd_128<(int)2, (bool)0>(...)` for
-    # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`, `attn_dkdv_128<(bool)1>`), the first launch of
-    # each: the forms impl/backend/cuda/attention.cu's automatic choice runs at these shapes. A
-    # selector that matches nothing (ncu then says so and exits 0) fails the stage.
+    # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`; the dk/dv kernel has since gained its second
+    # argument, attn_dkdv_128<WG, DQ>), the first launch of each: the forms
+    # impl/backend/cuda/attention.cu's automatic choice runs at these shapes, and the one-pass
+    # backward (DQ), not chosen automatically until timed. A selector that matches nothing (ncu then
+    # says so and exits 0) fails the stage.
     local bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
     local pick="--kernel-name-base demangled -c 1" record="--tmin=65536 --tmax=65536 --doc_len=700"
     profile_kernel "the 32-rows-a-warp forward: record mask (T 65536, window 14, documents of mean 700)" \
         'attn_fwd_128<\(int\)2, \(bool\)0>' $record || return
     profile_kernel "the wgmma dq kernel: record mask" 'attn_dq_128<\(bool\)1>' $record || return
-    profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1>' $record || return
+    profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)0>' $record || return
+    profile_kernel "the one-pass backward: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)1>' $record || return
     profile_kernel "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' --tmin=16384 --tmax=16384 --window=0
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {

@@ -1,8 +1,8 @@
 // The tensor-core attention's kernel bodies (impl/backend/cuda/attention_mma.cu: the mma.sync
-// forward with 16 and 32 query rows per warp, its backward, and the wgmma forward and backward) run
-// on the CPU under emu.h, against the CPU backend's dense reference (backend/cpu/cpu.h:
-// gm_cpu_attn_fwd_dense / bwd_dense on gm_cpu_attn_dense_mask, the mask rule element by element),
-// for verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc) and linked with the
+// forward with 16 and 32 query rows per warp, its backward, the wgmma forward and backward, and the
+// one-pass backward) run on the CPU under emu.h, against the CPU backend's dense reference
+// (backend/cpu/cpu.h: gm_cpu_attn_fwd_dense / bwd_dense on gm_cpu_attn_dense_mask, the mask rule
+// element by element), for verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc) and linked with the
 // release library for that reference (Makefile).
 //
 //   attn_emu                                 the default cases
@@ -16,8 +16,8 @@
 // Per case one line per output and implementation: max |error| / max |reference|, bounded by 2e-2
 // (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
 // as MMA operands and every output at its store); the 32-row and the wgmma forward must equal the
-// 16-row one bit for bit, and the wgmma backward the mma one (the same operations in the same
-// order); "PASS" or "FAIL" per case, then "<n> failed"; exit status 1 when any failed.
+// 16-row one bit for bit, the wgmma backward the mma one and the one-pass backward's dk and dv the
+// wgmma one's (the same operations in the same order); "PASS" or "FAIL" per case, then "<n> failed"; exit status 1 when any failed.
 #include "emu.h"
 
 alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 158 KB)
@@ -89,7 +89,7 @@ static double report(const char *impl, const char *what, const std::vector<float
     for (size_t i = 0; i < ref.size(); i++) {
         top = fmax(top, fabs(ref[i]));
         const double e = fabs(got[i] - ref[i]);
-        if (!(e <= err)) err = e;
+        if (err == err && !(e <= err)) err = e;  // a NaN stays
     }
     const double rel = top > 0 ? err / top : err;
     printf("  %-6s %-4s max |ref| %-8.3g max error %-9.3g relative %.3g\n", impl, what, top, err, rel);
@@ -175,6 +175,7 @@ static int run_case(const attn_case &c, unsigned seed) {
                 D[((size_t)b * NH + h) * T + i] = s;
             }
     std::vector<gm_cuda_act> grads[2];  // dq | dk | dv of mma, of wgmma
+    std::vector<gm_cuda_act> dq1(n), dk1(n), dv1(n);  // the one-pass backward's
     for (int wg = 0; wg < 2; wg++) {
         std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
         const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
@@ -183,8 +184,8 @@ static int run_case(const attn_case &c, unsigned seed) {
             else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
         });
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dkdv_body<true>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
-            else dkdv_body<false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            if (wg) dkdv_body<true, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            else dkdv_body<false, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
         });
         const char *impl = wg ? "wgmma" : "mma";
         note(report(impl, "dq", widen(dq), rdq));
@@ -196,6 +197,26 @@ static int run_case(const attn_case &c, unsigned seed) {
     const bool same_bwd = !memcmp(grads[1].data(), grads[0].data(), 3 * n * sizeof(gm_cuda_act));
     printf("  wgmma  dq, dk, dv %s the mma backward's\n", same_bwd ? "bitwise" : "NOT bitwise");
     failed += !same_bwd;
+    // The one-pass backward: one block a key block, highest first by the work counter (here, blocks
+    // running one at a time, each tile's parts of dq must have been added when a block comes to it:
+    // the shim stops the program otherwise). Its dk and dv are the wgmma dk/dv kernel's operations in
+    // the same order; its dq sums the key blocks' parts, so it has only the bound.
+    {
+        const int ntiles = (T + 63) / 64, nkb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        const size_t tiles = (size_t)B * NH * ntiles;
+        std::vector<float4> part(tiles * 16 * HD, make_float4(NAN, NAN, NAN, NAN));  // as unset scratch may hold
+        std::vector<int32_t> order(1 + tiles, 0);
+        const dq_sum ds = {dq1.data(), part.data(), order.data()};
+        launch(dim3((unsigned)(nkb * NH * B)), BWD_THREADS, [&] {
+            dkdv_body<true, true>(dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(), lse.data(), D.data(),
+                                  T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, ds);
+        });
+        note(report("1pass", "dq", widen(dq1), rdq));
+        const bool same_kv = !memcmp(dk1.data(), grads[1].data() + n, n * sizeof(gm_cuda_act)) &&
+                             !memcmp(dv1.data(), grads[1].data() + 2 * n, n * sizeof(gm_cuda_act));
+        printf("  1pass  dk, dv %s the wgmma backward's\n", same_kv ? "bitwise" : "NOT bitwise");
+        failed += !same_kv;
+    }
     failed += !(worst <= 2e-2);
     printf("  %s (worst relative error %.3g)\n", failed ? "FAIL" : "PASS", worst);
     return failed != 0;

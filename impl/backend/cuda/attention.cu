@@ -61,7 +61,8 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
 
 // Whether impl is one of the tensor-core kernels' forms (attention_mma.cu).
 static bool tensor_cores(int impl) {
-    return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA;
+    return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA ||
+           impl == GM_CUDA_ATTN_WGMMA1;
 }
 
 // The tensor-core form the automatic choice runs, from their times side by side on an H200
@@ -81,6 +82,9 @@ static bool tensor_cores(int impl) {
 //             documents (1772e6e): wgmma wherever it runs.
 // In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
 // 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
+// The one-pass backward (GM_CUDA_ATTN_WGMMA1: 5 products a pair where wgmma's two kernels take 7,
+// dq summed over the key blocks behind a semaphore a query tile) is not chosen until a GPU has timed
+// it beside wgmma's (bench/attention_gpu's wgmma1 column).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
 // causal ones, which cuDNN serves where present). Every figure above predates the changes after
 // 1772e6e (reports/gpu-h200/README.md: fewer instructions a tile in every form, the wgmma and dk/dv
@@ -113,7 +117,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
                      "needs head_dim 64 or 128, 16-byte aligned tensors and a positive scale");
         return -1;
     }
-    if (impl == GM_CUDA_ATTN_WGMMA && !gm_cuda_attn_wgmma_runs(c)) {
+    if ((impl == GM_CUDA_ATTN_WGMMA || impl == GM_CUDA_ATTN_WGMMA1) && !gm_cuda_attn_wgmma_runs(c)) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma)",
                      "needs an sm_90 GPU (H100, H200) and a build with CUDA_ARCH=sm_90a");
         return -1;
@@ -138,9 +142,10 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, 0, B, T, NH, HD, scale, mask, ptrs, 4);
     if (tensor_cores(which)) {
-        const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32   ? GM_ATTN_FWD_MMA32
-                                      : which == GM_CUDA_ATTN_WGMMA ? GM_ATTN_FWD_WGMMA
-                                                                    : GM_ATTN_FWD_MMA16;
+        const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32 ? GM_ATTN_FWD_MMA32
+                                      : which == GM_CUDA_ATTN_WGMMA || which == GM_CUDA_ATTN_WGMMA1
+                                          ? GM_ATTN_FWD_WGMMA
+                                          : GM_ATTN_FWD_MMA16;
         gm_cuda_attn_mma_fwd(c, form, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
     }
     if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
@@ -180,10 +185,14 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     if (!D) return;
     attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (tensor_cores(which))  // mma32: mma's
-        gm_cuda_attn_mma_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask,
-                             which == GM_CUDA_ATTN_WGMMA);
-    else gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+    if (tensor_cores(which)) {  // mma32: mma's
+        const gm_attn_bwd_form form = which == GM_CUDA_ATTN_WGMMA    ? GM_ATTN_BWD_WGMMA
+                                      : which == GM_CUDA_ATTN_WGMMA1 ? GM_ATTN_BWD_ONEPASS
+                                                                     : GM_ATTN_BWD_MMA;
+        gm_cuda_attn_mma_bwd(c, form, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+    }
+    else
+        gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
 }
 
 extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,

@@ -29,12 +29,14 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
                           gm_attn_mask m);
 // 1 when the wgmma form runs on the current device (the sm_90a machine code on an sm_90 GPU).
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c);
-// The tensor-core backward: mma.sync, or (wgmma, where gm_cuda_attn_wgmma_runs) the same kernels'
-// products on wgmma.
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
-                          const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
-                          const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
-                          gm_attn_mask m, bool wgmma);
+// The tensor-core backward's forms: the dq and dk/dv kernels on mma.sync, or their products on
+// wgmma, or (wgmma too) the one-pass kernel, dk/dv's with dq's product, dq summed over key blocks in
+// a fixed order; the last two only where gm_cuda_attn_wgmma_runs.
+typedef enum { GM_ATTN_BWD_MMA, GM_ATTN_BWD_WGMMA, GM_ATTN_BWD_ONEPASS } gm_attn_bwd_form;
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,
+                          gm_grad_write w, const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k,
+                          const gm_cuda_act *v, const float *lse, const float *D, int B, int T, int NH, int HD,
+                          double scale, gm_attn_mask m);
 
 // cuDNN's fused attention (attention_cudnn.cu), plain causal masks only: 0 when the call is
 // enqueued (a failure of the run itself is noted), -1 when cuDNN cannot serve it (the mask, the

@@ -26,15 +26,19 @@ extern "C" {
 // GM_CUDA_ATTN_MMA32: the tensor-core kernels with the forward's 32 query rows per warp (4 warps a
 // block, FlashAttention-2's shape) instead of MMA's 16 (8 warps), the same backward; bitwise the
 // same results. GM_CUDA_ATTN_WGMMA: the same kernels with their products on Hopper's wgmma, forward
-// and backward (sm_90a machine code on an sm_90 GPU, else refused). The automatic choice among the
-// three is gm_cuda_attn_auto_form's.
+// and backward (sm_90a machine code on an sm_90 GPU, else refused). GM_CUDA_ATTN_WGMMA1: WGMMA's
+// forward and the one-pass backward (one kernel, 5 products a pair instead of 7: dq summed over
+// the key blocks in a fixed order, so as deterministic as the others, not bitwise the same dq);
+// where WGMMA runs, else refused; not chosen automatically until a GPU has timed it. The automatic
+// choice among the first three is gm_cuda_attn_auto_form's.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,
     GM_CUDA_ATTN_MMA = 2,
     GM_CUDA_ATTN_CUDNN = 3,
     GM_CUDA_ATTN_MMA32 = 4,
-    GM_CUDA_ATTN_WGMMA = 5
+    GM_CUDA_ATTN_WGMMA = 5,
+    GM_CUDA_ATTN_WGMMA1 = 6
 } gm_cuda_attn_impl;
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no

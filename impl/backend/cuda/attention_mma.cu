@@ -52,7 +52,11 @@
 //                dK += dS^T Q, and adds them once at the end.
 // Every output element is summed by one thread in a fixed order, so runs repeat bit for bit. The
 // price is S and dP computed twice (7 tile GEMMs per pair instead of FlashAttention-2's 5 with
-// atomic dQ).
+// atomic dQ). The one-pass backward (GM_CUDA_ATTN_WGMMA1, wgmma only: dkdv_body with DQ) is
+// FlashAttention-2's 5 with dQ's parts added over the key blocks in a fixed order behind a
+// semaphore a query tile (ordered_sum.cuh): deterministic too, its dk and dv bitwise the wgmma
+// dk/dv kernel's, its dq the same sum in another order (see dq_sum; executed under the emulation,
+// not yet on a GPU).
 //
 // Mask (backend.h gm_attn_mask: causal, documents, sliding window of whole blocks), kept exactly:
 // - key tiles a query block never sees are never visited: the key range starts at the window's
@@ -99,7 +103,7 @@
 // streamed tile read along head_dim (S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T) is HD/16
 // wgmma m64n64k16 from shared memory (wg_abt); one whose A side is an accumulator (P V, dS K,
 // P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout) and
-// B read transposed (wg_xb). The accumulators of wgmma have mma.sync's fragment layout per warp (a
+// B read transposed (wg_xb_issue). The accumulators of wgmma have mma.sync's fragment layout per warp (a
 // warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are the same
 // code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128 contiguous bytes:
 // the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
@@ -122,7 +126,7 @@
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
-// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 192 KB per block
+// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 193 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
@@ -141,6 +145,7 @@
 // has none of the code below, and the dispatcher runs the scalar kernels.
 #if GM_CUDA_ARCH >= 800
 #include "backend/cuda/mma_sm80.cuh"
+#include "backend/cuda/ordered_sum.cuh"
 #include "backend/cuda/wgmma_sm90.cuh"
 
 extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
@@ -417,9 +422,10 @@ static __device__ __forceinline__ void row_bounds(int32_t *bound, const gm_attn_
     if (r < BLOCK_ROWS) bound[r] = x < T ? token_bound(m, lohi, x, T, rows_are_q) : 0;
 }
 
-// The batch row's slice of the bounds: lo (query rows) or hi (key rows), NULL without documents.
-static __device__ __forceinline__ const int32_t *bounds_of(const int32_t *bounds, int T, bool rows_are_q) {
-    return bounds ? bounds + ((size_t)(rows_are_q ? 0 : gridDim.z) + blockIdx.z) * T : nullptr;
+// Batch row b's slice (of B) of the bounds: lo (query rows) or hi (key rows), NULL without documents.
+static __device__ __forceinline__ const int32_t *bounds_of(const int32_t *bounds, int T, int B, int b,
+                                                           bool rows_are_q) {
+    return bounds ? bounds + ((size_t)(rows_are_q ? 0 : B) + b) * T : nullptr;
 }
 
 // Does every query of [q0, min(q0 + nq, T)) see every key of [k0, k0 + nk)? Causal: the last key
@@ -530,12 +536,12 @@ static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bf
     const uint64_t da = wgmma_desc(A, lbo, sbo), db = wgmma_desc(B, lbo, sbo);
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1 (256 bytes on)
-        wgmma_m64n64k16_ss(d, wgmma_desc_plus(da, 256 * ks), wgmma_desc_plus(db, 256 * ks), ks > 0);
+        wgmma_m64n64k16_ss<0, 0>(d, wgmma_desc_plus(da, 256 * ks), wgmma_desc_plus(db, 256 * ks), ks > 0);
     if (d2) {
         const uint64_t da2 = wgmma_desc(A2, lbo, sbo), db2 = wgmma_desc(B2, lbo, sbo);
 #pragma unroll
         for (int ks = 0; ks < HD / 16; ks++)
-            wgmma_m64n64k16_ss(d2, wgmma_desc_plus(da2, 256 * ks), wgmma_desc_plus(db2, 256 * ks), ks > 0);
+            wgmma_m64n64k16_ss<0, 0>(d2, wgmma_desc_plus(da2, 256 * ks), wgmma_desc_plus(db2, 256 * ks), ks > 0);
     }
     wgmma_commit();
 }
@@ -558,8 +564,8 @@ static __device__ __forceinline__ void pack_a(uint32_t (*a)[4], const float (*x)
 // o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (A fragments a from pack_a) from
 // registers and the 64-row streamed tile B from shared memory in core matrices, read MN-major
 // (transposed: SBO the next 8 columns, 128 bytes on; LBO the next 8 rows, HD/8 core matrices on):
-// O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q. wg_xb_issue issues and commits them as one group
-// (o and a the wgmma's until a wait completes it); wg_xb packs the accumulator s and also waits.
+// O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q; issued and committed as one group (o and a the
+// wgmma's until a wait completes it).
 static __device__ __forceinline__ void wg_xb_issue(float (*o)[4], uint32_t (*a)[4], const __nv_bfloat16 *B,
                                                    const int HD) {
     const uint32_t lbo = HD / 8 * 128, sbo = 128;
@@ -575,15 +581,6 @@ static __device__ __forceinline__ void wg_xb_issue(float (*o)[4], uint32_t (*a)[
         else wgmma_m64n64k16_rs(d, a[kk], desc);
     }
     wgmma_commit();
-}
-static __device__ __forceinline__ void wg_xb(float (*o)[4], const float (*s)[4], const __nv_bfloat16 *B,
-                                             const int HD) {
-    uint32_t a[KEY_TILE / 16][4];
-    pack_a(a, s);
-    wg_xb_issue(o, a, B, HD);
-    wgmma_wait<0>();
-    wgmma_hold(&o[0][0], HD / 2);
-    wgmma_hold_a(&a[0][0], KEY_TILE / 4);
 }
 
 // ---- forward: grid (ceil(T / 128), NH, B), NTHREADS(M) threads ----
@@ -706,7 +703,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     const int qlast = min(q0 + BLOCK_ROWS, T) - 1, wrow = warp * 16 * M;  // this warp's first row in the block
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;  // token stride; (b, 0, h, 0)
-    const int32_t *lo = bounds_of(bounds, T, true);
+    const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, NTH);
     const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
@@ -814,7 +811,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
-    const int32_t *lo = bounds_of(bounds, T, true);
+    const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
     f.sQw = sQ + warpgroup() * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
     f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
     f.kbeg = token_bound(&m, lo, f.q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
@@ -857,7 +854,7 @@ static __device__ __forceinline__ void times_dp_minus_d(float (*s)[4], const flo
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
 // key tiles in a ring as the forward. WG: the three products by wgmma, as the forward's (S = Q K^T
-// and dP = dO V^T by wg_abt, dQ += dS K by wg_xb with K read transposed) ----
+// and dP = dO V^T by wg_abt, dQ += dS K by wg_xb_issue with K read transposed) ----
 
 template <bool WG>
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
@@ -876,7 +873,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
-    const int32_t *lo = bounds_of(bounds, T, true);
+    const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
 
     load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
@@ -974,28 +971,136 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
 // query tiles in a ring as the forward's key tiles. WG: the four products by wgmma, a warpgroup's
 // 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_abt over 64-query tiles, dV += P^T dO
-// and dK += dS^T Q by wg_xb with dO and Q read transposed) ----
+// and dK += dS^T Q by wg_xb_issue with dO and Q read transposed). DQ (with WG): the one-pass backward,
+// grid (ceil(T / 128) NH B) ----
+//
+// One pass (FlashAttention-2's, 5 products a pair where the dq and dk/dv kernels take 7): the dk/dv
+// kernel also computes, for each query tile, this key block's part of the tile's dQ = dS K, and the
+// parts are summed over the key blocks that see the tile in a fixed order, highest key block first:
+// a semaphore a tile (ordered_sum.cuh), the first part stored in fp32 partial sums, the next ones
+// added there by L2's reductions, the last (the lowest key block) reading the sum, adding its own
+// and writing dq. Deterministic, where FlashAttention-2 adds by float atomics in whatever order they
+// land. Why this order: a block walks its query tiles upward from its diagonal and block kb + 1
+// starts two tiles above block kb, so at the tile where kb waits for kb + 1, kb + 1 had two tiles
+// less to do: blocks started together seldom wait (the other order, lowest first, made each block
+// wait for the one below it to reach its diagonal: a chain as long as the window). Blocks take
+// their (batch, head, key block) from a work counter, highest key block first, so a block waits only
+// for blocks already running. The price: 64 HD fp32 partial sums a query tile in global memory (B NH
+// T HD 4 bytes; reads and writes that stay in L2 while the blocks keep together) and two barriers a
+// tile; plain causal masks make every key block's first tile wait for all the blocks above it (a
+// wavefront: cuDNN serves those).
 
-template <bool WG>
+// The one-pass backward's per-call state: the partial sums of dq, (B, NH, ceil(T / 64)) query
+// tiles of 64 x HD fp32 each in the threads' fragment order (dq_part_add), and `order`: [0] the
+// work counter, [1 + (b NH + h) ceil(T / 64) + tile] each tile's semaphore (zeroed before the
+// launch); dq written by each tile's last part.
+typedef struct {
+    gm_cuda_act *dq;
+    float4 *part;
+    int32_t *order;
+} dq_sum;
+
+// dS^T (the warp's 16 keys x 64 queries in st, keys key0.. of the block's 128) as bf16 into sDS,
+// the block's 128 keys x 64 queries in core matrices, for the dQ product to read transposed (the
+// same rounding as its packing as dK's A operand). A phase of 4-byte stores fills one 128-byte core
+// matrix: conflict-free.
+static __device__ __forceinline__ void store_ds_t(__nv_bfloat16 *sDS, const float (*st)[4], int key0) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            *(uint32_t *)(sDS + tile_at(key0 + g + 8 * r, n * 8 + 2 * t, 64, true)) =
+                pack_bf16(st[n][2 * r], st[n][2 * r + 1]);
+}
+
+// dqp (64 queries x HD / 2, warpgroup wg's columns HD / 2 wg..; this thread's HD / 4 in wgmma's
+// accumulator order) = dS K over the block's 128 keys: A = dS^T from sDS read transposed (LBO: the
+// next 8 keys, 8 core matrices on; SBO: the next 8 queries, 128 bytes), B = the block's K tile read
+// transposed (LBO: the next 8 keys, HD / 8 core matrices on; SBO: the next 8 columns). 8 wgmma
+// m64n(HD/2)k16, issued and committed as one group (dqp the wgmma's until a wait completes it).
+static __device__ __forceinline__ void wg_dq_issue(float *dqp, const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
+                                                   int wg, const int HD) {
+    wgmma_hold(dqp, HD / 4);
+    wgmma_fence();
+    const uint64_t da = wgmma_desc(sDS, 8 * 128, 128), db = wgmma_desc(sK + wg * HD / 2 * 8, HD / 8 * 128, 128);
+#pragma unroll
+    for (int ks = 0; ks < BLOCK_ROWS / 16; ks++) {  // keys 16 ks..: core-matrix rows 2 ks, 2 ks + 1
+        const uint64_t a = wgmma_desc_plus(da, 2 * 8 * 128 * ks), b = wgmma_desc_plus(db, 32 * HD * ks);
+        if (HD == 128) wgmma_m64n64k16_ss<1, 1>(dqp, a, b, ks > 0);
+        else wgmma_m64n32k16_ss<1, 1>(dqp, a, b, ks > 0);
+    }
+    wgmma_commit();
+}
+
+// This block's part dqp (wg_dq_issue's) of query tile [qa, qa + 64)'s dq, after the `rank` parts
+// before it (ordered_wait and a barrier passed): the first part stored, a middle one added, the
+// last (`last`) read with the sum of the others and written into dq scaled (w: set or added, as
+// put_pair); a part alone is written at once. part: the tile's partial sums, a thread's 16 bytes
+// a float4 of its accumulators (coalesced).
+static __device__ __forceinline__ void dq_part_add(gm_cuda_act *dq, float4 *part, const float (*dqp)[4], int rank,
+                                                   bool last, int qa, int T, size_t rs, float scale, gm_grad_write w,
+                                                   int wg, const int HD) {
+    const int tid = threadIdx.x % 128, warp = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    // n-tile j: columns HD / 2 wg + 8 j + 2 t, + 1 of rows g, g + 8 (dqp[j][0..3]), at part[j 128]
+    part += wg * (HD / 16) * 128 + tid;
+    if (!last) {
+#pragma unroll
+        for (int j = 0; j < HD / 16; j++) {
+            const float4 x = make_float4(dqp[j][0], dqp[j][1], dqp[j][2], dqp[j][3]);
+            if (rank == 0) partial_store(part + j * 128, x);
+            else partial_add(part + j * 128, x);
+        }
+        return;
+    }
+    // the other parts' sum, every load in flight before the first add; none: -0, which adds nothing,
+    // not even to a zero's sign
+    float4 sum[MAX_HD / 16];
+#pragma unroll
+    for (int j = 0; j < HD / 16; j++)
+        sum[j] = rank > 0 ? partial_load(part + j * 128) : make_float4(-0.0f, -0.0f, -0.0f, -0.0f);
+    const int i = qa + warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < HD / 16; j++) {
+        const int col = wg * HD / 2 + 8 * j + 2 * t;
+        const float4 y = sum[j];
+        if (i < T) put_pair(dq + (size_t)i * rs + col, w, scale * (y.x + dqp[j][0]), scale * (y.y + dqp[j][1]));
+        if (i + 8 < T) put_pair(dq + (size_t)(i + 8) * rs + col, w, scale * (y.z + dqp[j][2]), scale * (y.w + dqp[j][3]));
+    }
+}
+
+template <bool WG, bool DQ>
 static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
                                                  const gm_cuda_act *__restrict__ dout,
                                                  const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                  const gm_cuda_act *__restrict__ v,
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
-                                                 const int32_t *__restrict__ bounds, gm_grad_write w, const int HD) {
+                                                 const int32_t *__restrict__ bounds, gm_grad_write w, const int HD,
+                                                 dq_sum ds = {}) {
+    static_assert(!DQ || WG, "the one-pass backward is wgmma's");
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
-    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries
+    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries)
+    // and the block's work index
     __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
                   *sO = sQ + QUERY_STAGES * QT * P;
     float *sL = (float *)(sO + QUERY_STAGES * QT * P), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
     int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __nv_bfloat16 *sDS = (__nv_bfloat16 *)(sBound + BLOCK_ROWS);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const int k0 = (int)blockIdx.x * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;  // early keys (most work) first
+    int b = blockIdx.z, h = blockIdx.y, kb = blockIdx.x, B = gridDim.z;  // early keys (most work) first
+    if constexpr (DQ) {  // highest key block first, by the work counter
+        int32_t *sWork = (int32_t *)(sDS + BLOCK_ROWS * 64);
+        if (threadIdx.x == 0) *sWork = ordered_take(ds.order);
+        __syncthreads();
+        const int work = *sWork, nkb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        kb = nkb - 1 - work % nkb, h = work / nkb % NH, b = work / nkb / NH, B = (int)gridDim.x / (nkb * NH);
+    }
+    const int k0 = kb * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
-    const int32_t *hi = bounds_of(bounds, T, false);
+    const int32_t *hi = bounds_of(bounds, T, B, b, false), *lo = bounds_of(bounds, T, B, b, true);
 
     load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
     load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
@@ -1017,6 +1122,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
     const int wg = WG ? warpgroup() : 0;
+    const int ntiles = (T + QT - 1) / QT;  // DQ: the query tiles of a head
+    int32_t *passing = nullptr;            // DQ: the semaphore of the tile this block last added to, to pass on
 
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
         const int stage = i % QUERY_STAGES;
@@ -1024,6 +1131,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         query_tile_lse_log2(sL + stage * QT, qa, QT, T);
         if (WG) fence_proxy_async();
         __syncthreads();  // everyone's have; tile i - 1 (the stage tile i + 2 goes to) is consumed
+        if (DQ && passing) {  // every thread fenced its part of the last tile before the barrier
+            if (threadIdx.x == 0) ordered_release(passing);
+            passing = nullptr;
+        }
         load_tile(i + 2);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
@@ -1056,7 +1167,30 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             ds_from_p();
             wgmma_wait<0>();
             wgmma_hold(&dva[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
-            wg_xb(dka, st, cQ, HD);
+            pack_a(pa, st);
+            wg_xb_issue(dka, pa, cQ, HD);  // dK += dS^T Q
+            if constexpr (DQ) {
+                // While dK's product runs: dS^T into shared memory, and the wait for the parts of
+                // the tile's dq before this block's (rank of them: the key blocks above this one
+                // that see the tile, up to the one holding its last query; this one's is the last
+                // part when the tile's first query sees no key below k0).
+                store_ds_t(sDS, st, wg * 64 + warp % 4 * 16);
+                fence_proxy_async();
+                const int tile = qa / QT, rank = min(qa + QT - 1, T - 1) / BLOCK_ROWS - kb;
+                const bool last = token_bound(&m, lo, qa, T, true) / BLOCK_ROWS == kb;
+                int32_t *sem = ds.order + 1 + ((size_t)b * NH + h) * ntiles + tile;
+                if (threadIdx.x == 0) ordered_wait(sem, rank);
+                __syncthreads();  // both warpgroups' dS^T stored, the earlier parts added
+                float dqp[MAX_HD / 16][4];
+                wg_dq_issue(&dqp[0][0], sDS, sK, wg, HD);
+                wgmma_wait<0>();
+                wgmma_hold(&dqp[0][0], HD / 4);
+                dq_part_add(ds.dq + head, ds.part + (((size_t)b * NH + h) * ntiles + tile) * 16 * HD, dqp, rank, last,
+                            qa, T, rs, scale, w, wg, HD);
+                if (!last) __threadfence(), passing = sem;  // passed on after the next barrier
+            }
+            wgmma_wait<0>();
+            wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
         } else {
             zero(dpt, QT / 8);
             mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
@@ -1064,6 +1198,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             ds_from_p();
             mma_xb(dka, st, cQ, P, HD / 8, QT / 16, 1);
         }
+    }
+    if (DQ && passing) {
+        __syncthreads();  // a block's threads agree on passing
+        if (threadIdx.x == 0) ordered_release(passing);
     }
 
 #pragma unroll
@@ -1105,7 +1243,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
 // per SM, no spill and no serialization: forward 157 registers at head_dim 128 (117 at 64), dq 185
-// (145), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// (145), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
+// one-pass backward (dk/dv with DQ): 252 (202), no spill, no serialization; its dq's fp32 partial
+// sums added by 16-byte float atomics (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
+// subnormal sums flushed to zero, as every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
 // a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and now: mma32
 // forward 1645 -> 923 / 1158 (+156 on a tile whose maxima move), 16-row 840 -> 518 / 648 (+78; at
@@ -1131,15 +1272,15 @@ template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
     dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128);
 }
-template <bool WG>
+template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
-    attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64);
+    attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, ds);
 }
-template <bool WG>
+template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
-    attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS) {
-    dkdv_body<WG>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128);
+    attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, ds);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
@@ -1148,16 +1289,18 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 // 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages: 157,184); dq: 139,776 (wgmma's 4 K and 3
 // V stages: 192,000); dk/dv:
 // (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query
-// tiles 176,128 (HD 64: 55,808 (83,456) / 74,240 (101,888) / 94,208).
+// tiles 176,128, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the work index:
+// 192,528 (HD 64: 55,808 (83,456) / 74,240 (101,888) / 94,208 (110,608)).
 static size_t fwd_smem(int HD, bool WG) {
     return (size_t)(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
 static size_t dq_smem(int HD, bool WG) {
     return (size_t)(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
 }
-static size_t dkdv_smem(int HD, bool WG) {
+static size_t dkdv_smem(int HD, bool WG, bool DQ) {
     const int QT = QUERY_TILE(HD, WG);
-    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_STAGES * QT) * PITCH(HD) * 2 + (2 * QUERY_STAGES * QT + BLOCK_ROWS) * 4;
+    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_STAGES * QT) * PITCH(HD) * 2 + (2 * QUERY_STAGES * QT + BLOCK_ROWS) * 4 +
+           (DQ ? BLOCK_ROWS * 64 * 2 + 16 : 0);
 }
 
 int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
@@ -1239,30 +1382,49 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
 #undef FWD
 }
 
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv, gm_grad_write w,
-                          const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v,
-                          const float *lse, const float *D, int B, int T, int NH, int HD, double scale,
-                          gm_attn_mask m, bool wgmma) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,
+                          gm_grad_write w, const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k,
+                          const gm_cuda_act *v, const float *lse, const float *D, int B, int T, int NH, int HD,
+                          double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);  // once for both kernels
     if (!ok) return;
+    if (form == GM_ATTN_BWD_ONEPASS) {
+        const size_t tiles = (size_t)B * NH * ((T + 63) / 64), blocks = (size_t)B * NH * grid.x;
+        if (blocks > 0x7fffffff) {
+            gm_cuda_note(c, __FILE__, __LINE__, "attention (one-pass backward)", "more than 2^31 - 1 key blocks");
+            return;
+        }
+        dq_sum ds = {dq, (float4 *)gm_cuda_scratch(c, GM_SCR_ATTN_DQ_PART, tiles * 64 * HD * sizeof(float)),
+                     (int32_t *)gm_cuda_scratch(c, GM_SCR_ATTN_ORDER, (1 + tiles) * sizeof(int32_t))};
+        if (!ds.part || !ds.order) return;
+        GM_CU(c, cudaMemsetAsync(ds.order, 0, (1 + tiles) * sizeof(int32_t), c->stream));
+        if (HD == 64)
+            LAUNCH(c, (attn_dkdv_64<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(64, true, true), dk, dv,
+                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, ds);
+        else
+            LAUNCH(c, (attn_dkdv_128<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(128, true, true), dk, dv,
+                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, ds);
+        return;
+    }
+    const dq_sum none = {};
 #define BWD(WG)                                                                                                      \
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
             LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse, D, T, NH, sl2, sc,  \
                    m, bounds, w);                                                                                    \
-            LAUNCH(c, attn_dkdv_64<WG>, grid, BWD_THREADS, dkdv_smem(64, WG), dk, dv, dout, q, k, v, lse, D, T, NH,   \
-                   sl2, sc, m, bounds, w);                                                                           \
+            LAUNCH(c, (attn_dkdv_64<WG, false>), grid, BWD_THREADS, dkdv_smem(64, WG, false), dk, dv, dout, q, k, v,  \
+                   lse, D, T, NH, sl2, sc, m, bounds, w, none);                                                      \
         } else {                                                                                                     \
             LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse, D, T, NH, sl2,    \
                    sc, m, bounds, w);                                                                                \
-            LAUNCH(c, attn_dkdv_128<WG>, grid, BWD_THREADS, dkdv_smem(128, WG), dk, dv, dout, q, k, v, lse, D, T, NH,  \
-                   sl2, sc, m, bounds, w);                                                                           \
+            LAUNCH(c, (attn_dkdv_128<WG, false>), grid, BWD_THREADS, dkdv_smem(128, WG, false), dk, dv, dout, q, k,   \
+                   v, lse, D, T, NH, sl2, sc, m, bounds, w, none);                                                   \
         }                                                                                                            \
     } while (0)
-    if (wgmma) BWD(true);
+    if (form == GM_ATTN_BWD_WGMMA) BWD(true);
     else BWD(false);
 #undef BWD
 }
@@ -1278,9 +1440,9 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form, gm_cuda_act *, float
                           const gm_cuda_act *, const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
-void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *, gm_grad_write,
-                          const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *,
-                          const float *, const float *, int, int, int, int, double, gm_attn_mask, bool) {
+void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form, gm_cuda_act *, gm_cuda_act *, gm_cuda_act *,
+                          gm_grad_write, const gm_cuda_act *, const gm_cuda_act *, const gm_cuda_act *,
+                          const gm_cuda_act *, const float *, const float *, int, int, int, int, double, gm_attn_mask) {
     absent(c);
 }
 #endif

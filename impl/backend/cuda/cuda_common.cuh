@@ -22,6 +22,8 @@ enum {
     GM_SCR_MM_C,        // bf16 copy of a matmul operand
     GM_SCR_ATTN_D,      // attention backward: D = rowsum(dout * out), (B, NH, T)
     GM_SCR_ATTN_BOUNDS, // tensor-core attention with documents: each token's mask bounds, (2, B, T)
+    GM_SCR_ATTN_DQ_PART, // one-pass attention backward: dq's partial sums, (B, NH, ceil(T / 64), 64, HD) fp32
+    GM_SCR_ATTN_ORDER,  // one-pass attention backward: work counter, then a semaphore per query tile
     GM_SCR_RED,         // per-block partial sums of deterministic reductions (reduce.cuh)
     GM_SCR_SORT_KEYS,   // embedding backward: sorted token ids
     GM_SCR_SORT_POS,    // embedding backward: positions 0..N-1, then sorted by id

@@ -71,19 +71,33 @@ static __device__ __forceinline__ void fence_proxy_async(void) {
     GM_WGMMA(asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"));
 }
 
-// d (64 x 64, fp32, this thread's 32) (+)= A B^T: A 64 x 16 and B 64 x 16, both K-major in shared
-// memory (descriptors); scale_d 0 overwrites d.
+// d (64 x 64, fp32, this thread's 32) (+)= A B^T: A 64 x 16 and B 64 x 16 in shared memory
+// (descriptors), K-major, or with TA / TB set MN-major (transposed on read: the product is then
+// A^T or B^T of the matrix stored); scale_d 0 overwrites d.
+template <int TA, int TB>
 static __device__ __forceinline__ void wgmma_m64n64k16_ss(float d[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     GM_WGMMA(asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
         "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-        "%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "%31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
           "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
           "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
           "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d)));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB)));
+}
+
+// The same with N 32: d (64 x 32, fp32, this thread's 16).
+template <int TA, int TB>
+static __device__ __forceinline__ void wgmma_m64n32k16_ss(float d[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    GM_WGMMA(asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+        "%11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB)));
 }
 
 // d (64 x 64, fp32, this thread's 32) += A B: A 64 x 16 from registers (mma.sync's A layout per

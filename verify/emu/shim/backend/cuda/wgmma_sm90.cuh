@@ -27,7 +27,7 @@
 #define GM_WGMMA_BUILT 1
 
 struct emu_wgmma_op {
-    bool a_in_registers;
+    bool a_in_registers, a_mn_major, b_mn_major;
     uint64_t desc_a, desc_b;
     const uint32_t *a;  // a_in_registers: this thread's fragment
     float *d;
@@ -35,9 +35,9 @@ struct emu_wgmma_op {
     float d_at_issue[64];  // this thread's n / 2 accumulators as they were at issue
     uint32_t a_at_issue[4];
 };
-static inline emu_wgmma_op emu_wgmma_issue(bool a_in_registers, uint64_t da, uint64_t db, const uint32_t *a, float *d,
-                                           int n, int scale_d) {
-    emu_wgmma_op op = {a_in_registers, da, db, a, d, n, scale_d, {}, {}};
+static inline emu_wgmma_op emu_wgmma_issue(bool a_in_registers, bool a_mn_major, bool b_mn_major, uint64_t da,
+                                           uint64_t db, const uint32_t *a, float *d, int n, int scale_d) {
+    emu_wgmma_op op = {a_in_registers, a_mn_major, b_mn_major, da, db, a, d, n, scale_d, {}, {}};
     memcpy(op.d_at_issue, d, sizeof(float) * (size_t)n / 2);
     if (a) memcpy(op.a_at_issue, a, sizeof op.a_at_issue);
     if (emu_fault("wgmma_write") && threadIdx.x == 5) d[0] += 1.0f;  // as a kernel writing it in flight would
@@ -66,14 +66,18 @@ static inline float emu_desc_element(uint64_t desc, int mn, int k, bool mn_major
     memcpy(&h, smem + at, 2);
     return __uint_as_float((uint32_t)h << 16);
 }
-static inline void wgmma_m64n64k16_ss(float d[32], uint64_t da, uint64_t db, int scale_d) {
-    emu_wgmma_ops.push_back(emu_wgmma_issue(false, da, db, nullptr, d, 64, scale_d));
+// A and B in shared memory: K-major, or MN-major where TA / TB is set; A in registers: B MN-major.
+template <int TA, int TB> static inline void wgmma_m64n64k16_ss(float d[32], uint64_t da, uint64_t db, int scale_d) {
+    emu_wgmma_ops.push_back(emu_wgmma_issue(false, TA, TB, da, db, nullptr, d, 64, scale_d));
+}
+template <int TA, int TB> static inline void wgmma_m64n32k16_ss(float d[16], uint64_t da, uint64_t db, int scale_d) {
+    emu_wgmma_ops.push_back(emu_wgmma_issue(false, TA, TB, da, db, nullptr, d, 32, scale_d));
 }
 static inline void wgmma_m64n64k16_rs(float d[32], const uint32_t a[4], uint64_t db) {
-    emu_wgmma_ops.push_back(emu_wgmma_issue(true, 0, db, a, d, 64, 1));
+    emu_wgmma_ops.push_back(emu_wgmma_issue(true, false, true, 0, db, a, d, 64, 1));
 }
 static inline void wgmma_m64n128k16_rs(float d[64], const uint32_t a[4], uint64_t db) {
-    emu_wgmma_ops.push_back(emu_wgmma_issue(true, 0, db, a, d, 128, 1));
+    emu_wgmma_ops.push_back(emu_wgmma_issue(true, false, true, 0, db, a, d, 128, 1));
 }
 static inline void wgmma_commit(void) { emu_wgmma_groups.push_back(emu_wgmma_ops.size()); }
 // Performs the operations of every committed group but the newest N (every thread of the warpgroup
@@ -106,12 +110,12 @@ template <int N> static inline void wgmma_wait(void) {
                 A[16 * ow + ar[r]][ak[r]] = emu_bf16_lo(a[r]), A[16 * ow + ar[r]][ak[r] + 1] = emu_bf16_hi(a[r]);
         }
         for (int m = 0; m < 64 && !op.a_in_registers; m++)
-            for (int k = 0; k < 16; k++) A[m][k] = emu_desc_element(op.desc_a, m, k, false);
+            for (int k = 0; k < 16; k++) A[m][k] = emu_desc_element(op.desc_a, m, k, op.a_mn_major);
         for (int j = 0; j < op.n / 8; j++)
             for (int e = 0; e < 4; e++) {
                 const int row = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * tq + (e & 1);
-                double acc = 0;  // B is K-major (n x k) with A in shared memory, MN-major (k x n) with A in registers
-                for (int k = 0; k < 16; k++) acc += (double)A[row][k] * emu_desc_element(op.desc_b, col, k, op.a_in_registers);
+                double acc = 0;
+                for (int k = 0; k < 16; k++) acc += (double)A[row][k] * emu_desc_element(op.desc_b, col, k, op.b_mn_major);
                 float &dv = op.d[4 * j + e];
                 dv = (float)((op.scale_d ? dv : 0.0f) + acc);
             }
