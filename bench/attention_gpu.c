@@ -1,10 +1,11 @@
 // GPU attention timings: the tensor-core kernels (attention_mma.cu) against the naive scalar ones
 // (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32, with
 // mma's backward), on an sm_90 GPU their forward and backward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA)
-// and the one-pass backward (GM_CUDA_ATTN_WGMMA1, its forward wgmma's and not timed again), and where the mask is plain causal (--window=0, no documents) cuDNN's fused
-// attention (attention_cudnn.cu) beside them when it runs here (else one line says why), forward
-// and backward, at a preset's per-GPU attention shape (softcap:
-// B = 1, 6 heads of 128, blocks of 128, the window at the end of its schedule, 14 blocks) for
+// and the one-pass backward (GM_CUDA_ATTN_WGMMA1, its forward wgmma's and not timed again), and
+// where the mask is plain causal (--window=0, no documents) cuDNN's fused attention
+// (attention_cudnn.cu) beside them when it runs here (else one line says why), forward and
+// backward, at a preset's per-GPU attention shape (softcap: B = 1, 6 heads of 128, blocks of 128,
+// the window at the end of its schedule, 14 blocks) for
 // T = 1024 .. 65536. TFLOP/s use the model's count of backend/cost.h over the admitted (query,
 // key) pairs (gm_cost_attn_pairs: 4 HD flops a pair forward, 10 HD backward; the two-kernel
 // tensor-core backwards execute 14 HD, since their separate dq pass recomputes S and dP, the

@@ -101,28 +101,28 @@
 // same three kernels with their products by wgmma (wgmma_sm90.cuh), everything else shared. A
 // block's two warpgroups own 64 rows each (queries, or keys in dk/dv); a product whose B side is a
 // streamed tile read along head_dim (S = Q K^T, dP = dO V^T, S^T = K Q^T, dP^T = V dO^T) is HD/16
-// wgmma m64n64k16 from shared memory (wg_abt); one whose A side is an accumulator (P V, dS K,
-// P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout) and
-// B read transposed (wg_xb_issue). The accumulators of wgmma have mma.sync's fragment layout per warp (a
-// warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are the same
-// code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128 contiguous bytes:
-// the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a proxy fence after
-// the copies land orders them before wgmma's reads; the dk/dv kernel walks query tiles of 64 (no
-// fragment registers to hold). The forward overlaps a tile's softmax with the previous tile's
-// P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its wgmma unserialized),
-// the dq kernel a tile's P and dS with the previous tile's dQ product; the dk/dv kernel computes
-// a tile's dS^T while its dV product runs (248 registers, no serialization; overlapping its mask
-// and P^T with the previous tile's dK product, tried at c7fd396, made ptxas serialize its wgmma at
-// 248 registers: C7518). Written against verify/emu/'s emulation
-// of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its first run
-// (ecc8627; the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with
-// mbarriers, producer/consumer warp specialization and pingpong scheduling between the warpgroups
-// as in FlashAttention-3, 128-byte swizzled layouts. Nsight Compute (run-1772e6e) at the record's
-// mask: one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq
-// kernel's global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose
-// copies go along rows). A reading of the difference, not yet tested: the core-matrix copies
-// (chunk_at) put a quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a
-// swizzled layout would make whole while keeping the stores free of bank conflicts.
+// wgmma m64n64k16 from shared memory (wg_abt_issue); one whose A side is an accumulator (P V, dS K,
+// P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout)
+// and B read transposed (wg_xb_issue). The accumulators of wgmma have mma.sync's fragment layout
+// per warp (a warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are
+// the same code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128
+// contiguous bytes: the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a
+// proxy fence after the copies land orders them before wgmma's reads; the dk/dv kernel walks query
+// tiles of 64 (no fragment registers to hold). The forward overlaps a tile's softmax with the
+// previous tile's P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its
+// wgmma unserialized), the dq kernel a tile's P and dS with the previous tile's dQ product; the
+// dk/dv kernel computes a tile's dS^T while its dV product runs (248 registers, no serialization;
+// overlapping its mask and P^T with the previous tile's dK product, tried at c7fd396, made ptxas
+// serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation of wgmma's
+// descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
+// the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with mbarriers,
+// producer/consumer warp specialization and pingpong scheduling between the warpgroups as in
+// FlashAttention-3, 128-byte swizzled layouts. Nsight Compute (run-1772e6e) at the record's mask:
+// one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's
+// global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go
+// along rows). A reading of the difference, not yet tested: the core-matrix copies (chunk_at) put a
+// quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a swizzled layout
+// would make whole while keeping the stores free of bank conflicts.
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
@@ -522,8 +522,8 @@ static __device__ __forceinline__ int warpgroup(void) { return __shfl_sync(GM_FU
 // first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
 // next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). With s2: a second,
 // independent product s2 = A2 B2^T issued behind the first (the backward's S and dP), so the tensor
-// cores run both before the one wait. wg_abt_issue issues and commits them as one group (s, s2 the
-// wgmma's until a wait completes it); wg_abt also waits.
+// cores run both before the one wait. Issued and committed as one group (s, s2 the wgmma's until a
+// wait completes it).
 static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
                                                     const int HD, float (*s2)[4] = nullptr,
                                                     const __nv_bfloat16 *A2 = nullptr,
@@ -544,14 +544,6 @@ static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bf
             wgmma_m64n64k16_ss<0, 0>(d2, wgmma_desc_plus(da2, 256 * ks), wgmma_desc_plus(db2, 256 * ks), ks > 0);
     }
     wgmma_commit();
-}
-static __device__ __forceinline__ void wg_abt(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
-                                              const int HD, float (*s2)[4] = nullptr, const __nv_bfloat16 *A2 = nullptr,
-                                              const __nv_bfloat16 *B2 = nullptr) {
-    wg_abt_issue(s, A, B, HD, s2, A2, B2);
-    wgmma_wait<0>();
-    wgmma_hold(&s[0][0], KEY_TILE / 2);
-    if (s2) wgmma_hold(&s2[0][0], KEY_TILE / 2);
 }
 
 // The warp's 16 x 64 accumulator x as the four A fragments of a wgmma product: a[kk] is columns
@@ -854,7 +846,7 @@ static __device__ __forceinline__ void times_dp_minus_d(float (*s)[4], const flo
 
 // ---- backward, dq: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 rows (M = 1);
 // key tiles in a ring as the forward. WG: the three products by wgmma, as the forward's (S = Q K^T
-// and dP = dO V^T by wg_abt, dQ += dS K by wg_xb_issue with K read transposed) ----
+// and dP = dO V^T by wg_abt_issue, dQ += dS K by wg_xb_issue, K read transposed) ----
 
 template <bool WG>
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
@@ -970,9 +962,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
 // query tiles in a ring as the forward's key tiles. WG: the four products by wgmma, a warpgroup's
-// 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_abt over 64-query tiles, dV += P^T dO
-// and dK += dS^T Q by wg_xb_issue with dO and Q read transposed). DQ (with WG): the one-pass backward,
-// grid (ceil(T / 128) NH B) ----
+// 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_abt_issue over 64-query tiles,
+// dV += P^T dO and dK += dS^T Q by wg_xb_issue, dO and Q read transposed). DQ (with WG): the
+// one-pass backward, grid (ceil(T / 128) NH B) ----
 //
 // One pass (FlashAttention-2's, 5 products a pair where the dq and dk/dv kernels take 7): the dk/dv
 // kernel also computes, for each query tile, this key block's part of the tile's dQ = dS K, and the
@@ -1131,10 +1123,6 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         query_tile_lse_log2(sL + stage * QT, qa, QT, T);
         if (WG) fence_proxy_async();
         __syncthreads();  // everyone's have; tile i - 1 (the stage tile i + 2 goes to) is consumed
-        if (DQ && passing) {  // every thread fenced its part of the last tile before the barrier
-            if (threadIdx.x == 0) ordered_release(passing);
-            passing = nullptr;
-        }
         load_tile(i + 2);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
@@ -1144,7 +1132,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
         if constexpr (WG) {  // S^T and dP^T together, the warpgroup's 64 keys
-            wg_abt(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO);
+            wg_abt_issue(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO);
+            if (DQ && passing) {  // the last tile's parts, added by every thread before the barrier
+                if (threadIdx.x == 0) ordered_release(passing);  // its fence while the products run
+                passing = nullptr;
+            }
+            wgmma_wait<0>();
+            wgmma_hold(&st[0][0], QT / 2), wgmma_hold(&dpt[0][0], QT / 2);
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
@@ -1187,7 +1181,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 wgmma_hold(&dqp[0][0], HD / 4);
                 dq_part_add(ds.dq + head, ds.part + (((size_t)b * NH + h) * ntiles + tile) * 16 * HD, dqp, rank, last,
                             qa, T, rs, scale, w, wg, HD);
-                if (!last) __threadfence(), passing = sem;  // passed on after the next barrier
+                if (!last) passing = sem;  // passed on after the next barrier
             }
             wgmma_wait<0>();
             wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);

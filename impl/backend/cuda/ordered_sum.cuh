@@ -23,8 +23,11 @@ static __device__ __forceinline__ void ordered_wait(const int32_t *sem, int rank
     while (v != rank);
 }
 
-// One thread, after every thread of the block fenced its part (__threadfence) and a barrier: the
-// next rank may add.
+// One thread, after a barrier that every thread of the block passed after adding its part: the next
+// rank may add. The release is cumulative (PTX ISA, memory consistency model): the barrier orders
+// the other threads' writes before it, so no thread needs a fence of its own (cooperative groups'
+// grid sync and CUTLASS's semaphore rely on the same). Its fence waits for the adds to be done:
+// issued while the block's tensor cores run.
 static __device__ __forceinline__ void ordered_release(int32_t *sem) {
     asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
 }

@@ -24,7 +24,6 @@ static inline void ordered_wait(const int32_t *sem, int rank) {
     }
 }
 static inline void ordered_release(int32_t *sem) { ++*sem; }
-static inline void __threadfence(void) {}
 static inline void partial_store(float4 *p, float4 v) { *p = v; }
 static inline void partial_add(float4 *p, float4 v) { p->x += v.x, p->y += v.y, p->z += v.z, p->w += v.w; }
 static inline float4 partial_load(const float4 *p) { return *p; }
