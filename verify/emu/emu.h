@@ -65,6 +65,7 @@ static inline unsigned char (*emu_exchange(const void *in, size_t n))[64] {
     return s;
 }
 static inline void __syncthreads() { emu_block_bar->arrive_and_wait(); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { emu_warps[threadIdx.x / 32].bar->arrive_and_wait(); }
 template <class X> static inline X __shfl_xor_sync(unsigned, X v, int o) {
     auto s = emu_exchange(&v, sizeof v);
     X r;

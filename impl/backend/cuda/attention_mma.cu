@@ -1137,6 +1137,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             wg_abt_issue(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO);
             if (DQ && passing) {  // the last tile's parts, added by every thread before the barrier
                 if (threadIdx.x == 0) ordered_release(passing);  // its fence while the products run
+                __syncwarp();  // warp 0 whole again for wgmma's .aligned wait
                 passing = nullptr;
             }
             wgmma_wait<0>();
