@@ -54,9 +54,9 @@ enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 // wgmma1 the backward only (its forward is wgmma's); cuDNN's fused attention where the mask is plain
 // causal and cuDNN runs here.
 enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_WGMMA, IMPL_WGMMA1, IMPL_CUDNN, MAX_IMPLS };
-static const char *const IMPL_NAMES[MAX_IMPLS] = {"mma", "naive", "mma32", "wgmma", "wgmma1", "cudnn"};
 static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA,   GM_CUDA_ATTN_NAIVE,  GM_CUDA_ATTN_MMA32,
                                                    GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_CUDNN};
+#define NAME(i) gm_cuda_attn_name(IMPLS[i])  // as GM_CUDA_ATTN spells it
 
 typedef struct {
     const gm_backend *be;
@@ -156,8 +156,7 @@ static void write_csv(const bench *b, const row *rows, int nrows, const char *pa
             for (int p = 0; p < 2; p++) {
                 if (!ran(b, &rows[r], i, p)) continue;
                 const double *ms = rows[r].ms[i][p];
-                OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", IMPL_NAMES[i],
-                    p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
+                OUT(&f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.0f,%.6g,%.6g,%.6g,%.6g,%.4g,%.3g\n", NAME(i), p ? "bwd" : "fwd", b->B, rows[r].T, b->NH, b->HD, b->mask.block, b->mask.window_blocks,
                     b->mask.doc != NULL, rows[r].pairs, rows[r].flops[p], ms[0], ms[1], ms[2],
                     tflops(rows[r].flops[p], ms[0]), rows[r].out_rel[i]);
             }
@@ -209,10 +208,10 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;
+        const char *nm = NAME(i);
         OUT(&f, "\n%s, the same inputs; `mma / %s`: mma's time over its; `out diff`: ||out_%s - out_naive|| / "
-                "||out_naive||.\n\n", about[i], IMPL_NAMES[i], IMPL_NAMES[i]);
-        OUT(&f, "| T | %s fwd ms | TFLOP/s | mma / %s | %s bwd ms | TFLOP/s | mma / %s | out diff |\n", IMPL_NAMES[i],
-            IMPL_NAMES[i], IMPL_NAMES[i], IMPL_NAMES[i]);
+                "||out_naive||.\n\n", about[i], nm, nm);
+        OUT(&f, "| T | %s fwd ms | TFLOP/s | mma / %s | %s bwd ms | TFLOP/s | mma / %s | out diff |\n", nm, nm, nm, nm);
         OUT(&f, "|---|---|---|---|---|---|---|---|\n");
         for (int r = 0; r < nrows; r++) {
             const row *w = &rows[r];
@@ -229,7 +228,7 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         int first = -1;
         for (int r = 0; r < nrows && first < 0; r++)
             if (rows[r].declined[i]) first = rows[r].T;
-        if (first >= 0) OUT(&f, "\n%s declined T = %d and longer: %s.\n", IMPL_NAMES[i], first, b->declined_why);
+        if (first >= 0) OUT(&f, "\n%s declined T = %d and longer: %s.\n", nm, first, b->declined_why);
     }
     write_or_die(&f, gm_atomic_commit(&f));
     free(hw);
@@ -382,11 +381,11 @@ int main(int argc, char **argv) {
                 tflops(w->flops[1], w->ms[0][1][0]), w->ms[1][1][0], w->out_rel[IMPL_MMA]);
         for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
             if (!b.on[i] || w->declined[i]) continue;
-            fprintf(stderr, "          %s:", IMPL_NAMES[i]);
-            if (timed(&b, i, 0))
-                fprintf(stderr, " fwd %9.3f ms (%6.1f TFLOP/s)", w->ms[i][0][0], tflops(w->flops[0], w->ms[i][0][0]));
-            if (timed(&b, i, 1))
-                fprintf(stderr, ", bwd %9.3f ms (%6.1f TFLOP/s)", w->ms[i][1][0], tflops(w->flops[1], w->ms[i][1][0]));
+            fprintf(stderr, "          %s:", NAME(i));
+            for (int p = 0; p < 2; p++)
+                if (timed(&b, i, p))
+                    fprintf(stderr, "%s %s %9.3f ms (%6.1f TFLOP/s)", p && timed(&b, i, 0) ? "," : "", p ? "bwd" : "fwd",
+                            w->ms[i][p][0], tflops(w->flops[p], w->ms[i][p][0]));
             fprintf(stderr, ";  out diff %.2g\n", w->out_rel[i]);
         }
     }

@@ -661,6 +661,7 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl fwd, gm_cuda_attn_i
 // below that (one block fewer, or a short T) on wgmma where it runs (else the 16-row kernel) unless
 // the mask has documents (then the 16-row kernel); other head dims the naive kernels.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
+    unsetenv("GM_CUDA_ATTN");  // the automatic choice, whatever the caller's environment pins
     REQUIRE_MMA();
     cc_env e = cc_begin();
     const int sms = gm_cuda_device_sms(0), T_mma32 = 512 * sms;
@@ -773,6 +774,24 @@ Test(cuda_attn_wgmma, one_pass_backward) {
     run_cases(WGMMA_CASES, WGMMA_CASES_N, GM_CUDA_ATTN_WGMMA1);
     const cc_attn_case longer[] = {{"HD 64, causal, T = 2000 (16 key blocks a tile)", 2000, 2, 64, 128, 0, 0, 1.0, {-1}}};
     run_cases(longer, 1, GM_CUDA_ATTN_WGMMA1);
+}
+
+// GM_CUDA_ATTN pins the backend's attention to one form: with wgmma1 its attn_fwd runs wgmma's
+// forward and attn_bwd the one-pass backward, bitwise what they compute asked for by name, on a
+// windowed mask with documents, where the automatic choice runs the 16-row forward and wgmma's two
+// backward kernels (other sums). Read when the backend is made: set before this test's process
+// makes it.
+Test(cuda_attn_wgmma, pinned_by_the_environment) {
+    setenv("GM_CUDA_ATTN", "wgmma1", 1);
+    REQUIRE_WGMMA();
+    cc_env e = cc_begin();
+    int32_t doc[700];
+    for (int t = 0; t < 700; t++) doc[t] = t / 97;
+    int32_t *gdoc = cc_to_gpu(&e, doc, sizeof doc);
+    const gm_attn_mask m = {gdoc, 16, 3};
+    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA1, 700, 128, m, GM_GRAD_ADD);
+    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA1, 300, 64, m, GM_GRAD_SET);
+    e.gpu->free(e.gpu, gdoc);
 }
 
 // Asked for by name where it cannot run (no sm_90 GPU, or a build without sm_90a): an error at sync

@@ -1,6 +1,8 @@
-// The CUDA backend's two attention implementations, callable one at a time (tests, bench); the
-// backend's attn_fwd / attn_bwd (GM_CUDA_ATTN_AUTO) pick between them. Same arguments and
-// semantics as attn_fwd / attn_bwd of backend.h.
+// The CUDA backend's attention implementations, callable one at a time (tests, bench); the
+// backend's attn_fwd / attn_bwd run GM_CUDA_ATTN_AUTO, which picks among them, or the one the
+// environment's GM_CUDA_ATTN names (gm_cuda_attn_name's spelling; made part of the backend when
+// it is made, an unknown name refused then). Same arguments and semantics as attn_fwd / attn_bwd
+// of backend.h.
 //   naive  attention_naive.cu: scalar fp32 flash-style kernels, any head_dim <= 128. The GPU-side
 //          reference the tensor-core kernels are tested against.
 //   mma    attention_mma.cu: bf16 tensor-core kernels (mma.sync m16n8k16, fp32 accumulation),
@@ -16,6 +18,8 @@
 //          process) and the next choice runs.
 #ifndef GM_BACKEND_CUDA_ATTENTION_H
 #define GM_BACKEND_CUDA_ATTENTION_H
+
+#include <string.h>
 
 #include "backend/backend.h"
 
@@ -40,6 +44,28 @@ typedef enum {
     GM_CUDA_ATTN_WGMMA = 5,
     GM_CUDA_ATTN_WGMMA1 = 6
 } gm_cuda_attn_impl;
+
+// An implementation's name, as GM_CUDA_ATTN and bench/attention_gpu spell it ("?" for a value
+// outside the enum).
+static inline const char *gm_cuda_attn_name(gm_cuda_attn_impl impl) {
+    switch (impl) {
+    case GM_CUDA_ATTN_AUTO: return "auto";
+    case GM_CUDA_ATTN_NAIVE: return "naive";
+    case GM_CUDA_ATTN_MMA: return "mma";
+    case GM_CUDA_ATTN_CUDNN: return "cudnn";
+    case GM_CUDA_ATTN_MMA32: return "mma32";
+    case GM_CUDA_ATTN_WGMMA: return "wgmma";
+    case GM_CUDA_ATTN_WGMMA1: return "wgmma1";
+    }
+    return "?";
+}
+// The implementation named s (gm_cuda_attn_name's spelling) into *impl: 0, or -1 where s names none.
+static inline int gm_cuda_attn_parse(const char *s, gm_cuda_attn_impl *impl) {
+    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA1; i++)
+        if (!strcmp(s, gm_cuda_attn_name((gm_cuda_attn_impl)i))) return *impl = (gm_cuda_attn_impl)i, 0;
+    return -1;
+}
+#define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, cudnn"
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
 // window.

@@ -131,6 +131,17 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
         }
         return &cuda_backend;
     }
+    // The environment's choices first, so that a bad one is said on any machine.
+    const char *libs = getenv("GM_CUDA_LIBS"), *attn = getenv("GM_CUDA_ATTN");
+    if (libs && *libs && strcmp(libs, "vendor") && strcmp(libs, "ref")) {
+        gm_fail("cuda backend: GM_CUDA_LIBS: unknown value '%s' (vendor, ref)", libs);
+        return NULL;
+    }
+    gm_cuda_attn_impl attn_impl = GM_CUDA_ATTN_AUTO;
+    if (attn && *attn && gm_cuda_attn_parse(attn, &attn_impl)) {
+        gm_fail("cuda backend: GM_CUDA_ATTN: unknown value '%s' (%s)", attn, GM_CUDA_ATTN_NAMES);
+        return NULL;
+    }
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -145,12 +156,8 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     gm_cuda_ctx *c = &cuda_ctx;
     memset(c, 0, sizeof *c);
     c->device = device;
-    const char *libs = getenv("GM_CUDA_LIBS");
-    if (libs && *libs && strcmp(libs, "vendor") && strcmp(libs, "ref")) {
-        gm_fail("cuda backend: GM_CUDA_LIBS: unknown value '%s' (vendor, ref)", libs);
-        return NULL;
-    }
     c->libs = libs && !strcmp(libs, "ref") ? GM_CUDA_LIBS_REF : GM_CUDA_LIBS_VENDOR;
+    c->attn = attn_impl;
     if ((e = cudaSetDevice(device)) != cudaSuccess) {
         gm_fail("cuda backend: cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
         return NULL;
