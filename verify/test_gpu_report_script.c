@@ -17,10 +17,10 @@
 #include "helpers.h"
 
 // The script's stages, in its order.
-static const char *const STAGES[] = {"gpu-suite",        "kernels-softcap", "kernels-normuon", "step-compare",
-                                     "peers",            "backend-compare", "attention-window", "attention-docs",
-                                     "predict",          "attention-causal", "profile",         "racecheck",
-                                     "memcheck",         "synccheck"};
+static const char *const STAGES[] = {"gpu-suite",      "kernels-softcap", "kernels-normuon",  "step-compare",
+                                     "peers",          "backend-compare", "attention-window", "attention-docs",
+                                     "kernels-wgmma1", "predict",         "attention-causal", "profile",
+                                     "racecheck",      "memcheck",        "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set

@@ -22,15 +22,18 @@
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
 #   attention-docs    the same with the records' documents (EOT-opened, mean 700 tokens): the mask
 #                     the step runs, FlexAttention's peer case                   -> attention-docs.{csv,md}
+#   kernels-wgmma1    kernels-softcap with the attention pinned to wgmma's forward and the one-pass
+#                     backward (GM_CUDA_ATTN=wgmma1; an sm_90 GPU)        -> kernels-softcap-wgmma1.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
 #                     bench/kernels --count=1 predicts the softcap step with them and sets the
 #                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
 #   profile           Nsight Compute (ncu, where the node has it) on the attention kernels the automatic
 #                     choice runs at head_dim 128: at the record's mask (T 65536, window 14, documents
-#                     of mean 700) the 32-rows-a-warp forward and the wgmma dq and dk/dv kernels, at
-#                     plain causal T 16384 the wgmma forward: speed of light, occupancy, warp stall
-#                     reasons, memory, instruction mix, source counters  -> profile-attention.txt
+#                     of mean 700) the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels and the
+#                     one-pass backward, at plain causal T 16384 the wgmma forward: speed of light,
+#                     occupancy, warp stall reasons, memory, instruction mix, source counters
+#                                                                            -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -51,7 +54,7 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window
-attention-docs predict attention-causal profile racecheck memcheck synccheck"
+attention-docs kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -142,9 +145,9 @@ st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" --filter '@(cuda_*|cudnn_*)/*' \
         --jobs 1 --verbose
 }
-st_kernels() {  # st_kernels PRESET
-    "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 --steps=3 --out="$out" \
-        --name="kernels-$1"
+st_kernels() {  # st_kernels PRESET [ATTENTION-FORM]: the form (GM_CUDA_ATTN) named in the files' name
+    GM_CUDA_ATTN=${2:-auto} "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 \
+        --steps=3 --out="$out" --name="kernels-$1${2:+-$2}"
 }
 st_step_compare() {
     python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16 --steps 3 --halt 1 \
@@ -308,6 +311,12 @@ nogpu=
 gpus=$(timeout 30 nvidia-smi -L 2>&1) && grep -q '^GPU [0-9]' <<<"$gpus" || nogpu="no GPU"
 anywhere() { :; }
 gpu_why() { echo "$nogpu"; }
+hopper_why() {  # the wgmma forms run on sm_90 only
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    local cap
+    cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+    [ "$cap" = 9.0 ] || echo "not an sm_90 GPU (compute capability ${cap:-unknown}): no wgmma forms"
+}
 torch_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     timeout 60 python3 -c 'import torch' >/dev/null 2>&1 || echo "python3 cannot import torch"
@@ -350,6 +359,7 @@ stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
 stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
 stage attention-docs 45 20 gpu_why st_attention attention-docs --doc_len=700 --reps=5
+stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
 stage profile 90 30 ncu_why st_profile
