@@ -44,7 +44,8 @@
 // the element (copy_vec; up to c7fd396 they, and the doc ids every kernel then streamed, were loaded
 // and stored right after the tile's barrier, each store waiting for its load: a memory latency a
 // tile by reading the code, not yet measured).
-// Backward, deterministic and atomic-free: D = rowsum(dout * out) (attention.cu), then
+// Backward, deterministic (the two-kernel forms also free of atomics): D = rowsum(dout * out)
+// (attention.cu), then
 //   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
 //                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
 //   dk/dv kernel: a block owns 128 key rows, walks query tiles of 64 (32 at head_dim 128: the
@@ -54,9 +55,9 @@
 // price is S and dP computed twice (7 tile GEMMs per pair instead of FlashAttention-2's 5 with
 // atomic dQ). The one-pass backward (GM_CUDA_ATTN_WGMMA1, wgmma only: dkdv_body with DQ) is
 // FlashAttention-2's 5 with dQ's parts added over the key blocks in a fixed order behind a
-// semaphore a query tile (ordered_sum.cuh): deterministic too, its dk and dv bitwise the wgmma
-// dk/dv kernel's, its dq the same sum in another order (see dq_sum; executed under the emulation,
-// not yet on a GPU).
+// semaphore a query tile (ordered_sum.cuh; float atomics, but one part at a time): deterministic
+// too, its dk and dv bitwise the wgmma dk/dv kernel's, its dq the same sum in another order (see
+// dq_sum; executed under the emulation, not yet on a GPU).
 //
 // Mask (backend.h gm_attn_mask: causal, documents, sliding window of whole blocks), kept exactly:
 // - key tiles a query block never sees are never visited: the key range starts at the window's
