@@ -197,7 +197,7 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
                 w->ms[1][p][0], tflops(w->flops[p], w->ms[1][p][0]), w->ms[1][p][0] / w->ms[0][p][0]);
         OUT(&f, " %.2g |\n", w->out_rel[IMPL_MMA]);
     }
-    // The other implementations, one table each, beside mma (a pass not timed: -).
+    // The other implementations, one table each, beside mma or (wgmma1) wgmma (a pass not timed: -).
     static const char *const about[MAX_IMPLS] = {
         [IMPL_MMA32] = "The forward with 32 query rows per warp (mma32: 4 warps a block, K and V fragments feeding two "
                        "m-tiles; bitwise mma's results; its backward is mma's)",
@@ -208,10 +208,13 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;
-        const char *nm = NAME(i);
-        OUT(&f, "\n%s, the same inputs; `mma / %s`: mma's time over its; `out diff`: ||out_%s - out_naive|| / "
-                "||out_naive||.\n\n", about[i], nm, nm);
-        OUT(&f, "| T | %s fwd ms | TFLOP/s | mma / %s | %s bwd ms | TFLOP/s | mma / %s | out diff |\n", nm, nm, nm, nm);
+        // beside mma, but the one-pass backward beside the two-kernel one it replaces (wgmma's)
+        const int base = i == IMPL_WGMMA1 ? IMPL_WGMMA : IMPL_MMA;
+        const char *nm = NAME(i), *bn = NAME(base);
+        OUT(&f, "\n%s, the same inputs; `%s / %s`: %s's time over its; `out diff`: ||out_%s - out_naive|| / "
+                "||out_naive||.\n\n", about[i], bn, nm, bn, nm);
+        OUT(&f, "| T | %s fwd ms | TFLOP/s | %s / %s | %s bwd ms | TFLOP/s | %s / %s | out diff |\n", nm, bn, nm, nm, bn,
+            nm);
         OUT(&f, "|---|---|---|---|---|---|---|---|\n");
         for (int r = 0; r < nrows; r++) {
             const row *w = &rows[r];
@@ -219,7 +222,7 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
             for (int p = 0; p < 2; p++)
                 if (ran(b, w, i, p))
                     OUT(&f, " %.4g | %.1f | %.2f |", w->ms[i][p][0], tflops(w->flops[p], w->ms[i][p][0]),
-                        w->ms[IMPL_MMA][p][0] / w->ms[i][p][0]);
+                        w->ms[base][p][0] / w->ms[i][p][0]);
                 else
                     OUT(&f, " - | - | - |");
             if (w->declined[i]) OUT(&f, " - |\n");
