@@ -190,9 +190,9 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
                                       : which == GM_CUDA_ATTN_WGMMA1 ? GM_ATTN_BWD_ONEPASS
                                                                      : GM_ATTN_BWD_MMA;
         gm_cuda_attn_mma_bwd(c, form, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
-    }
-    else
+    } else {
         gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+    }
 }
 
 extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,

@@ -33,8 +33,9 @@ static __device__ __forceinline__ void ordered_release(int32_t *sem) {
 }
 
 // The partial sums in global memory, 16 bytes a thread: the first part stored, the middle ones
-// added where they lie (L2's reduction: nothing comes back), the total read by the last part's
-// block; through L2 (.cg), where the adds are.
+// added where they lie (L2's reduction: nothing comes back; like every float atomic, it flushes a
+// subnormal sum to zero), the total read by the last part's block; through L2 (.cg), where the
+// adds are.
 static __device__ __forceinline__ void partial_store(float4 *p, float4 v) { __stcg(p, v); }
 static __device__ __forceinline__ void partial_add(float4 *p, float4 v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
