@@ -24,7 +24,19 @@ static void expect_refused(const char *var, const char *value, const char *takes
     cr_expect(strstr(gm_error(), want) != NULL, "%s=%s: the error reads '%s', not '%s'", var, value, gm_error(), want);
 }
 
+// One form, or FWD,BWD: a wrong name on either side of the comma, or a third part, is refused.
 Test(backend_env, unknown_attention_form_refused) {
-    expect_refused("GM_CUDA_ATTN", "wgmma2", "auto, naive, mma, mma32, wgmma, wgmma1, cudnn");
+    const char *takes = "a form, or FWD,BWD; forms: auto, naive, mma, mma32, wgmma, wgmma1, cudnn";
+    const char *const bad[] = {"wgmma2", "auto,wgmma2", "wgmma2,auto", "auto,", ",mma", "mma,mma,mma", "MMA"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_refused("GM_CUDA_ATTN", bad[i], takes);
+}
+// Known values pass the check: the backend is made, or (no GPU here) refused for another reason.
+Test(backend_env, known_attention_forms_accepted) {
+#ifndef GM_HAVE_CUDA
+    cr_skip_test("no CUDA backend in this build: its stand-in reads no environment");
+#endif
+    setenv("GM_CUDA_ATTN", "auto,wgmma1", 1);
+    const gm_backend *be = gm_backend_cuda(0);
+    cr_expect(be || !strstr(gm_error(), "GM_CUDA_ATTN"), "GM_CUDA_ATTN=auto,wgmma1: %s", gm_error());
 }
 Test(backend_env, unknown_library_choice_refused) { expect_refused("GM_CUDA_LIBS", "cublas", "vendor, ref"); }

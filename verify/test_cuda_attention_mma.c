@@ -776,21 +776,20 @@ Test(cuda_attn_wgmma, one_pass_backward) {
     run_cases(longer, 1, GM_CUDA_ATTN_WGMMA1);
 }
 
-// GM_CUDA_ATTN pins the backend's attention to one form: with wgmma1 its attn_fwd runs wgmma's
-// forward and attn_bwd the one-pass backward, bitwise what they compute asked for by name, on a
-// windowed mask with documents, where the automatic choice runs the 16-row forward and wgmma's two
-// backward kernels (other sums). Read when the backend is made: set before this test's process
-// makes it.
+// GM_CUDA_ATTN pins the backend's attention: with wgmma,wgmma1 its attn_fwd runs wgmma's forward
+// and attn_bwd the one-pass backward, bitwise what they compute asked for by name, on a windowed
+// mask with documents, where the automatic choice runs the 16-row forward and wgmma's two backward
+// kernels (other sums). Read when the backend is made: set before this test's process makes it.
 Test(cuda_attn_wgmma, pinned_by_the_environment) {
-    setenv("GM_CUDA_ATTN", "wgmma1", 1);
+    setenv("GM_CUDA_ATTN", "wgmma,wgmma1", 1);
     REQUIRE_WGMMA();
     cc_env e = cc_begin();
     int32_t doc[700];
     for (int t = 0; t < 700; t++) doc[t] = t / 97;
     int32_t *gdoc = cc_to_gpu(&e, doc, sizeof doc);
     const gm_attn_mask m = {gdoc, 16, 3};
-    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA1, 700, 128, m, GM_GRAD_ADD);
-    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA1, 300, 64, m, GM_GRAD_SET);
+    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA1, 700, 128, m, GM_GRAD_ADD);
+    expect_backend_runs(&e, GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA1, 300, 64, m, GM_GRAD_SET);
     e.gpu->free(e.gpu, gdoc);
 }
 

@@ -22,8 +22,8 @@
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
 #   attention-docs    the same with the records' documents (EOT-opened, mean 700 tokens): the mask
 #                     the step runs, FlexAttention's peer case                   -> attention-docs.{csv,md}
-#   kernels-wgmma1    kernels-softcap with the attention pinned to wgmma's forward and the one-pass
-#                     backward (GM_CUDA_ATTN=wgmma1; an sm_90 GPU)        -> kernels-softcap-wgmma1.{csv,md}
+#   kernels-wgmma1    kernels-softcap with the one-pass backward (GM_CUDA_ATTN=auto,wgmma1: the
+#                     forward as kernels-softcap's; an sm_90 GPU)         -> kernels-softcap-wgmma1.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
 #                     bench/kernels --count=1 predicts the softcap step with them and sets the
 #                     prediction beside kernels-softcap's measurement  -> rates.csv, predicted-softcap.md
@@ -145,8 +145,8 @@ st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" --filter '@(cuda_*|cudnn_*)/*' \
         --jobs 1 --verbose
 }
-st_kernels() {  # st_kernels PRESET [ATTENTION-FORM]: the form (GM_CUDA_ATTN) named in the files' name
-    GM_CUDA_ATTN=${2:-auto} "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 \
+st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form (GM_CUDA_ATTN), in the files' name
+    GM_CUDA_ATTN=auto${2:+,$2} "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 \
         --steps=3 --out="$out" --name="kernels-$1${2:+-$2}"
 }
 st_step_compare() {

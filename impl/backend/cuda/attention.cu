@@ -207,13 +207,13 @@ extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {
 
 void gm_cuda_attn_fwd(const gm_backend *be, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,
                       const gm_actval *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
-    gm_cuda_attn_fwd_with(gm_cuda_ctx_of(be)->attn, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);
+    gm_cuda_attn_fwd_with(gm_cuda_ctx_of(be)->attn_fwd, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);
 }
 
 void gm_cuda_attn_bwd(const gm_backend *be, gm_actval *dq, gm_actval *dk, gm_actval *dv, gm_grad_write dqkv_write,
                       const gm_actval *dout, const gm_actval *q, const gm_actval *k, const gm_actval *v,
                       const gm_actval *out, const gm_real *lse, int B, int T, int NH, int HD, double scale,
                       gm_attn_mask mask) {
-    gm_cuda_attn_bwd_with(gm_cuda_ctx_of(be)->attn, be, dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD,
+    gm_cuda_attn_bwd_with(gm_cuda_ctx_of(be)->attn_bwd, be, dq, dk, dv, dqkv_write, dout, q, k, v, out, lse, B, T, NH, HD,
                           scale, mask);
 }

@@ -1,8 +1,8 @@
 // The CUDA backend's attention implementations, callable one at a time (tests, bench); the
-// backend's attn_fwd / attn_bwd run GM_CUDA_ATTN_AUTO, which picks among them, or the one the
-// environment's GM_CUDA_ATTN names (gm_cuda_attn_name's spelling; made part of the backend when
-// it is made, an unknown name refused then). Same arguments and semantics as attn_fwd / attn_bwd
-// of backend.h.
+// backend's attn_fwd / attn_bwd run GM_CUDA_ATTN_AUTO, which picks among them, or what the
+// environment's GM_CUDA_ATTN names: one form for both passes, or FWD,BWD (gm_cuda_attn_name's
+// spelling; read when the backend is made, an unknown name refused then). Same arguments and
+// semantics as attn_fwd / attn_bwd of backend.h.
 //   naive  attention_naive.cu: scalar fp32 flash-style kernels, any head_dim <= 128. The GPU-side
 //          reference the tensor-core kernels are tested against.
 //   mma    attention_mma.cu: bf16 tensor-core kernels (mma.sync m16n8k16, fp32 accumulation),
@@ -59,11 +59,22 @@ static inline const char *gm_cuda_attn_name(gm_cuda_attn_impl impl) {
     }
     return "?";
 }
-// The implementation named s (gm_cuda_attn_name's spelling) into *impl: 0, or -1 where s names none.
-static inline int gm_cuda_attn_parse(const char *s, gm_cuda_attn_impl *impl) {
-    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA1; i++)
-        if (!strcmp(s, gm_cuda_attn_name((gm_cuda_attn_impl)i))) return *impl = (gm_cuda_attn_impl)i, 0;
+// The implementation named by the n characters at s (gm_cuda_attn_name's spelling) into *impl: 0,
+// or -1 where they name none.
+static inline int gm_cuda_attn_parse(const char *s, size_t n, gm_cuda_attn_impl *impl) {
+    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA1; i++) {
+        const char *name = gm_cuda_attn_name((gm_cuda_attn_impl)i);
+        if (strlen(name) == n && !strncmp(s, name, n)) return *impl = (gm_cuda_attn_impl)i, 0;
+    }
     return -1;
+}
+// GM_CUDA_ATTN's value s: one form for both passes, or FWD,BWD, into fwd and bwd: 0, or -1.
+static inline int gm_cuda_attn_parse_pair(const char *s, gm_cuda_attn_impl *fwd, gm_cuda_attn_impl *bwd) {
+    const char *comma = strchr(s, ',');
+    if (!comma) return gm_cuda_attn_parse(s, strlen(s), fwd) ? -1 : (*bwd = *fwd, 0);
+    return gm_cuda_attn_parse(s, (size_t)(comma - s), fwd) || gm_cuda_attn_parse(comma + 1, strlen(comma + 1), bwd)
+               ? -1
+               : 0;
 }
 #define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, cudnn"
 

@@ -137,9 +137,10 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
         gm_fail("cuda backend: GM_CUDA_LIBS: unknown value '%s' (vendor, ref)", libs);
         return NULL;
     }
-    gm_cuda_attn_impl attn_impl = GM_CUDA_ATTN_AUTO;
-    if (attn && *attn && gm_cuda_attn_parse(attn, &attn_impl)) {
-        gm_fail("cuda backend: GM_CUDA_ATTN: unknown value '%s' (%s)", attn, GM_CUDA_ATTN_NAMES);
+    gm_cuda_attn_impl attn_fwd = GM_CUDA_ATTN_AUTO, attn_bwd = GM_CUDA_ATTN_AUTO;
+    if (attn && *attn && gm_cuda_attn_parse_pair(attn, &attn_fwd, &attn_bwd)) {
+        gm_fail("cuda backend: GM_CUDA_ATTN: unknown value '%s' (a form, or FWD,BWD; forms: %s)", attn,
+                GM_CUDA_ATTN_NAMES);
         return NULL;
     }
     int n = 0;
@@ -157,7 +158,7 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     memset(c, 0, sizeof *c);
     c->device = device;
     c->libs = libs && !strcmp(libs, "ref") ? GM_CUDA_LIBS_REF : GM_CUDA_LIBS_VENDOR;
-    c->attn = attn_impl;
+    c->attn_fwd = attn_fwd, c->attn_bwd = attn_bwd;
     if ((e = cudaSetDevice(device)) != cudaSuccess) {
         gm_fail("cuda backend: cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
         return NULL;
