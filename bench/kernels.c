@@ -781,7 +781,16 @@ int main(int argc, char **argv) {
         gm_die_last();
     if (!count) fprintf(stderr, "kernels: %s\n", memory_why);
 
+    // The command as it reran this step, with the environment that changes what the CUDA backend
+    // runs (its attention's form, the vendor libraries or their references) in front where set.
     char cmdline[1024] = "";
+    static const char *const choices[] = {"GM_CUDA_ATTN", "GM_CUDA_LIBS"};
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+        const char *v = getenv(choices[i]);
+        if (!v || !*v) continue;
+        const size_t at = strlen(cmdline);
+        snprintf(cmdline + at, sizeof cmdline - at, "%s=%s ", choices[i], v);
+    }
     for (int i = 0; i < argc; i++) {
         strncat(cmdline, i ? " " : "", sizeof cmdline - strlen(cmdline) - 1);
         strncat(cmdline, argv[i], sizeof cmdline - strlen(cmdline) - 1);

@@ -158,7 +158,8 @@ Test(bench_kernels, count_mode_counts_the_timed_steps_calls, .timeout = 120) {
     free(csv);
     char cmd[9000], *out, *err;
     snprintf(cmd, sizeof cmd,
-             "OMP_NUM_THREADS=1 '%s' --count=1 --preset=softcap --scale=test --n_value_embeds=2 --skip_attn_mask=4 "
+             "OMP_NUM_THREADS=1 GM_CUDA_ATTN=auto,wgmma1 '%s' --count=1 --preset=softcap --scale=test "
+             "--n_value_embeds=2 --skip_attn_mask=4 "
              "--out='%s' --name=c --rates='%s' --measured='%s/k.csv'",
              th_bin_path("bench/kernels"), dir, th_root_path("reports/gpu-h100/h100_rates.csv"), dir);
     cr_assert_eq(th_run(cmd, &out, &err), 0, "%s", err);
@@ -178,6 +179,8 @@ Test(bench_kernels, count_mode_counts_the_timed_steps_calls, .timeout = 120) {
     snprintf(path, sizeof path, "%s/c.md", dir);
     cr_assert_eq(gm_read_all(path, &md, &len), 0, "%s", gm_error());
     cr_expect(strstr(md, "**Level: predicted**"), "%s", md);
+    // the environment that chose the CUDA backend's attention, in the command that reruns it
+    cr_expect(strstr(md, "Command: `GM_CUDA_ATTN=auto,wgmma1 "), "%s", md);
     cr_expect_null(strstr(md, "not measured"), "a counted call the timed step did not make: %s", md);
     free(md), free(out), free(err);
     th_rmtree(dir);
