@@ -202,9 +202,10 @@ static int run_case(const attn_case &c, unsigned seed) {
     // the shim stops the program otherwise). Its dk and dv are the wgmma dk/dv kernel's operations in
     // the same order; its dq sums the key blocks' parts, so it has only the bound.
     {
-        const int ntiles = (T + 63) / 64, nkb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
-        const size_t tiles = (size_t)B * NH * ntiles;
-        std::vector<float4> part(tiles * 16 * HD, make_float4(NAN, NAN, NAN, NAN));  // as unset scratch may hold
+        const int nkb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        const size_t tiles = (size_t)B * NH * dq_sum_tiles(T);
+        // NaN, as unset scratch may hold: a first part added to it rather than stored shows
+        std::vector<float4> part(tiles * dq_sum_tile_float4s(HD), make_float4(NAN, NAN, NAN, NAN));
         std::vector<int32_t> order(1 + tiles, 0);
         const dq_sum ds = {dq1.data(), part.data(), order.data()};
         launch(dim3((unsigned)(nkb * NH * B)), BWD_THREADS, [&] {

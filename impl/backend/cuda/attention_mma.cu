@@ -994,6 +994,13 @@ typedef struct {
     float4 *part;
     int32_t *order;
 } dq_sum;
+// Its query tiles of a head of T tokens (QUERY_TILE with wgmma: 64, the M of its products), and the
+// float4s of partial sums a tile holds (64 x HD fp32): the kernel's indexing and the scratch its
+// launcher (and the emulation) sizes.
+static __host__ __device__ __forceinline__ int dq_sum_tiles(int T) {
+    return (T + QUERY_TILE(0, true) - 1) / QUERY_TILE(0, true);
+}
+static __host__ __device__ __forceinline__ int dq_sum_tile_float4s(int HD) { return QUERY_TILE(0, true) * HD / 4; }
 
 // dS^T (the warp's 16 keys x 64 queries in st, keys key0.. of the block's 128) as bf16 into sDS,
 // the block's 128 keys x 64 queries in core matrices, for the dQ product to read transposed (the
@@ -1060,7 +1067,8 @@ static __device__ __forceinline__ void dq_part_add(gm_cuda_act *dq, float4 *part
         const int col = wg * HD / 2 + 8 * j + 2 * t;
         const float4 y = sum[j];
         if (i < T) put_pair(dq + (size_t)i * rs + col, w, scale * (y.x + dqp[j][0]), scale * (y.y + dqp[j][1]));
-        if (i + 8 < T) put_pair(dq + (size_t)(i + 8) * rs + col, w, scale * (y.z + dqp[j][2]), scale * (y.w + dqp[j][3]));
+        if (i + 8 < T)
+            put_pair(dq + (size_t)(i + 8) * rs + col, w, scale * (y.z + dqp[j][2]), scale * (y.w + dqp[j][3]));
     }
 }
 
@@ -1117,7 +1125,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
     const int wg = WG ? warpgroup() : 0;
-    const int ntiles = (T + QT - 1) / QT;  // DQ: the query tiles of a head
+    const int ntiles = dq_sum_tiles(T);  // DQ: the query tiles of a head
     int32_t *passing = nullptr;            // DQ: the semaphore of the tile this block last added to, to pass on
 
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
@@ -1183,8 +1191,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 wg_dq_issue(&dqp[0][0], sDS, sK, wg, HD);
                 wgmma_wait<0>();
                 wgmma_hold(&dqp[0][0], HD / 4);
-                dq_part_add(ds.dq + head, ds.part + (((size_t)b * NH + h) * ntiles + tile) * 16 * HD, dqp, rank, last,
-                            qa, T, rs, scale, w, wg, HD);
+                float4 *part = ds.part + (((size_t)b * NH + h) * ntiles + tile) * dq_sum_tile_float4s(HD);
+                dq_part_add(ds.dq + head, part, dqp, rank, last, qa, T, rs, scale, w, wg, HD);
                 if (!last) passing = sem;  // passed on after the next barrier
             }
             wgmma_wait<0>();
@@ -1390,12 +1398,13 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);  // once for both kernels
     if (!ok) return;
     if (form == GM_ATTN_BWD_ONEPASS) {
-        const size_t tiles = (size_t)B * NH * ((T + 63) / 64), blocks = (size_t)B * NH * grid.x;
+        const size_t tiles = (size_t)B * NH * dq_sum_tiles(T), blocks = (size_t)B * NH * grid.x;
         if (blocks > 0x7fffffff) {
             gm_cuda_note(c, __FILE__, __LINE__, "attention (one-pass backward)", "more than 2^31 - 1 key blocks");
             return;
         }
-        dq_sum ds = {dq, (float4 *)gm_cuda_scratch(c, GM_SCR_ATTN_DQ_PART, tiles * 64 * HD * sizeof(float)),
+        const size_t part_bytes = tiles * dq_sum_tile_float4s(HD) * sizeof(float4);
+        dq_sum ds = {dq, (float4 *)gm_cuda_scratch(c, GM_SCR_ATTN_DQ_PART, part_bytes),
                      (int32_t *)gm_cuda_scratch(c, GM_SCR_ATTN_ORDER, (1 + tiles) * sizeof(int32_t))};
         if (!ds.part || !ds.order) return;
         GM_CU(c, cudaMemsetAsync(ds.order, 0, (1 + tiles) * sizeof(int32_t), c->stream));
