@@ -1,19 +1,19 @@
 // The tensor-core attention's kernel bodies executed on the CPU: verify/emu/attn_emu (a host
 // emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async and wgmma, compiled by
 // g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
-// per warp, the wgmma forward, the mma and wgmma backwards and the one-pass backward on two masks (head_dim 64 and 128, windows of
-// blocks that divide no tile, documents) and on keys growing along T (a row's maximum moving past
-// the forward's rescale slack after its first tile), each against the CPU backend's dense
-// reference: every output within 2e-2 of the reference's largest value (a few bf16 roundings; a
-// wrong fragment layout, tile range or mask gives errors of order one), the 32-row and the wgmma
-// forward bitwise the 16-row one, the wgmma backward the mma one (the same operations; in the
-// emulation a wgmma sums as mma.sync does) and the one-pass backward's dk, dv the wgmma one's, no
-// register of a wgmma in flight written and no block of the one-pass backward waiting for a part of
-// dq that a later block adds (the emulation stops the program at either). That the emulation reads the instructions as the hardware
-// does was checked by running the kernels that had passed on an H100 and an H200 under it, and the
-// wgmma kernels, written against it, then passed on an H200 (reports/gpu-sim/README.md). Built
-// where nvcc is found, in the release tree only (the sanitizer suite, whose GM_TESTPROG holds no
-// attn_emu, skips it).
+// per warp, the wgmma forward, the mma and wgmma backwards and the one-pass backward on two masks
+// (head_dim 64 and 128, windows of blocks that divide no tile, documents) and on keys growing along
+// T (a row's maximum moving past the forward's rescale slack after its first tile), each against
+// the CPU backend's dense reference: every output within 2e-2 of the reference's largest value (a
+// few bf16 roundings; a wrong fragment layout, tile range or mask gives errors of order one), the
+// 32-row and the wgmma forward bitwise the 16-row one, the wgmma backward the mma one (the same
+// operations; in the emulation a wgmma sums as mma.sync does) and the one-pass backward's dk, dv
+// the wgmma one's, no register of a wgmma in flight written and no block of the one-pass backward
+// waiting for a part of dq that a later block adds (the emulation stops the program at either).
+// That the emulation reads the instructions as the hardware does was checked by running the kernels
+// that had passed on an H100 and an H200 under it, and the wgmma kernels, written against it, then
+// passed on an H200 (reports/gpu-sim/README.md). Built where nvcc is found, in the release tree
+// only (the sanitizer suite, whose GM_TESTPROG holds no attn_emu, skips it).
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
 // forward with 16 and 32 query rows per warp, its backward, the wgmma forward and backward, and the
 // one-pass backward) run on the CPU under emu.h, against the CPU backend's dense reference
 // (backend/cpu/cpu.h: gm_cpu_attn_fwd_dense / bwd_dense on gm_cpu_attn_dense_mask, the mask rule
-// element by element), for verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc) and linked with the
-// release library for that reference (Makefile).
+// element by element), for verify/test_attn_emulated.c. Built with CUDA's headers (g++, not nvcc)
+// and linked with the release library for that reference (Makefile).
 //
 //   attn_emu                                 the default cases
 //   attn_emu B T NH HD BLOCK WINDOW DOC_LEN [GROW]
@@ -17,10 +17,11 @@
 // (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
 // as MMA operands and every output at its store); the 32-row and the wgmma forward must equal the
 // 16-row one bit for bit, the wgmma backward the mma one and the one-pass backward's dk and dv the
-// wgmma one's (the same operations in the same order); "PASS" or "FAIL" per case, then "<n> failed"; exit status 1 when any failed.
+// wgmma one's (the same operations in the same order); "PASS" or "FAIL" per case, then "<n>
+// failed"; exit status 1 when any failed.
 #include "emu.h"
 
-alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 158 KB)
+alignas(128) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 193 KB)
 
 #include "backend/cuda/attention_mma.cu"
 
