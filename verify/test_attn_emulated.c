@@ -67,16 +67,18 @@ Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_default_cases_pass("GM_EMU_COPIES=eager");
 }
 
-// The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, a small
-// case fails (the outputs land far from the reference); with an accumulator of a wgmma in flight
+// The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, or wgmma
+// reading the tiles without the swizzle their copies wrote, a small case fails (the outputs land
+// far from the reference); with the tiles off the swizzle's 1024-byte boundary, the emulation
+// stops at the first descriptor, naming it; with an accumulator of a wgmma in flight
 // written, the emulation stops at the wait, naming the thread; with the one-pass backward's blocks
 // taking the key blocks lowest first, the first block waiting for a part of dq not yet added stops
 // it, naming the semaphore.
 Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
-    const char *const faults[2] = {"mma_a", "wgmma_desc"};
-    for (int f = 0; f < 2; f++) {
+    const char *const faults[3] = {"mma_a", "wgmma_desc", "wgmma_swizzle"};
+    for (int f = 0; f < 3; f++) {
         char cmd[4300], *out, *err;
         snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=%s '%s' 1 70 1 64 16 3 0", faults[f], prog);
         const int rc = th_run(cmd, &out, &err);
@@ -91,6 +93,13 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     cr_expect_neq(rc, 0, "GM_EMU_FAULT=wgmma_write: exit 0\n%s%s", out, err);
     cr_expect(strstr(err, "thread 5 wrote the accumulators of a wgmma in flight") != NULL,
               "GM_EMU_FAULT=wgmma_write:\n%s%s", out, err);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=swizzle_base '%s' 1 70 1 64 16 3 0", prog);
+    const int rc1 = th_run(cmd, &out, &err);
+    cr_expect_neq(rc1, 0, "GM_EMU_FAULT=swizzle_base: exit 0\n%s%s", out, err);
+    cr_expect(strstr(err, "wgmma descriptor") != NULL && strstr(err, "(layout type 1, start byte ") != NULL &&
+                  strstr(err, ", base offset 0) is not one the emulation knows") != NULL,
+              "GM_EMU_FAULT=swizzle_base:\n%s%s", out, err);
     free(out), free(err);
     snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=sum_order '%s' 1 300 1 64 16 3 0", prog);
     const int rc2 = th_run(cmd, &out, &err);

@@ -106,28 +106,30 @@
 // P^T dO, dS^T Q) is 4 wgmma m64n(HD)k16 with A from registers (rounded to bf16 in the A layout)
 // and B read transposed (wg_xb_issue). The accumulators of wgmma have mma.sync's fragment layout
 // per warp (a warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are
-// the same code. Q, K, V, dO go to shared memory in core matrices (8 rows x 16 bytes, 128
-// contiguous bytes: the no-swizzle layout wgmma's descriptors describe) instead of pitched rows; a
+// the same code. Q, K, V, dO go to shared memory in the 128-byte swizzled layout wgmma's
+// descriptors describe (tile_at's sw128, wgmma_sm90.cuh) instead of pitched rows; a
 // proxy fence after the copies land orders them before wgmma's reads; the dk/dv kernel walks query
 // tiles of 64 (no fragment registers to hold). The forward overlaps a tile's softmax with the
 // previous tile's P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its
 // wgmma unserialized), the dq kernel a tile's P and dS with the previous tile's dQ product; the
-// dk/dv kernel computes a tile's dS^T while its dV product runs (248 registers, no serialization;
+// dk/dv kernel computes a tile's dS^T while its dV product runs (246 registers, no serialization;
 // overlapping its mask and P^T with the previous tile's dK product, tried at c7fd396, made ptxas
 // serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation of wgmma's
 // descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
 // the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with mbarriers,
 // producer/consumer warp specialization and pingpong scheduling between the warpgroups as in
-// FlashAttention-3, 128-byte swizzled layouts. Nsight Compute (run-1772e6e) at the record's mask:
-// one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's
-// global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go
-// along rows). A reading of the difference, not yet tested: the core-matrix copies (chunk_at) put a
-// quarter-warp's 16-byte chunks on 8 rows, half of each 32-byte sector, which a swizzled layout
-// would make whole while keeping the stores free of bank conflicts.
+// FlashAttention-3. Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
+// (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
+// (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go along rows). Up to
+// 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
+// conflict-free stores filled 8 rows down first, so a quarter-warp's reads covered half of each
+// 32-byte sector; the swizzled rows are copied along rows, whole lines (executed under the
+// emulation, results the same to the bit; not yet on a GPU: the next run's profile says what the
+// sectors did).
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
-// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 193 KB per block
+// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 184 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
@@ -256,56 +258,53 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
 #define CHUNKS(R, HD, NTH) ((R) * (HD) / GM_ACT_VEC / (NTH))
 
 // The two layouts of a shared bf16 tile (rows of HD): pitched, rows of PITCH(HD) elements (what
-// ldmatrix reads), or in core matrices, the no-swizzle layout wgmma reads through a descriptor
-// (wgmma_sm90.cuh): 8 rows x 8 columns stored as 64 contiguous elements, [r/8][col/8][r%8][col%8].
-// Element offset of (row r, column col):
-static __device__ __forceinline__ int tile_at(int r, int col, const int HD, const bool core8) {
-    return core8 ? ((r / 8) * (HD / 8) + col / 8) * 64 + (r % 8) * 8 + col % 8 : r * PITCH(HD) + col;
+// ldmatrix reads), or sw128, the 128-byte swizzled layout wgmma reads through a descriptor
+// (wgmma_sm90.cuh): slabs of 64 rows, 64 HD elements each (a warpgroup's rows); a slab HD / 64
+// panels of 64 rows x 64 columns; a panel's row r 128 bytes at r 128, its 16-byte chunk c at chunk
+// c ^ (r % 8). A sw128 tile starts on a 1024-byte boundary (swizzle_base). Element offset of (row
+// r, column col):
+static __device__ __forceinline__ int tile_at(int r, int col, const int HD, const bool sw128) {
+    return sw128 ? (r / 64 * HD + col / 64 * 64) * 64 + r % 64 * 64 + ((col % 64 / 8) ^ (r % 8)) * 8 + col % 8
+                 : r * PITCH(HD) + col;
 }
-// Row and 16-byte chunk (of CPR a row) that chunk index e of a tile copies: pitched tiles go along
-// a row (consecutive threads write consecutive 16 bytes of it), core-matrix tiles down 8 rows first
-// (8 consecutive threads write one 128-byte core matrix); either way a phase of stores covers the
-// 32 banks once.
-static __device__ __forceinline__ void chunk_at(int e, int CPR, const bool core8, int *r, int *c) {
-    if (core8) *r = e % 8 + e / (8 * CPR) * 8, *c = e / 8 % CPR;
-    else *r = e / CPR, *c = e % CPR;
-}
+// Elements a tile row takes in the carving of shared memory: sw128 tiles have no padding (their
+// bank conflicts are the swizzle's to avoid), so each stays on a 1024-byte boundary after the first.
+#define TILE_PITCH(HD, WG) ((WG) ? (HD) : PITCH(HD))
 
 // Rows [r0, r0 + R) of one head (src: its row 0, row stride rs elements) into a shared bf16 tile
-// (pitched, or core8: in core matrices), zeros past T, in 16-byte chunks copied by the block's NTH
-// threads. A bf16 element is copied as it is by cp.async (rows past T zero-filled), landing at this
-// thread's wait for its copies (cp_async_wait_all, or the wait for the tile's group); an fp32 one
-// is loaded into registers (all loads in flight first), rounded to bf16 (nearest even) and stored,
-// 8 bytes a chunk, before the return. Either way the tile is the block's after that wait and a
-// barrier.
+// (pitched, or sw128), zeros past T, in 16-byte chunks copied by the block's NTH threads along
+// rows: consecutive threads read consecutive 16 bytes of a row (whole 128-byte lines) and a phase
+// of stores covers the 32 banks once (a pitched row's 128 bytes, or a swizzled row's 8 chunks in
+// another order). A bf16 element is copied as it is by cp.async (rows past T zero-filled), landing
+// at this thread's wait for its copies (cp_async_wait_all, or the wait for the tile's group); an
+// fp32 one is loaded into registers (all loads in flight first), rounded to bf16 (nearest even)
+// and stored, 8 bytes a chunk, before the return. Either way the tile is the block's after that
+// wait and a barrier.
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
                                                  const int R, int T, size_t rs, const int HD, const int NTH,
-                                                 const bool core8 = false) {
+                                                 const bool sw128 = false) {
     const int CPR = HD / GM_ACT_VEC;  // chunks per row
     if constexpr (sizeof(gm_cuda_act) == 2) {
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            int r, c;
-            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             const bool in = r0 + r < T;
-            cp_async16(dst + tile_at(r, GM_ACT_VEC * c, HD, core8),
+            cp_async16(dst + tile_at(r, GM_ACT_VEC * c, HD, sw128),
                        src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c, in ? 16 : 0);
         }
     } else {
         uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD, NTHREADS(2))];  // the most a thread copies
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            int r, c;
-            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c)
                                  : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            int r, c;
-            chunk_at(it * NTH + threadIdx.x, CPR, core8, &r, &c);
+            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
             const uint4 x = reg[it];
-            *(uint2 *)(dst + tile_at(r, GM_ACT_VEC * c, HD, core8)) =
+            *(uint2 *)(dst + tile_at(r, GM_ACT_VEC * c, HD, sw128)) =
                 make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
                            pack_bf16(__uint_as_float(x.z), __uint_as_float(x.w)));
         }
@@ -340,13 +339,13 @@ static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, in
 
 // The tiles a block streams through its ring (a stage is read while the next ones are filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
-// by the block's NTH threads (pitched, or core8: in core matrices).
+// by the block's NTH threads (pitched, or sw128: swizzled for wgmma).
 static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
                                                      const gm_cuda_act *__restrict__ k,
                                                      const gm_cuda_act *__restrict__ v, int k0, int T, size_t rs,
-                                                     const int HD, const int NTH, const bool core8 = false) {
-    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, core8);
-    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, core8);
+                                                     const int HD, const int NTH, const bool sw128 = false) {
+    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, sw128);
+    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, sw128);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
 // query lse and D (the head's (T)-vectors). lse lands as it is (0 past T); query_tile_lse_log2
@@ -356,9 +355,9 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const gm_cuda_act *__restrict__ dout,
                                                        const float *__restrict__ lse, const float *__restrict__ D,
                                                        int qa, const int QT, int T, size_t rs, const int HD,
-                                                       const bool core8) {
-    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, core8);
-    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, core8);
+                                                       const bool sw128) {
+    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, sw128);
+    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, sw128);
     copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
     copy_vec(sD, D, qa, QT, T, BWD_THREADS);
 }
@@ -488,9 +487,8 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
 // first step also for the query tile), issues the next tile's copies into the other stage once every
 // warp is done with it, and returns tile k0's stage and whether the block's queries see all of it.
-// Every thread calls it once per tile, in order (it holds the tile's one barrier). core8: the tiles
-// are in core matrices for wgmma, whose reads (the async proxy) a proxy fence orders after the
-// copies.
+// Every thread calls it once per tile, in order (it holds the tile's one barrier). The mma.sync
+// kernels' (pitched tiles; the wgmma kernels keep rings of their own).
 typedef struct {
     const __nv_bfloat16 *K, *V;
     bool full;
@@ -499,13 +497,12 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
                                                           const gm_cuda_act *__restrict__ k,
                                                           const gm_cuda_act *__restrict__ v, int q0, int qlast,
                                                           int k0, int stage, int T, size_t rs, const int HD,
-                                                          const int NTH, const bool core8 = false) {
+                                                          const int NTH) {
     const int P = PITCH(HD), next = stage ^ 1;
     cp_async_wait_all();  // this thread's copies of tile k0 (and at first of the query tile) have landed
-    if (core8) fence_proxy_async();
     __syncthreads();  // everyone's have; tile k0 - KEY_TILE (stage ^ 1) is consumed
     if (k0 + KEY_TILE <= qlast)
-        load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, k, v, k0 + KEY_TILE, T, rs, HD, NTH, core8);
+        load_key_tile(sK + next * KEY_TILE * P, sV + next * KEY_TILE * P, k, v, k0 + KEY_TILE, T, rs, HD, NTH);
     return {sK + stage * KEY_TILE * P, sV + stage * KEY_TILE * P,
             tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0)};
 }
@@ -517,11 +514,16 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 // takes as per-thread goes through R2UR for each wgmma (cuobjdump -sass).
 static __device__ __forceinline__ int warpgroup(void) { return __shfl_sync(GM_FULL_MASK, (int)threadIdx.x / 128, 0); }
 
+// Byte offset in a sw128 slab of row 0's columns 16 ks.. (a K-major product's step ks): panel
+// 16 ks / 64 (8192 bytes each), then 32 bytes a step inside the row (the swizzle's XOR is the
+// hardware's, on the address).
+static __device__ __forceinline__ uint32_t sw128_k_bytes(int ks) { return ks / 4 * 64 * 64 * 2 + ks % 4 * 32; }
+
 // s (this warp's 16 rows x 64 columns, s[n][4]: wgmma's accumulator order, the same fragments as
 // mma.sync's n-tiles) = A B^T for the warpgroup's 64 rows of A (S = Q K^T, dP = dO V^T, and with
 // keys as rows S^T = K Q^T, dP^T = V dO^T): HD/16 wgmma m64n64k16 reading A (from the warpgroup's
-// first row) and the 64-row streamed tile B from shared memory in core matrices, K-major (LBO: the
-// next 8 columns, 128 bytes on; SBO: the next 8 rows, HD/8 core matrices on). With s2: a second,
+// first row) and the 64-row streamed tile B from shared memory (sw128 slabs), K-major: SBO the next
+// 8 rows (1024 bytes on), columns 16 ks.. at sw128_k_bytes(ks) from the slab. With s2: a second,
 // independent product s2 = A2 B2^T issued behind the first (the backward's S and dP), so the tensor
 // cores run both before the one wait. Issued and committed as one group (s, s2 the wgmma's until a
 // wait completes it).
@@ -529,20 +531,22 @@ static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bf
                                                     const int HD, float (*s2)[4] = nullptr,
                                                     const __nv_bfloat16 *A2 = nullptr,
                                                     const __nv_bfloat16 *B2 = nullptr) {
-    const uint32_t lbo = 128, sbo = HD / 8 * 128;
+    const uint32_t lbo = 16, sbo = 1024;  // LBO unused (K-major, swizzled), 1 as CUTLASS sets it
     float *d = &s[0][0], *d2 = s2 ? &s2[0][0] : nullptr;
     wgmma_hold(d, KEY_TILE / 2);
     if (d2) wgmma_hold(d2, KEY_TILE / 2);
     wgmma_fence();
     const uint64_t da = wgmma_desc(A, lbo, sbo), db = wgmma_desc(B, lbo, sbo);
 #pragma unroll
-    for (int ks = 0; ks < HD / 16; ks++)  // columns 16 ks..: core-matrix columns 2 ks, 2 ks + 1 (256 bytes on)
-        wgmma_m64n64k16_ss<0, 0>(d, wgmma_desc_plus(da, 256 * ks), wgmma_desc_plus(db, 256 * ks), ks > 0);
+    for (int ks = 0; ks < HD / 16; ks++)
+        wgmma_m64n64k16_ss<0, 0>(d, wgmma_desc_plus(da, sw128_k_bytes(ks)), wgmma_desc_plus(db, sw128_k_bytes(ks)),
+                                 ks > 0);
     if (d2) {
         const uint64_t da2 = wgmma_desc(A2, lbo, sbo), db2 = wgmma_desc(B2, lbo, sbo);
 #pragma unroll
         for (int ks = 0; ks < HD / 16; ks++)
-            wgmma_m64n64k16_ss<0, 0>(d2, wgmma_desc_plus(da2, 256 * ks), wgmma_desc_plus(db2, 256 * ks), ks > 0);
+            wgmma_m64n64k16_ss<0, 0>(d2, wgmma_desc_plus(da2, sw128_k_bytes(ks)),
+                                     wgmma_desc_plus(db2, sw128_k_bytes(ks)), ks > 0);
     }
     wgmma_commit();
 }
@@ -555,21 +559,21 @@ static __device__ __forceinline__ void pack_a(uint32_t (*a)[4], const float (*x)
 }
 
 // o (this warp's 16 rows x HD) += X B: 4 wgmma m64n(HD)k16 with X (A fragments a from pack_a) from
-// registers and the 64-row streamed tile B from shared memory in core matrices, read MN-major
-// (transposed: SBO the next 8 columns, 128 bytes on; LBO the next 8 rows, HD/8 core matrices on):
+// registers and the 64-row streamed tile B from shared memory (a sw128 slab), read MN-major
+// (transposed: SBO the next 8 rows, 1024 bytes on; LBO the next 64 columns, a panel on):
 // O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q; issued and committed as one group (o and a the
 // wgmma's until a wait completes it).
 static __device__ __forceinline__ void wg_xb_issue(float (*o)[4], uint32_t (*a)[4], const __nv_bfloat16 *B,
                                                    const int HD) {
-    const uint32_t lbo = HD / 8 * 128, sbo = 128;
+    const uint32_t lbo = 64 * 64 * 2, sbo = 1024;
     float *d = &o[0][0];
     wgmma_hold(d, HD / 2);
     wgmma_hold_a(&a[0][0], KEY_TILE / 4);
     wgmma_fence();
     const uint64_t db = wgmma_desc(B, lbo, sbo);
 #pragma unroll
-    for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // rows 16 kk.. of B: core-matrix rows 2 kk, 2 kk + 1
-        const uint64_t desc = wgmma_desc_plus(db, 32 * HD * kk);
+    for (int kk = 0; kk < KEY_TILE / 16; kk++) {  // rows 16 kk.. of B: two atoms on
+        const uint64_t desc = wgmma_desc_plus(db, 2 * 1024 * kk);
         if (HD == 128) wgmma_m64n128k16_rs(d, a[kk], desc);
         else wgmma_m64n64k16_rs(d, a[kk], desc);
     }
@@ -755,7 +759,7 @@ struct fwd_wg_state {
 };
 // K_j and V_j into their stages as one cp.async group (an empty one past the last tile).
 static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j, const int HD) {
-    const int P = PITCH(HD), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
+    const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
     if (j < f.ntiles) {
         load_rows(f.sK + j % FWD_K_STAGES * KEY_TILE * P, f.kh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
         load_rows(f.sV + j % FWD_V_STAGES * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
@@ -765,7 +769,7 @@ static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j,
 static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
                                                    float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
                                                    const int HD) {
-    const int P = PITCH(HD), k0 = f.kbeg + j * KEY_TILE;
+    const int P = TILE_PITCH(HD, true), k0 = f.kbeg + j * KEY_TILE;
     cp_async_wait<1>();  // this thread's copies of K_j and V_j; tile j + 1's may be in flight
     fence_proxy_async();
     __syncthreads();
@@ -796,8 +800,9 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    float scale_log2, gm_attn_mask m,
                                                    const int32_t *__restrict__ bounds, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD), NTH = NTHREADS(1);
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sK = sQ + BLOCK_ROWS * P, *sV = sK + FWD_K_STAGES * KEY_TILE * P;
+    const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1);
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)swizzle_base(smem), *sK = sQ + BLOCK_ROWS * P,
+                  *sV = sK + FWD_K_STAGES * KEY_TILE * P;
     int32_t *sBound = (int32_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
@@ -857,9 +862,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,
                                                gm_grad_write w, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD);
+    const int P = TILE_PITCH(HD, WG);
     // sK, sV: 2 stages each of KEY_TILE rows, or with WG DQ_K_STAGES and DQ_V_STAGES
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)smem, *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
                   *sV = sK + (WG ? DQ_K_STAGES : 2) * KEY_TILE * P;
     int32_t *sBound = (int32_t *)(sV + (WG ? DQ_V_STAGES : 2) * KEY_TILE * P);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -935,7 +940,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     } else {
         for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
             const key_stage ks =
-                key_ring_step(sK, sV, sBound, k + head, v + head, q0, qlast, k0, stage, T, rs, HD, BWD_THREADS, WG);
+                key_ring_step(sK, sV, sBound, k + head, v + head, q0, qlast, k0, stage, T, rs, HD, BWD_THREADS);
             const __nv_bfloat16 *cK = ks.K, *cV = ks.V;
             const bool full = ks.full;
 
@@ -1003,9 +1008,9 @@ static __host__ __device__ __forceinline__ int dq_sum_tiles(int T) {
 static __host__ __device__ __forceinline__ int dq_sum_tile_float4s(int HD) { return QUERY_TILE(0, true) * HD / 4; }
 
 // dS^T (the warp's 16 keys x 64 queries in st, keys key0.. of the block's 128) as bf16 into sDS,
-// the block's 128 keys x 64 queries in core matrices, for the dQ product to read transposed (the
-// same rounding as its packing as dK's A operand). A phase of 4-byte stores fills one 128-byte core
-// matrix: conflict-free.
+// the block's 128 keys x 64 queries (sw128: a panel's row a key), for the dQ product to read
+// transposed (the same rounding as its packing as dK's A operand). A phase of 4-byte stores covers
+// 8 rows at 8 different chunks (n ^ row): conflict-free.
 static __device__ __forceinline__ void store_ds_t(__nv_bfloat16 *sDS, const float (*st)[4], int key0) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -1017,18 +1022,25 @@ static __device__ __forceinline__ void store_ds_t(__nv_bfloat16 *sDS, const floa
 }
 
 // dqp (64 queries x HD / 2, warpgroup wg's columns HD / 2 wg..; this thread's HD / 4 in wgmma's
-// accumulator order) = dS K over the block's 128 keys: A = dS^T from sDS read transposed (LBO: the
-// next 8 keys, 8 core matrices on; SBO: the next 8 queries, 128 bytes), B = the block's K tile read
-// transposed (LBO: the next 8 keys, HD / 8 core matrices on; SBO: the next 8 columns). 8 wgmma
+// accumulator order) = dS K over the block's 128 keys: A = dS^T from sDS and B = the block's K
+// tile, both read transposed (MN-major, sw128: SBO the next 8 keys, 1024 bytes on; LBO the next
+// 64 columns, unused by A's 64 queries); keys 16 ks.. two atoms on (in K, the next slab after 64);
+// B from column HD / 2 wg (a panel on at head_dim 128, 64 bytes into the row at 64). 8 wgmma
 // m64n(HD/2)k16, issued and committed as one group (dqp the wgmma's until a wait completes it).
+// At head_dim 64 this B (N 32, starting mid-row) is no canonical layout CUTLASS lists (its
+// swizzled MN-major atoms are 64 wide): it reads the stored layout if the hardware swizzles the
+// address as the PTX ISA's figures show, as the K-major reads 32 bytes into a row rely on too; the
+// GPU test one_pass_backward at head_dim 64 is the check (not yet run).
 static __device__ __forceinline__ void wg_dq_issue(float *dqp, const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
                                                    int wg, const int HD) {
     wgmma_hold(dqp, HD / 4);
     wgmma_fence();
-    const uint64_t da = wgmma_desc(sDS, 8 * 128, 128), db = wgmma_desc(sK + wg * HD / 2 * 8, HD / 8 * 128, 128);
+    const uint32_t lbo = 64 * 64 * 2, sbo = 1024;
+    const uint64_t da = wgmma_desc(sDS, lbo, sbo), db = wgmma_desc(sK + tile_at(0, wg * HD / 2, HD, true), lbo, sbo);
 #pragma unroll
-    for (int ks = 0; ks < BLOCK_ROWS / 16; ks++) {  // keys 16 ks..: core-matrix rows 2 ks, 2 ks + 1
-        const uint64_t a = wgmma_desc_plus(da, 2 * 8 * 128 * ks), b = wgmma_desc_plus(db, 32 * HD * ks);
+    for (int ks = 0; ks < BLOCK_ROWS / 16; ks++) {
+        const uint64_t a = wgmma_desc_plus(da, 2 * 1024 * ks),
+                       b = wgmma_desc_plus(db, ks / 4 * 64 * HD * 2 + ks % 4 * 2 * 1024);
         if (HD == 128) wgmma_m64n64k16_ss<1, 1>(dqp, a, b, ks > 0);
         else wgmma_m64n32k16_ss<1, 1>(dqp, a, b, ks > 0);
     }
@@ -1083,19 +1095,18 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  dq_sum ds = {}) {
     static_assert(!DQ || WG, "the one-pass backward is wgmma's");
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = PITCH(HD), QT = QUERY_TILE(HD, WG);
-    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries)
-    // and the block's work index
-    __nv_bfloat16 *sK = (__nv_bfloat16 *)smem, *sV = sK + BLOCK_ROWS * P, *sQ = sV + BLOCK_ROWS * P,
-                  *sO = sQ + QUERY_STAGES * QT * P;
-    float *sL = (float *)(sO + QUERY_STAGES * QT * P), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
+    const int P = TILE_PITCH(HD, WG), QT = QUERY_TILE(HD, WG);
+    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries,
+    // sw128 on a 1024-byte boundary like the tiles before it) and the block's work index
+    __nv_bfloat16 *sK = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sV = sK + BLOCK_ROWS * P,
+                  *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QUERY_STAGES * QT * P, *sDS = sO + QUERY_STAGES * QT * P;
+    float *sL = (float *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
     int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
-    __nv_bfloat16 *sDS = (__nv_bfloat16 *)(sBound + BLOCK_ROWS);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     int b = blockIdx.z, h = blockIdx.y, kb = blockIdx.x, B = gridDim.z;  // early keys (most work) first
     if constexpr (DQ) {  // highest key block first, by the work counter
-        int32_t *sWork = (int32_t *)(sDS + BLOCK_ROWS * 64);
+        int32_t *sWork = sBound + BLOCK_ROWS;
         if (threadIdx.x == 0) *sWork = ordered_take(ds.order);
         __syncthreads();
         const int work = *sWork, nkb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
@@ -1248,9 +1259,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill and no serialization: forward 157 registers at head_dim 128 (117 at 64), dq 185
-// (145), dk/dv 248 (182); at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The
-// one-pass backward (dk/dv with DQ): 252 (202), no spill, no serialization; its dq's fp32 partial
+// per SM, no spill and no serialization (with the swizzled tiles, 2026-11-28): forward 154
+// registers at head_dim 128 (114 at 64), dq 191 (149), dk/dv 246 (178); at c7fd396 159, 227 and
+// 244 (C7518, wgmma serialized, from 248). The one-pass backward (dk/dv with DQ): 255 (214), no
+// spill, no serialization (252 and 202 before the swizzle); its dq's fp32 partial
 // sums added by 16-byte float atomics (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
 // subnormal sums flushed to zero, as every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
@@ -1289,23 +1301,25 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
     dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, ds);
 }
 
-// Dynamic shared memory of each kernel (bytes): bf16 tiles of PITCH(HD) elements, then the
+// Dynamic shared memory of each kernel (bytes): bf16 tiles of `rows` rows (TILE_PITCH elements
+// each; with wgmma 1024 bytes more, for swizzle_base to find the swizzle's boundary), then the
 // per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles once
 // per stage of their ring (2, or the *_STAGES above). Forward at HD 128: (128 + 2 x (64 + 64)) x
-// 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages: 157,184); dq: 139,776 (wgmma's 4 K and 3
-// V stages: 192,000); dk/dv:
-// (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query
-// tiles 176,128, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the work index:
-// 192,528 (HD 64: 55,808 (83,456) / 74,240 (101,888) / 94,208 (110,608)).
+// 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded: (128 + 7 x 64) x 256 + 1024 +
+// 512 = 148,992); dq: 139,776 (wgmma's 4 K and 3 V stages: 181,760); dk/dv: (128 + 128 + 3 x (32
+// + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query tiles 166,912, and for
+// the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the work index: 183,312 (HD 64: 55,808
+// (75,264) / 74,240 (91,648) / 94,208 (84,992; 101,392)).
+static size_t tiles_smem(int rows, int HD, bool WG) { return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 : 0); }
 static size_t fwd_smem(int HD, bool WG) {
-    return (size_t)(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
+    return tiles_smem(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
 }
 static size_t dq_smem(int HD, bool WG) {
-    return (size_t)(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE) * PITCH(HD) * 2 + BLOCK_ROWS * 4;
+    return tiles_smem(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
 }
 static size_t dkdv_smem(int HD, bool WG, bool DQ) {
     const int QT = QUERY_TILE(HD, WG);
-    return (size_t)(2 * BLOCK_ROWS + 2 * QUERY_STAGES * QT) * PITCH(HD) * 2 + (2 * QUERY_STAGES * QT + BLOCK_ROWS) * 4 +
+    return tiles_smem(2 * BLOCK_ROWS + 2 * QUERY_STAGES * QT, HD, WG) + (2 * QUERY_STAGES * QT + BLOCK_ROWS) * 4 +
            (DQ ? BLOCK_ROWS * 64 * 2 + 16 : 0);
 }
 

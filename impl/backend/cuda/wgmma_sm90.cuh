@@ -5,11 +5,19 @@
 // mma_sm80.cuh, so that a host emulation (verify/emu/shim/backend/cuda/wgmma_sm90.cuh) can replace
 // this one file.
 //
-// Shared-memory operands use the no-swizzle canonical layout: "core matrices" of 8 rows x 16 bytes
-// stored as 128 contiguous bytes; a descriptor gives the start address, the byte offset between
-// core matrices adjacent along K (LBO) and along M or N (SBO), and swizzle mode 0 (PTX ISA,
-// "Matrix Descriptor Format"; for this mode the same two meanings whether the operand is K-major or,
-// transposed on read, MN-major).
+// Shared-memory operands use the 128-byte swizzled layout (PTX ISA, "Matrix Descriptor Format" and
+// the canonical layouts CUTLASS's make_gmma_desc documents): rows of 128 bytes (64 bf16), in atoms
+// of 8 rows (1024 bytes, on a 1024-byte boundary) whose 16-byte chunk c of row r is stored at chunk
+// c ^ r. K-major: the operand's rows (M or N) are the atom's rows, the next 8 at SBO, and the 16 K
+// values of one instruction lie in one row (LBO unused); MN-major (transposed on read): the atom's
+// rows are 8 K values, 64 M or N values each, the next 8 K at SBO and the next 64 M or N at LBO.
+// The hardware applies the XOR to the address bits (chunk bits 4-6 with row bits 7-9), so a start
+// address inside a row (the next 16 K, 32 bytes on: CUTLASS's descriptor iterator) reads the same
+// layout; every start here keeps bits 7-9 clear, which the descriptor's base offset (0) assumes.
+// Why not the no-swizzle layout of 8 x 16-byte core matrices this file used up to 2026-11-28:
+// filling it by rows of 16-byte chunks makes bank conflicts, so its copies went down 8 rows first,
+// and a warp's global reads covered half of each 32-byte sector (run 7's profile: 35-50% excess
+// sectors); the swizzled rows are filled along rows, whole 128-byte lines a quarter-warp.
 #ifndef GM_BACKEND_CUDA_WGMMA_SM90_CUH
 #define GM_BACKEND_CUDA_WGMMA_SM90_CUH
 
@@ -27,11 +35,18 @@
 #define GM_WGMMA_BUILT 0
 #endif
 
-// A matrix descriptor: start address, LBO and SBO in 16-byte units (14 bits each), no swizzle.
+// A matrix descriptor: start address, LBO and SBO in 16-byte units (14 bits each), 128-byte
+// swizzle (layout type 1 in bits 62-63), base offset 0.
 static __device__ __forceinline__ uint64_t wgmma_desc(const void *smem, uint32_t lbo, uint32_t sbo) {
     const uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
     return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 |
-           (uint64_t)((sbo >> 4) & 0x3fff) << 32;
+           (uint64_t)((sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
+}
+
+// The first 1024-byte boundary of shared memory at or after p (the swizzle's atoms must start on
+// one; CUDA promises dynamic shared memory 16-byte alignment only): a kernel asks 1024 bytes more.
+static __device__ __forceinline__ unsigned char *swizzle_base(unsigned char *p) {
+    return p + ((0u - (uint32_t)__cvta_generic_to_shared(p)) & 1023u);
 }
 
 // The descriptor of the operand `bytes` further on (a multiple of 16) in the same layout: the start

@@ -9,11 +9,18 @@
 // these kernels never have, would read as such a write). Per operation, each thread computes its
 // own accumulators: warp w of the warpgroup holds rows 16w..16w+15, n-tile j in registers
 // 4j..4j+3 in mma.sync's C layout; A from registers in mma.sync's A layout, per warp. Descriptors:
-// start address, LBO and SBO in 16-byte units, no swizzle; element (mn, k) of a K-major operand at
-// start + (mn/8) SBO + (k/8) LBO + (mn%8) 16 + (k%8) 2 bytes, of an MN-major (transposed) one at
-// start + (mn/8) SBO + (k/8) LBO + (k%8) 16 + (mn%8) 2 (the canonical layouts of the PTX ISA's
-// "Matrix Descriptor Format", as CUTLASS's make_gmma_desc documents them). The fences have nothing
-// to order in a model whose memory is coherent.
+// start address, LBO and SBO in 16-byte units, the canonical layouts of the PTX ISA's "Matrix
+// Descriptor Format" as CUTLASS's make_gmma_desc documents them, in bytes for 2-byte elements.
+// No swizzle (layout type 0): element (mn, k) of a K-major operand at start + (mn/8) SBO +
+// (k/8) LBO + (mn%8) 16 + (k%8) 2, of an MN-major (transposed) one at start + (mn/8) SBO + (k/8)
+// LBO + (k%8) 16 + (mn%8) 2. 128-byte swizzle (type 1): K-major at start + (mn/8) SBO + (mn%8) 128
+// + k 2 (an instruction's 16 K in one row; LBO unused), MN-major at start + (mn/64) LBO + (mn%64) 2
+// + (k/8) SBO + (k%8) 128; then the 16-byte chunk bits of that address (4-6) XORed with its row
+// bits (7-9), shared-memory addresses being offsets from `smem` (1024-byte aligned). A swizzled
+// start with row bits set, or a base offset, stops the emulation: what the hardware does there
+// rests on the descriptor's base offset, which these kernels never need (their tiles start on
+// 1024-byte boundaries, wgmma_sm90.cuh). The fences have nothing to order in a model whose memory
+// is coherent.
 #ifndef GM_BACKEND_CUDA_WGMMA_SM90_CUH
 #define GM_BACKEND_CUDA_WGMMA_SM90_CUH
 
@@ -48,7 +55,11 @@ extern thread_local std::vector<size_t> emu_wgmma_groups;  // each committed gro
 
 static inline uint64_t wgmma_desc(const void *p, uint32_t lbo, uint32_t sbo) {
     const uint32_t a = (uint32_t)((const unsigned char *)p - smem);
-    return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 | (uint64_t)((sbo >> 4) & 0x3fff) << 32;
+    return (uint64_t)((a >> 4) & 0x3fff) | (uint64_t)((lbo >> 4) & 0x3fff) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3fff) << 32 | (uint64_t)1 << 62;
+}
+static inline unsigned char *swizzle_base(unsigned char *p) {
+    return p + ((0u - (uint32_t)(p - smem)) & 1023u) + (emu_fault("swizzle_base") ? 128 : 0);
 }
 static inline uint64_t wgmma_desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 static inline void wgmma_fence(void) {}
@@ -60,8 +71,20 @@ static inline float emu_desc_element(uint64_t desc, int mn, int k, bool mn_major
     const bool fault = emu_fault("wgmma_desc");
     const uint32_t start = (uint32_t)(desc & 0x3fff) << 4, lbo = (uint32_t)((desc >> (fault ? 32 : 16)) & 0x3fff) << 4,
                    sbo = (uint32_t)((desc >> (fault ? 16 : 32)) & 0x3fff) << 4;
-    const uint32_t at = start + (mn / 8) * sbo + (k / 8) * lbo +
-                        (mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2);
+    const unsigned type = (unsigned)(desc >> 62), base_offset = (unsigned)(desc >> 49) & 7;
+    uint32_t at;
+    if (type == 0) {
+        at = start + (mn / 8) * sbo + (k / 8) * lbo + (mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2);
+    } else if (type == 1 && base_offset == 0 && (start >> 7) % 8 == 0) {
+        at = mn_major ? start + (mn / 64) * lbo + (mn % 64) * 2 + (k / 8) * sbo + (k % 8) * 128
+                      : start + (mn / 8) * sbo + (mn % 8) * 128 + k * 2;
+        if (!emu_fault("wgmma_swizzle")) at ^= (at >> 7) % 8 << 4;
+    } else {
+        fprintf(stderr, "emu: block (%u, %u, %u) thread %u: wgmma descriptor %#llx (layout type %u, start byte %u, "
+                "base offset %u) is not one the emulation knows\n", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+                (unsigned long long)desc, type, start, base_offset);
+        abort();
+    }
     uint16_t h;
     memcpy(&h, smem + at, 2);
     return __uint_as_float((uint32_t)h << 16);
