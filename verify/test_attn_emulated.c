@@ -70,7 +70,8 @@ Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, or wgmma
 // reading the tiles without the swizzle their copies wrote, a small case fails (the outputs land
 // far from the reference); with the tiles off the swizzle's 1024-byte boundary, the emulation
-// stops at the first descriptor, naming it; with an accumulator of a wgmma in flight
+// stops at the first TMA copy, naming it; with a TMA barrier waited on for the wrong phase, it
+// stops at the wait a GPU would hang in; with an accumulator of a wgmma in flight
 // written, the emulation stops at the wait, naming the thread; with the one-pass backward's blocks
 // taking the key blocks lowest first, the first block waiting for a part of dq not yet added stops
 // it, naming the semaphore.
@@ -97,9 +98,14 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=swizzle_base '%s' 1 70 1 64 16 3 0", prog);
     const int rc1 = th_run(cmd, &out, &err);
     cr_expect_neq(rc1, 0, "GM_EMU_FAULT=swizzle_base: exit 0\n%s%s", out, err);
-    cr_expect(strstr(err, "wgmma descriptor") != NULL && strstr(err, "(layout type 1, start byte ") != NULL &&
-                  strstr(err, ", base offset 0) is not one the emulation knows") != NULL,
+    cr_expect(strstr(err, "copies a box to shared byte 128, off the swizzle's 1024") != NULL,
               "GM_EMU_FAULT=swizzle_base:\n%s%s", out, err);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=tma_parity '%s' 1 70 1 64 16 3 0", prog);
+    const int rc3 = th_run(cmd, &out, &err);
+    cr_expect_neq(rc3, 0, "GM_EMU_FAULT=tma_parity: exit 0\n%s%s", out, err);
+    cr_expect(strstr(err, "which no copy in flight completes") != NULL && strstr(err, "a GPU would hang") != NULL,
+              "GM_EMU_FAULT=tma_parity:\n%s%s", out, err);
     free(out), free(err);
     snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=sum_order '%s' 1 300 1 64 16 3 0", prog);
     const int rc2 = th_run(cmd, &out, &err);

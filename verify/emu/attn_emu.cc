@@ -48,7 +48,8 @@ emu_warpgroup *emu_warpgroups;
 std::barrier<> *emu_block_bar;
 
 // Runs body as every thread of every block of grid, one block at a time, shared memory poisoned
-// (NaN bytes) before each. A thread that ends with cp.async copies it never waited for aborts.
+// (NaN bytes) before each. A thread that ends with cp.async copies it never waited for aborts, and
+// so does a block that ends with TMA copies no thread waited for.
 static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
@@ -72,6 +73,13 @@ static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
                         }
                     });
                 for (std::thread &x : threads) x.join();
+                for (const auto &[bar, state] : emu_mbars)
+                    if (!state.in_flight.empty()) {
+                        fprintf(stderr, "attn_emu: block (%u, %u, %u) ended with TMA copies never waited for\n", bx,
+                                by, bz);
+                        abort();
+                    }
+                emu_mbars.clear();
                 for (emu_warp &w : warps) delete w.bar;
                 for (emu_warpgroup &g : groups) delete g.bar;
             }
@@ -142,6 +150,10 @@ static int run_case(const attn_case &c, unsigned seed) {
     if (m.doc)
         launch(dim3((unsigned)((B * T + 255) / 256)), 256, [&] { mask_bounds_body(bounds_v.data(), m, B, T); });
     const int32_t *bounds = m.doc ? bounds_v.data() : nullptr;
+    // The wgmma forms' tensor maps (the shim's records of q, k, v, dout), as the launchers make them.
+    attn_tmaps tm;
+    tma_map_rows(&tm.q, q.data(), B, T, NH, HD), tma_map_rows(&tm.k, k.data(), B, T, NH, HD);
+    tma_map_rows(&tm.v, v.data(), B, T, NH, HD), tma_map_rows(&tm.o, dout.data(), B, T, NH, HD);
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     double worst = 0;  // the largest relative error; NaN once any is NaN
@@ -150,9 +162,9 @@ static int run_case(const attn_case &c, unsigned seed) {
     // Forwards: mma with 16 rows a warp, 32 rows a warp (bitwise the same), wgmma.
     std::vector<gm_cuda_act> out(n), out32(n), outw(n);
     std::vector<float> lse(nl), lse32(nl), lsew(nl);
-    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
-    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
-    launch(grid, NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD); });
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD, &tm); });
+    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD, &tm); });
+    launch(grid, NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), T, NH, sl2, m, bounds, HD, &tm); });
     note(report("mma", "out", widen(out), rout));
     note(report("mma", "lse", lse, rlse));
     note(report("wgmma", "out", widen(outw), rout));
@@ -181,12 +193,12 @@ static int run_case(const attn_case &c, unsigned seed) {
         std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
         const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
-            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
         });
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dkdv_body<true, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
-            else dkdv_body<false, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD);
+            if (wg) dkdv_body<true, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            else dkdv_body<false, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
         });
         const char *impl = wg ? "wgmma" : "mma";
         note(report(impl, "dq", widen(dq), rdq));
@@ -211,7 +223,7 @@ static int run_case(const attn_case &c, unsigned seed) {
         const dq_sum ds = {dq1.data(), part.data(), order.data()};
         launch(dim3((unsigned)(nkb * NH * B)), BWD_THREADS, [&] {
             dkdv_body<true, true>(dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(), lse.data(), D.data(),
-                                  T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, ds);
+                                  T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm, ds);
         });
         note(report("1pass", "dq", widen(dq1), rdq));
         const bool same_kv = !memcmp(dk1.data(), grads[1].data() + n, n * sizeof(gm_cuda_act)) &&

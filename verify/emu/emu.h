@@ -120,9 +120,12 @@ extern emu_warpgroup *emu_warpgroups;  // the running block's
 
 // A deliberate fault, so that a test can show the emulation's checks fail when an instruction is
 // wrong: GM_EMU_FAULT=mma_a (mma.sync reads A registers 1 and 2 swapped), wgmma_desc (wgmma
-// reads descriptors with LBO and SBO swapped), wgmma_write (thread 5 changes an accumulator of
-// each wgmma it issues, as a kernel writing one in flight would) or sum_order (the one-pass
-// backward's work indices handed out last first: shim/backend/cuda/ordered_sum.cuh); unset, none.
+// reads descriptors with LBO and SBO swapped), wgmma_swizzle (wgmma reads without the 128-byte
+// swizzle), swizzle_base (the wgmma kernels' tiles start 128 bytes past the swizzle's boundary),
+// tma_parity (a TMA barrier waited on for the other phase), wgmma_write (thread 5 changes an
+// accumulator of each wgmma it issues, as a kernel writing one in flight would) or sum_order (the
+// one-pass backward's work indices handed out last first: shim/backend/cuda/ordered_sum.cuh);
+// unset, none.
 static inline bool emu_fault(const char *name) {
     static const char *const set = getenv("GM_EMU_FAULT");
     return set && !strcmp(set, name);

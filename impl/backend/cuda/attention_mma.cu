@@ -35,11 +35,13 @@
 // per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one barrier per
 // tile: in the mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is
 // computed from the other; in the wgmma forward and dq kernels and the dk/dv kernel (the *_STAGES
-// constants) tiles i + 1 and i + 2 in flight while tile i is computed, one cp.async
-// group a tile (with the documents' short rows a tile is short, and one tile of lead left the
-// copy's latency exposed: by reading the code, not yet timed).
-// With a bf16 element the copies are cp.async (16 bytes, .cg) and overlap the math; an fp32
-// element is loaded, rounded to bf16 and stored synchronously at the same point (no overlap). The
+// constants) tiles i + 1 and i + 2 in flight while tile i is computed, one copy group a tile
+// (with the documents' short rows a tile is short, and one tile of lead left the copy's latency
+// exposed: by reading the code, not yet timed).
+// With a bf16 element the mma.sync kernels' copies are cp.async (16 bytes, .cg) and the wgmma
+// kernels' TMA box copies (one thread issues a group, every thread waits on its mbarrier: WG_TMA),
+// both overlapping the math; an fp32 element is loaded, rounded to bf16 and stored synchronously
+// at the same point (no overlap). The
 // per-token vectors of dk/dv's query tiles (lse, D) go by 4-byte cp.async with their tile whatever
 // the element (copy_vec; up to c7fd396 they, and the doc ids every kernel then streamed, were loaded
 // and stored right after the tile's barrier, each store waiting for its load: a memory latency a
@@ -107,8 +109,9 @@
 // and B read transposed (wg_xb_issue). The accumulators of wgmma have mma.sync's fragment layout
 // per warp (a warp's 16 rows, n-tiles of 8 in order), so the softmax, the mask and the stores are
 // the same code. Q, K, V, dO go to shared memory in the 128-byte swizzled layout wgmma's
-// descriptors describe (tile_at's sw128, wgmma_sm90.cuh) instead of pitched rows; a
-// proxy fence after the copies land orders them before wgmma's reads; the dk/dv kernel walks query
+// descriptors describe (tile_at's sw128, wgmma_sm90.cuh) instead of pitched rows, by TMA (the
+// copy engine swizzles; with the fp32 element by the threads, a proxy fence ordering their stores
+// before wgmma's reads); the dk/dv kernel walks query
 // tiles of 64 (no fragment registers to hold). The forward overlaps a tile's softmax with the
 // previous tile's P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its
 // wgmma unserialized), the dq kernel a tile's P and dS with the previous tile's dQ product; the
@@ -116,7 +119,8 @@
 // overlapping its mask and P^T with the previous tile's dK product, tried at c7fd396, made ptxas
 // serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation of wgmma's
 // descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
-// the overlaps right at their first run too, e4790d9). Not yet done: TMA copies with mbarriers,
+// the overlaps right at their first run too, e4790d9). The tiles come by TMA (since 2026-11-28,
+// with the 128-byte swizzle: executed under the emulation, not yet on a GPU). Not yet done:
 // producer/consumer warp specialization and pingpong scheduling between the warpgroups as in
 // FlashAttention-3. Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
 // (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
@@ -139,6 +143,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/attn_mask.h"
 #include "backend/cuda/attention.cuh"
@@ -149,6 +154,7 @@
 #if GM_CUDA_ARCH >= 800
 #include "backend/cuda/mma_sm80.cuh"
 #include "backend/cuda/ordered_sum.cuh"
+#include "backend/cuda/tma_sm90.cuh"
 #include "backend/cuda/wgmma_sm90.cuh"
 
 extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
@@ -311,6 +317,60 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
     }
 }
 
+// The wgmma kernels' tiles come by TMA (tma_sm90.cuh) with the bf16 element: thread 0 issues a
+// tile group's boxes and its barrier counts their bytes, and every thread waits on the barrier.
+// With the fp32 element (the engine copies, it does not round) every thread loads, rounds and
+// stores them (load_rows), and a proxy fence orders the stores before wgmma's reads.
+#define WG_TMA (sizeof(gm_cuda_act) == 2)
+// The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. A group
+// is issued two ahead, after the block barrier that follows every thread's wait for group j - 2,
+// so a barrier is armed again only after its last phase was waited for (any ring of 2 or more).
+#define WG_BARS 4
+// The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
+typedef struct {
+    CUtensorMap q, k, v, o;
+} attn_tmaps;
+// Thread 0 initializes the ring before the block's first barrier (TMA only).
+static __device__ __forceinline__ void wg_bars_init(uint64_t *bars) {
+    if constexpr (WG_TMA) {
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (int i = 0; i < WG_BARS; i++) mbar_init(bars + i, 1);
+            mbar_init_fence();
+        }
+    }
+}
+// Whether this thread issues a group's copies (TMA: thread 0 alone; fp32: all NTH); the issuer
+// calls wg_expect with the group's bytes, then wg_fetch for each of its tiles.
+static __device__ __forceinline__ bool wg_issuer(void) { return !WG_TMA || threadIdx.x == 0; }
+static __device__ __forceinline__ void wg_expect(uint64_t *bars, int j, uint32_t bytes) {
+    if constexpr (WG_TMA) mbar_arrive_expect_tx(bars + j % WG_BARS, bytes);
+}
+// Rows [r0, r0 + R) (R a multiple of 64) of head h, batch row b of a tensor into the sw128 tile
+// dst, as group j: R / 64 x HD / 64 boxes of `map`, or load_rows from `src` (the head's row 0).
+static __device__ __forceinline__ void wg_fetch(__nv_bfloat16 *dst, const CUtensorMap *map,
+                                                const gm_cuda_act *__restrict__ src, uint64_t *bars, int j, int b,
+                                                int h, int r0, const int R, int T, size_t rs, const int HD,
+                                                const int NTH) {
+    if constexpr (WG_TMA) {
+#pragma unroll
+        for (int slab = 0; slab < R / TMA_BOX_ROWS; slab++)
+#pragma unroll
+            for (int panel = 0; panel < HD / TMA_BOX_COLS; panel++)
+                tma_load_box(dst + tile_at(slab * TMA_BOX_ROWS, panel * TMA_BOX_COLS, HD, true), map,
+                             bars + j % WG_BARS, panel * TMA_BOX_COLS, h, r0 + slab * TMA_BOX_ROWS, b);
+    } else {
+        load_rows(dst, src, r0, R, T, rs, HD, NTH, true);
+    }
+}
+// The bytes of a tile of R rows (what its boxes complete).
+#define WG_TILE_BYTES(R, HD) ((uint32_t)(R) * (HD) * 2)
+// This thread's wait for group j's tiles, before the block barrier after which they are read.
+static __device__ __forceinline__ void wg_wait(uint64_t *bars, int j) {
+    if constexpr (WG_TMA) mbar_wait(bars + j % WG_BARS, j / WG_BARS % 2);
+    else fence_proxy_async();
+}
+
 // Elements p[0], p[1] (a pair, aligned to its size) written as gm_act_put does: x, y in fp32, an
 // ADD widening the old elements first, each rounded to the element once; one 8- or 4-byte store.
 static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w, float x, float y) {
@@ -339,13 +399,13 @@ static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, in
 
 // The tiles a block streams through its ring (a stage is read while the next ones are filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
-// by the block's NTH threads (pitched, or sw128: swizzled for wgmma).
+// by the block's NTH threads (pitched: the mma.sync kernels').
 static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfloat16 *sV,
                                                      const gm_cuda_act *__restrict__ k,
                                                      const gm_cuda_act *__restrict__ v, int k0, int T, size_t rs,
-                                                     const int HD, const int NTH, const bool sw128 = false) {
-    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH, sw128);
-    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH, sw128);
+                                                     const int HD, const int NTH) {
+    load_rows(sK, k, k0, KEY_TILE, T, rs, HD, NTH);
+    load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
 // query lse and D (the head's (T)-vectors). lse lands as it is (0 past T); query_tile_lse_log2
@@ -354,10 +414,9 @@ static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_b
                                                        const gm_cuda_act *__restrict__ q,
                                                        const gm_cuda_act *__restrict__ dout,
                                                        const float *__restrict__ lse, const float *__restrict__ D,
-                                                       int qa, const int QT, int T, size_t rs, const int HD,
-                                                       const bool sw128) {
-    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS, sw128);
-    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS, sw128);
+                                                       int qa, const int QT, int T, size_t rs, const int HD) {
+    load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS);
+    load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS);
     copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
     copy_vec(sD, D, qa, QT, T, BWD_THREADS);
 }
@@ -734,13 +793,13 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 }
 
 // The wgmma forward (WG: each warpgroup of 4 warps one m64 tile of the block's 128 queries, Q, K,
-// V in core matrices), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's
-// mask and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K_j and
-// V_j are copied together (one cp.async group) two tiles ahead, in rings of FWD_K_STAGES (3) and
+// V swizzled), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's mask and
+// softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K_j and V_j are
+// copied together (tile group j; Q with group 0) two tiles ahead, in rings of FWD_K_STAGES (3) and
 // FWD_V_STAGES (4: V_{j-1} is read through tile j) stages; no wgmma is in flight across a tile's
 // barrier. Per tile j of ntiles (one barrier):
-//   wait for this thread's copies of K_j, V_j (those of tile j + 1 may be in flight); proxy fence;
-//   barrier: everyone's copies are visible, and every warpgroup is done with K_{j-1} and V_{j-2};
+//   wait for group j (K_j, V_j; group j + 1 may be in flight: wg_wait);
+//   barrier: group j is everyone's, and every warpgroup is done with K_{j-1} and V_{j-2};
 //   copy K_{j+2} and V_{j+2} into those stages;
 //   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
 //   (wgmma's groups complete in order); mask S_j and take its softmax (new max, sums, P_j),
@@ -753,25 +812,30 @@ struct fwd_wg_state {
     __nv_bfloat16 *sK, *sV;    // FWD_K_STAGES, FWD_V_STAGES stages
     const int32_t *sBound;     // row_bounds' first keys of the block's queries
     const gm_cuda_act *kh, *vh;
-    int T, q0, qlast, wrow, kbeg, ntiles;
+    const attn_tmaps *tm;
+    uint64_t *bars;  // the TMA barrier ring
+    int b, h, T, q0, qlast, wrow, kbeg, ntiles;
     size_t rs;
     float scale_log2;
 };
-// K_j and V_j into their stages as one cp.async group (an empty one past the last tile).
-static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j, const int HD) {
+// Tile group j: K_j and V_j into their stages (nothing past the last tile); with j = 0 also the
+// block's queries (Q, from q: the head's row 0) into sQ.
+static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j, const int HD,
+                                                   __nv_bfloat16 *sQ = nullptr, const gm_cuda_act *q = nullptr) {
     const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
-    if (j < f.ntiles) {
-        load_rows(f.sK + j % FWD_K_STAGES * KEY_TILE * P, f.kh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
-        load_rows(f.sV + j % FWD_V_STAGES * KEY_TILE * P, f.vh, k0, KEY_TILE, f.T, f.rs, HD, NTH, true);
-    }
-    cp_async_commit();
+    if (j >= f.ntiles || !wg_issuer()) return;
+    wg_expect(f.bars, j, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (sQ ? WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
+    if (sQ) wg_fetch(sQ, &f.tm->q, q, f.bars, j, f.b, f.h, f.q0, BLOCK_ROWS, f.T, f.rs, HD, NTH);
+    wg_fetch(f.sK + j % FWD_K_STAGES * KEY_TILE * P, &f.tm->k, f.kh, f.bars, j, f.b, f.h, k0, KEY_TILE, f.T, f.rs, HD,
+             NTH);
+    wg_fetch(f.sV + j % FWD_V_STAGES * KEY_TILE * P, &f.tm->v, f.vh, f.bars, j, f.b, f.h, k0, KEY_TILE, f.T, f.rs, HD,
+             NTH);
 }
 static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
                                                    float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
                                                    const int HD) {
     const int P = TILE_PITCH(HD, true), k0 = f.kbeg + j * KEY_TILE;
-    cp_async_wait<1>();  // this thread's copies of K_j and V_j; tile j + 1's may be in flight
-    fence_proxy_async();
+    wg_wait(f.bars, j);
     __syncthreads();
     fwd_wg_copy(f, j + 2, HD);
     float s[KEY_TILE / 8][4];
@@ -798,14 +862,17 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    const gm_cuda_act *__restrict__ k,
                                                    const gm_cuda_act *__restrict__ v, int T, int NH,
                                                    float scale_log2, gm_attn_mask m,
-                                                   const int32_t *__restrict__ bounds, const int HD) {
+                                                   const int32_t *__restrict__ bounds, const int HD,
+                                                   const attn_tmaps *tm) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1);
+    const int P = TILE_PITCH(HD, true);
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)swizzle_base(smem), *sK = sQ + BLOCK_ROWS * P,
                   *sV = sK + FWD_K_STAGES * KEY_TILE * P;
-    int32_t *sBound = (int32_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
+    uint64_t *bars = (uint64_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
+    int32_t *sBound = (int32_t *)(bars + WG_BARS);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
+    f.b = b, f.h = h, f.tm = tm, f.bars = bars;
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
@@ -815,14 +882,15 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     f.kbeg = token_bound(&m, lo, f.q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
 
-    load_rows(sQ, q + head, f.q0, BLOCK_ROWS, T, f.rs, HD, NTH, true);  // with tile 0's group
-    fwd_wg_copy(f, 0, HD), fwd_wg_copy(f, 1, HD);
+    wg_bars_init(bars);
+    fwd_wg_copy(f, 0, HD, sQ, q + head), fwd_wg_copy(f, 1, HD);
     row_bounds(sBound, &m, lo, f.q0, T, true);
+    __syncthreads();  // the barriers initialized before anyone waits on one
     float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
     uint32_t pa[KEY_TILE / 16][4];
     zero(o, HD / 8);
     for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, j, o, pa, mrow, lrow, HD);
-    // V of the last tile landed (and was fenced) with its K, before the last tile's barrier
+    // V of the last tile landed with its K, before the last tile's barrier
     wg_xb_issue(o, pa, sV + (f.ntiles - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
     wgmma_wait<0>();
     wgmma_hold(&o[0][0], HD / 2);
@@ -835,10 +903,11 @@ template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
-                                                gm_attn_mask m, const int32_t *__restrict__ bounds, const int HD) {
+                                                gm_attn_mask m, const int32_t *__restrict__ bounds, const int HD,
+                                                const attn_tmaps *tm) {
     static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
-    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
-    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD);
+    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD, tm);
+    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD), (void)tm;
 }
 
 // dS / scale = P (dP - D) over the dq kernel's 16 x KEY_TILE tile: s holds P and becomes dS / scale;
@@ -860,21 +929,45 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                                                const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
                                                float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,
-                                               gm_grad_write w, const int HD) {
+                                               gm_grad_write w, const int HD, const attn_tmaps *tm) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, WG);
-    // sK, sV: 2 stages each of KEY_TILE rows, or with WG DQ_K_STAGES and DQ_V_STAGES
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sO = sQ + BLOCK_ROWS * P, *sK = sO + BLOCK_ROWS * P,
-                  *sV = sK + (WG ? DQ_K_STAGES : 2) * KEY_TILE * P;
-    int32_t *sBound = (int32_t *)(sV + (WG ? DQ_V_STAGES : 2) * KEY_TILE * P);
+    // sK, sV: 2 stages each of KEY_TILE rows, or with WG DQ_K_STAGES and DQ_V_STAGES; WG: the TMA
+    // barrier ring
+    __nv_bfloat16 *sQ = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sO = sQ + BLOCK_ROWS * P,
+                  *sK = sO + BLOCK_ROWS * P, *sV = sK + (WG ? DQ_K_STAGES : 2) * KEY_TILE * P;
+    uint64_t *bars = (uint64_t *)(sV + (WG ? DQ_V_STAGES : 2) * KEY_TILE * P);
+    int32_t *sBound = (int32_t *)(bars + (WG ? WG_BARS : 0));
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
 
-    load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
+    const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
+    const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
+    // WG: key tile group j (with j = 0 also Q and dO), nothing past the last tile
+    const auto wg_copy = [&](int j) {
+        if (j >= ntiles || !wg_issuer()) return;
+        wg_expect(bars, j, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (j == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
+        if (j == 0) {
+            wg_fetch(sQ, &tm->q, q + head, bars, 0, b, h, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+            wg_fetch(sO, &tm->o, dout + head, bars, 0, b, h, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+        }
+        const int k0 = kbeg + j * KEY_TILE;
+        wg_fetch(sK + j % DQ_K_STAGES * KEY_TILE * P, &tm->k, k + head, bars, j, b, h, k0, KEY_TILE, T, rs, HD,
+                 BWD_THREADS);
+        wg_fetch(sV + j % DQ_V_STAGES * KEY_TILE * P, &tm->v, v + head, bars, j, b, h, k0, KEY_TILE, T, rs, HD,
+                 BWD_THREADS);
+    };
+    if constexpr (WG) {
+        wg_bars_init(bars);
+        wg_copy(0), wg_copy(1);
+    } else {
+        load_rows(sQ, q + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+        load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+        load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS);
+    }
     float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -882,8 +975,6 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
         Drow[r] = i < T ? D[vec + i] : 0.0f;
     }
-    const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS, WG);
     row_bounds(sBound, &m, lo, q0, T, true);
 
     float acc[MAX_HD / 8][4];
@@ -893,29 +984,20 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         // FlashAttention-3's overlap, as in the wgmma forward: per key tile j, S_j and dP_j issued with
         // dQ += dS_{j-1} K_{j-1}, a wait for S_j and dP_j only, then tile j's mask, P and dS on the CUDA
         // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. The copies
-        // run two tiles ahead, one cp.async group a tile (empty past the last): during tile j, K_{j-1}
-        // (the product in flight), K_j and V_j are read while K, V_{j+1} may be in flight and
-        // K, V_{j+2} are copied: K keeps DQ_K_STAGES (4) stages, V DQ_V_STAGES (3). One barrier a
-        // tile, after which every warpgroup is done with K_{j-2} and V_{j-1}, the stages the copies
-        // then overwrite. dQ is summed in the order of the other forms: bitwise their arithmetic.
-        const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
-        const auto load_tile = [&](int j) {
-            if (j < ntiles)
-                load_key_tile(sK + j % DQ_K_STAGES * KEY_TILE * P, sV + j % DQ_V_STAGES * KEY_TILE * P, k + head,
-                              v + head, kbeg + j * KEY_TILE, T, rs, HD, BWD_THREADS, true);
-            cp_async_commit();
-        };
-        cp_async_commit();  // group 0: sQ, sO and key tile 0
-        load_tile(1);
+        // run two tiles ahead, one group a tile (wg_copy): during tile j, K_{j-1} (the product in
+        // flight), K_j and V_j are read while K, V_{j+1} may be in flight and K, V_{j+2} are copied:
+        // K keeps DQ_K_STAGES (4) stages, V DQ_V_STAGES (3). One barrier a tile, after which every
+        // warpgroup is done with K_{j-2} and V_{j-1}, the stages the copies then overwrite. dQ is
+        // summed in the order of the other forms: bitwise their arithmetic.
+        __syncthreads();  // the TMA barriers initialized before anyone waits on one
         const int wg = warpgroup();
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
         uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
         for (int j = 0; j < ntiles; j++) {
             const int k0 = kbeg + j * KEY_TILE;
-            cp_async_wait<1>();  // this thread's copies of tile j; tile j + 1's may be in flight
-            fence_proxy_async();
+            wg_wait(bars, j);  // group j; group j + 1 may be in flight
             __syncthreads();
-            load_tile(j + 2);
+            wg_copy(j + 2);
             const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             wg_abt_issue(s, sQw, cK, HD, dp, sOw, sV + j % DQ_V_STAGES * KEY_TILE * P);
@@ -1092,7 +1174,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  const float *__restrict__ lse, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
                                                  const int32_t *__restrict__ bounds, gm_grad_write w, const int HD,
-                                                 dq_sum ds = {}) {
+                                                 const attn_tmaps *tm, dq_sum ds = {}) {
     static_assert(!DQ || WG, "the one-pass backward is wgmma's");
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, WG), QT = QUERY_TILE(HD, WG);
@@ -1100,11 +1182,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // sw128 on a 1024-byte boundary like the tiles before it) and the block's work index
     __nv_bfloat16 *sK = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sV = sK + BLOCK_ROWS * P,
                   *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QUERY_STAGES * QT * P, *sDS = sO + QUERY_STAGES * QT * P;
-    float *sL = (float *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
+    uint64_t *bars = (uint64_t *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0));  // WG: the TMA barrier ring
+    float *sL = (float *)(bars + (WG ? WG_BARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
     int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     int b = blockIdx.z, h = blockIdx.y, kb = blockIdx.x, B = gridDim.z;  // early keys (most work) first
+    if constexpr (WG) wg_bars_init(bars);
     if constexpr (DQ) {  // highest key block first, by the work counter
         int32_t *sWork = sBound + BLOCK_ROWS;
         if (threadIdx.x == 0) *sWork = ordered_take(ds.order);
@@ -1116,22 +1200,41 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
     const int32_t *hi = bounds_of(bounds, T, B, b, false), *lo = bounds_of(bounds, T, B, b, true);
 
-    load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
-    load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS, WG);
+    if constexpr (!WG) {
+        load_rows(sK, k + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+        load_rows(sV, v + head, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+    }
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = token_bound(&m, hi, klast, T, false);
     // Query tile i into stage i % QUERY_STAGES, two tiles ahead: one cp.async group a tile (empty
-    // past qend), the first also holding sK and sV.
+    // past qend), the first also holding sK and sV; with WG its Q and dO (and with tile 0 the
+    // block's K and V: qend > k0) are wgmma's tile group i instead, lse and D still by cp.async.
     const auto load_tile = [&](int i) {
         const int qa = k0 + i * QT, stg = i % QUERY_STAGES;
-        if (qa < qend)
-            load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, sL + stg * QT, sD + stg * QT, q + head, dout + head,
-                            lse + vec, D + vec, qa, QT, T, rs, HD, WG);
+        if (qa < qend) {
+            if constexpr (WG) {
+                if (wg_issuer()) {
+                    wg_expect(bars, i, 2 * WG_TILE_BYTES(QT, HD) + (i == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
+                    if (i == 0) {
+                        wg_fetch(sK, &tm->k, k + head, bars, 0, b, h, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+                        wg_fetch(sV, &tm->v, v + head, bars, 0, b, h, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
+                    }
+                    wg_fetch(sQ + stg * QT * P, &tm->q, q + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
+                    wg_fetch(sO + stg * QT * P, &tm->o, dout + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
+                }
+                copy_vec(sL + stg * QT, lse + vec, qa, QT, T, BWD_THREADS);
+                copy_vec(sD + stg * QT, D + vec, qa, QT, T, BWD_THREADS);
+            } else {
+                load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, sL + stg * QT, sD + stg * QT, q + head,
+                                dout + head, lse + vec, D + vec, qa, QT, T, rs, HD);
+            }
+        }
         cp_async_commit();
     };
     load_tile(0), load_tile(1);
     row_bounds(sBound, &m, hi, k0, T, false);
+    if constexpr (WG) __syncthreads();  // the TMA barriers initialized before anyone waits on one
 
     float dka[MAX_HD / 8][4], dva[MAX_HD / 8][4];
     zero(dka, HD / 8), zero(dva, HD / 8);
@@ -1143,7 +1246,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const int stage = i % QUERY_STAGES;
         cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
         query_tile_lse_log2(sL + stage * QT, qa, QT, T);
-        if (WG) fence_proxy_async();
+        if constexpr (WG) wg_wait(bars, i);  // wgmma's tiles of group i
         __syncthreads();  // everyone's have; tile i - 1 (the stage tile i + 2 goes to) is consumed
         load_tile(i + 2);
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
@@ -1243,12 +1346,14 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 #define FWD_ARGS                                                                                                     \
     gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
         const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
-        gm_attn_mask m, const int32_t *__restrict__ bounds
-// The backward kernels' inputs, after their outputs.
+        gm_attn_mask m, const int32_t *__restrict__ bounds, const __grid_constant__ attn_tmaps tm
+// The backward kernels' inputs, after their outputs. tm: the wgmma forms' tensor maps (the
+// others' are zeros, never read); a kernel parameter, which TMA reads where it lies.
 #define BWD_INPUTS                                                                                                   \
     const gm_cuda_act *__restrict__ dout, const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,      \
         const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
-        float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds, gm_grad_write w
+        float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds, gm_grad_write w,         \
+        const __grid_constant__ attn_tmaps tm
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
 // instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps per
@@ -1259,10 +1364,11 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill and no serialization (with the swizzled tiles, 2026-11-28): forward 154
-// registers at head_dim 128 (114 at 64), dq 191 (149), dk/dv 246 (178); at c7fd396 159, 227 and
-// 244 (C7518, wgmma serialized, from 248). The one-pass backward (dk/dv with DQ): 255 (214), no
-// spill, no serialization (252 and 202 before the swizzle); its dq's fp32 partial
+// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward
+// 140 registers at head_dim 128 (108 at 64), dq 170 (138), dk/dv 240 (174); with the cp.async
+// copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma
+// serialized, from 248). The one-pass backward (dk/dv with DQ): 254 (200), no spill, no
+// serialization (252 and 202 with the core-matrix copies); its dq's fp32 partial
 // sums added by 16-byte float atomics (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
 // subnormal sums flushed to zero, as every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
@@ -1276,41 +1382,43 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 64);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 64, &tm);
 }
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 128);
+    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 128, &tm);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128);
+    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm);
 }
 template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
-    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, ds);
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm, ds);
 }
 template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
-    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, ds);
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm, ds);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of `rows` rows (TILE_PITCH elements
-// each; with wgmma 1024 bytes more, for swizzle_base to find the swizzle's boundary), then the
-// per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles); the streamed tiles once
-// per stage of their ring (2, or the *_STAGES above). Forward at HD 128: (128 + 2 x (64 + 64)) x
-// 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded: (128 + 7 x 64) x 256 + 1024 +
-// 512 = 148,992); dq: 139,776 (wgmma's 4 K and 3 V stages: 181,760); dk/dv: (128 + 128 + 3 x (32
-// + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with wgmma's 64-query tiles 166,912, and for
-// the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the work index: 183,312 (HD 64: 55,808
-// (75,264) / 74,240 (91,648) / 94,208 (84,992; 101,392)).
-static size_t tiles_smem(int rows, int HD, bool WG) { return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 : 0); }
+// each; with wgmma 1024 bytes more, for swizzle_base to find the swizzle's boundary, and the TMA
+// barrier ring), then the per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles);
+// the streamed tiles once per stage of their ring (2, or the *_STAGES above). Forward at HD 128:
+// (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded: (128 +
+// 7 x 64) x 256 + 1024 + 32 + 512 = 149,024); dq: 139,776 (wgmma's 4 K and 3 V stages:
+// 181,792); dk/dv: (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with
+// wgmma's 64-query tiles 166,944, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the
+// work index: 183,344 (HD 64: 55,808 (75,296) / 74,240 (91,680) / 94,208 (85,024; 101,424)).
+static size_t tiles_smem(int rows, int HD, bool WG) {
+    return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 + WG_BARS * 8 : 0);
+}
 static size_t fwd_smem(int HD, bool WG) {
     return tiles_smem(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
 }
@@ -1340,7 +1448,8 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
     } while (0)
 
 // Whether the wgmma kernels run on the current device: a probe kernel reports whether the machine
-// code the driver picked for it is the sm_90a build's (once per device).
+// code the driver picked for it is the sm_90a build's (once per device), and their TMA copies need
+// the driver's tensor-map encoder.
 __device__ static int wgmma_probe_flag;
 __global__ static void wgmma_probe(void) { wgmma_probe_flag = GM_WGMMA_BUILT; }
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
@@ -1354,9 +1463,28 @@ int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
                 cudaSuccess ||
             cudaStreamSynchronize(c->stream) != cudaSuccess)
             flag = 0;
+        if (WG_TMA && !tma_encoder()) flag = 0;  // and, with TMA, the driver's tensor-map encoder
         known[dev] = flag ? 2 : 1;
     }
     return known[dev] == 2;
+}
+
+// The tensor maps of a wgmma form's TMA copies (q, k, v, and o: dout, NULL in the forward), or
+// zeros where the form (or the fp32 element) copies without; 0 (noted) where the encoder refused.
+static int tensor_maps(gm_cuda_ctx *c, attn_tmaps *tm, bool WG, const gm_cuda_act *q, const gm_cuda_act *k,
+                       const gm_cuda_act *v, const gm_cuda_act *o, int B, int T, int NH, int HD) {
+    memset(tm, 0, sizeof *tm);
+    if (!WG || !WG_TMA) return 1;
+    const gm_cuda_act *src[4] = {q, k, v, o};
+    CUtensorMap *map[4] = {&tm->q, &tm->k, &tm->v, &tm->o};
+    for (int i = 0; i < 4; i++) {
+        const char *why = src[i] ? tma_map_rows(map[i], src[i], B, T, NH, HD) : NULL;
+        if (why) {
+            gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma, TMA)", why);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 __global__ static void attn_mask_bounds(int32_t *bounds, gm_attn_mask m, int B, int T) {
@@ -1384,6 +1512,8 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
                           gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E);
+    attn_tmaps tm;
+    if (!tensor_maps(c, &tm, form == GM_ATTN_FWD_WGMMA, q, k, v, NULL, B, T, NH, HD)) return;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
     if (!ok) return;
@@ -1391,10 +1521,10 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
     do {                                                                                                             \
         if (HD == 64)                                                                                                \
             LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64, WG), out, lse, q, k, v, T, NH, sl2, m,   \
-                   bounds);                                                                                          \
+                   bounds, tm);                                                                                      \
         else                                                                                                         \
             LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128, WG), out, lse, q, k, v, T, NH, sl2,    \
-                   m, bounds);                                                                                       \
+                   m, bounds, tm);                                                                                   \
     } while (0)
     if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
     else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
@@ -1408,6 +1538,8 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
                           double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
+    attn_tmaps tm;
+    if (!tensor_maps(c, &tm, form != GM_ATTN_BWD_MMA, q, k, v, dout, B, T, NH, HD)) return;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);  // once for both kernels
     if (!ok) return;
@@ -1424,10 +1556,10 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
         GM_CU(c, cudaMemsetAsync(ds.order, 0, (1 + tiles) * sizeof(int32_t), c->stream));
         if (HD == 64)
             LAUNCH(c, (attn_dkdv_64<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(64, true, true), dk, dv,
-                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, ds);
+                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
         else
             LAUNCH(c, (attn_dkdv_128<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(128, true, true), dk, dv,
-                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, ds);
+                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
         return;
     }
     const dq_sum none = {};
@@ -1435,14 +1567,14 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
             LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse, D, T, NH, sl2, sc,  \
-                   m, bounds, w);                                                                                    \
+                   m, bounds, w, tm);                                                                                \
             LAUNCH(c, (attn_dkdv_64<WG, false>), grid, BWD_THREADS, dkdv_smem(64, WG, false), dk, dv, dout, q, k, v,  \
-                   lse, D, T, NH, sl2, sc, m, bounds, w, none);                                                      \
+                   lse, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                                  \
         } else {                                                                                                     \
             LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse, D, T, NH, sl2,    \
-                   sc, m, bounds, w);                                                                                \
+                   sc, m, bounds, w, tm);                                                                            \
             LAUNCH(c, (attn_dkdv_128<WG, false>), grid, BWD_THREADS, dkdv_smem(128, WG, false), dk, dv, dout, q, k,   \
-                   v, lse, D, T, NH, sl2, sc, m, bounds, w, none);                                                   \
+                   v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                               \
         }                                                                                                            \
     } while (0)
     if (form == GM_ATTN_BWD_WGMMA) BWD(true);

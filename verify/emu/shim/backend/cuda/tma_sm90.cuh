@@ -1,0 +1,127 @@
+// Host emulation of impl/backend/cuda/tma_sm90.cuh (verify/emu/emu.h): the tensor map records the
+// activation (base, B, T, NH, HD); a box copy writes 64 rows x 64 bf16 columns into shared memory
+// at dst (which must sit on a 1024-byte boundary, or the emulation stops naming it) as the 128-byte
+// swizzle lays them out: element (r, c) at byte r 128 + c 2 with that offset's chunk bits (4-6)
+// XORed with its row bits (7-9); rows past T and columns past HD are zeros. The barriers follow
+// the PTX ISA: a phase completes when its arrivals (the count given at init) have arrived and every
+// byte expected (arrive.expect_tx) has been completed by copies; try_wait.parity P returns once
+// the phase of parity P has completed. Copies land at the first wait on their barrier (the latest
+// moment the PTX ISA allows: a kernel that reads a tile before waiting reads the old bytes), or
+// with GM_EMU_COPIES=eager at issue (the earliest: a copy into a stage still being read changes
+// what it reads). A wait that the copies in flight cannot complete would hang on a GPU: the
+// emulation stops there, naming the barrier. State lives beside shared memory (each barrier's
+// record by address), behind one lock: the block's threads run at once.
+#ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
+#define GM_BACKEND_CUDA_TMA_SM90_CUH
+
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#define TMA_BOX_ROWS 64
+#define TMA_BOX_COLS 64
+
+struct emu_tensor {
+    const unsigned char *base;
+    int B, T, NH, HD;
+};
+static_assert(sizeof(emu_tensor) <= sizeof(CUtensorMap), "a tensor map holds the emulation's record");
+
+static inline const char *tma_map_rows(CUtensorMap *map, const void *base, int B, int T, int NH, int HD) {
+    const emu_tensor e = {(const unsigned char *)base, B, T, NH, HD};
+    memset(map, 0, sizeof *map);
+    memcpy(map, &e, sizeof e);
+    return NULL;
+}
+
+struct emu_box {
+    unsigned char *dst;
+    emu_tensor tensor;
+    int col, h, t, b;
+};
+struct emu_mbar {
+    int count, pending;
+    long long tx;
+    unsigned phase;
+    std::vector<emu_box> in_flight;
+};
+inline std::mutex emu_mbar_lock;
+inline std::map<const void *, emu_mbar> emu_mbars;
+
+static inline void emu_mbar_complete(emu_mbar &m) {
+    if (m.pending == 0 && m.tx == 0) m.phase++, m.pending = m.count;
+}
+static inline void emu_box_land(emu_mbar &m, const emu_box &x) {
+    for (int r = 0; r < TMA_BOX_ROWS; r++)
+        for (int c = 0; c < TMA_BOX_COLS; c++) {
+            const emu_tensor &e = x.tensor;
+            uint16_t v = 0;
+            if (x.t + r < e.T && x.col + c < e.HD)
+                memcpy(&v, e.base + ((((size_t)x.b * e.T + x.t + r) * e.NH + x.h) * e.HD + x.col + c) * 2, 2);
+            uint32_t at = (uint32_t)(r * 128 + c * 2);
+            at ^= (at >> 7) % 8 << 4;
+            memcpy(x.dst + at, &v, 2);
+        }
+    m.tx -= TMA_BOX_ROWS * TMA_BOX_COLS * 2;
+    emu_mbar_complete(m);
+}
+
+static inline uint32_t smem_u32(const void *p) { return (uint32_t)((const unsigned char *)p - smem); }
+
+static inline void mbar_init(uint64_t *bar, int count) {
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbars[bar] = emu_mbar{count, count, 0, 0, {}};
+}
+static inline void mbar_init_fence(void) {}
+static inline emu_mbar &emu_mbar_of(uint64_t *bar) {
+    auto it = emu_mbars.find(bar);
+    if (it == emu_mbars.end()) {
+        fprintf(stderr, "emu: block (%u, %u, %u) thread %u uses the barrier at shared byte %u before its init\n",
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(bar));
+        abort();
+    }
+    return it->second;
+}
+static inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    m.tx += bytes, m.pending--;
+    emu_mbar_complete(m);
+}
+static inline void mbar_wait(uint64_t *bar, int parity) {
+    if (emu_fault("tma_parity")) parity ^= 1;
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    std::vector<emu_box> land;
+    land.swap(m.in_flight);
+    for (const emu_box &x : land) emu_box_land(m, x);
+    if ((int)(m.phase % 2) == parity) {
+        fprintf(stderr,
+                "emu: block (%u, %u, %u) thread %u waits on the barrier at shared byte %u for its phase of parity %d, "
+                "which no copy in flight completes (%d arrivals and %lld bytes short): a GPU would hang\n",
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(bar), parity, m.pending, m.tx);
+        abort();
+    }
+}
+static inline void tma_load_box(void *dst, const CUtensorMap *map, uint64_t *bar, int col, int h, int t, int b) {
+    if (smem_u32(dst) % 1024) {
+        fprintf(stderr, "emu: block (%u, %u, %u) thread %u copies a box to shared byte %u, off the swizzle's 1024\n",
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(dst));
+        abort();
+    }
+    emu_box x = {(unsigned char *)dst, {}, col, h, t, b};
+    memcpy(&x.tensor, map, sizeof x.tensor);
+    static const char *const mode = getenv("GM_EMU_COPIES");
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    if (mode && !strcmp(mode, "eager")) emu_box_land(m, x);
+    else m.in_flight.push_back(x);
+}
+
+#endif
