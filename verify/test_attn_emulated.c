@@ -1,6 +1,6 @@
 // The tensor-core attention's kernel bodies executed on the CPU: verify/emu/attn_emu (a host
-// emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async and wgmma, compiled by
-// g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
+// emulation of the CUDA execution model and of mma.sync, ldmatrix, cp.async, wgmma and TMA,
+// compiled by g++ with CUDA's headers; verify/emu/emu.h) runs the mma.sync forward with 16 and 32 query rows
 // per warp, the wgmma forward, the mma and wgmma backwards and the one-pass backward on two masks
 // (head_dim 64 and 128, windows of blocks that divide no tile, documents) and on keys growing along
 // T (a row's maximum moving past the forward's rescale slack after its first tile), each against
@@ -65,6 +65,27 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { e
 // fails this one (relative error 3.5 to 1700; tried by hand).
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_default_cases_pass("GM_EMU_COPIES=eager");
+}
+
+// The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which
+// gm_cuda_attn_wgmma_parts runs on a GPU): each of its ten lines ok, and the check itself can fail
+// (wgmma reading without the swizzle: the three wgmma parts wrong at both head dims, the copies
+// still right).
+Test(attn_emulated, hopper_parts_one_at_a_time, .timeout = 120) {
+    const char *prog = th_testprog_path("attn_emu");
+    REQUIRE_ATTN_EMU(prog);
+    char cmd[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "'%s' parts", prog);
+    int rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 0, "attn_emu parts: exit %d\n%s%s", rc, out, err);
+    cr_expect_eq(count(out, ": ok\n"), 10, "attn_emu parts: not ten parts ok:\n%s", out);
+    free(out), free(err);
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=wgmma_swizzle '%s' parts", prog);
+    rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 1, "GM_EMU_FAULT=wgmma_swizzle attn_emu parts: exit %d\n%s%s", rc, out, err);
+    cr_expect(count(out, ": ok\n") == 4 && strstr(out, "\n6 failed\n") != NULL,
+              "GM_EMU_FAULT=wgmma_swizzle attn_emu parts:\n%s", out);
+    free(out), free(err);
 }
 
 // The checks can fail: with mma.sync's A fragment read wrongly, or wgmma's descriptors, or wgmma

@@ -759,6 +759,22 @@ static const cc_attn_case WGMMA_CASES[] = {
 };
 #define WGMMA_CASES_N (sizeof WGMMA_CASES / sizeof WGMMA_CASES[0])
 
+// The Hopper parts one at a time (gm_cuda_attn_wgmma_parts, exact: small integers), so that where
+// the tests below fail, the report says which part: the TMA box copy (its tensor map, the rows
+// past T), the 128-byte swizzled layout the threads' copies and the descriptors assume, or one of
+// wgmma's three operand forms (both K-major; A from registers with B MN-major; the one-pass
+// backward's dQ product, at head_dim 64 an N of 32 starting mid-row). Under the emulation the same
+// device code passes (attn_emu parts; test_attn_emulated.c).
+Test(cuda_attn_wgmma, parts_one_at_a_time) {
+    REQUIRE_WGMMA();
+    cc_env e = cc_begin();
+    for (int HD = 64; HD <= 128; HD += 64) {
+        char report[2048];
+        const int rc = gm_cuda_attn_wgmma_parts(e.gpu, HD, report, sizeof report);
+        cr_expect_eq(rc, 0, "head_dim %d: %d part(s) wrong:\n%s", HD, rc, report);
+    }
+}
+
 Test(cuda_attn_wgmma, masks_and_head_dims) {
     REQUIRE_WGMMA();
     run_cases(WGMMA_CASES, WGMMA_CASES_N, GM_CUDA_ATTN_WGMMA);

@@ -6,6 +6,8 @@
 // and linked with the release library for that reference (Makefile).
 //
 //   attn_emu                                 the default cases
+//   attn_emu parts                           the Hopper parts one at a time (parts_body: TMA,
+//                                            the swizzle, each wgmma operand form), exact
 //   attn_emu B T NH HD BLOCK WINDOW DOC_LEN [GROW]
 //                                            one case (WINDOW 0: causal only; DOC_LEN 0: no
 //                                            documents, else lengths uniform in 1 .. 2 DOC_LEN - 1;
@@ -236,7 +238,33 @@ static int run_case(const attn_case &c, unsigned seed) {
     return failed != 0;
 }
 
+// The Hopper parts one at a time (attention_mma.cu's parts_body, which gm_cuda_attn_wgmma_parts
+// runs on a GPU) at head_dim 64 and 128: one line a part; returns the parts that failed.
+static int run_parts(void) {
+    int failed = 0;
+    for (int HD = 64; HD <= 128; HD += 64) {
+        const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
+        std::vector<gm_cuda_act> x(nx);
+        std::vector<float> xv(nx), abt((size_t)BLOCK_ROWS * 64), xb(nt), dq((size_t)64 * HD);
+        std::vector<uint16_t> raw_tma(nt), raw_copy(nt);
+        parts_input(x.data(), xv.data(), HD);
+        attn_tmaps tm;
+        tma_map_rows(&tm.q, x.data(), 1, PARTS_T, 2, HD);
+        if (parts_smem(HD) > sizeof smem) abort();
+        launch(dim3(1), BWD_THREADS, [&] {
+            parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), abt.data(), xb.data(), dq.data(), HD);
+        });
+        char report[2048] = "";
+        failed += parts_compare(xv.data(), HD, raw_tma.data(), raw_copy.data(), abt.data(), xb.data(), dq.data(), report,
+                                sizeof report);
+        fputs(report, stdout);
+    }
+    printf("%d failed\n", failed);
+    return failed;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && !strcmp(argv[1], "parts")) return run_parts() != 0;
     if (argc == 8 || argc == 9) {
         const attn_case c = {atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
                              atoi(argv[7]), argc == 9 ? atoi(argv[8]) : 0};
@@ -250,7 +278,7 @@ int main(int argc, char **argv) {
         return failed != 0;
     }
     if (argc != 1) {
-        fprintf(stderr, "usage: attn_emu [B T NH HD BLOCK WINDOW DOC_LEN [GROW]]\n");
+        fprintf(stderr, "usage: attn_emu [B T NH HD BLOCK WINDOW DOC_LEN [GROW] | parts]\n");
         return 2;
     }
     // Head dims 64 and 128; a window of whole blocks that divide no tile, and documents; T past the

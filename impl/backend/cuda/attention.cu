@@ -205,6 +205,10 @@ extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {
     return gm_cuda_attn_mma_built() && gm_cuda_attn_wgmma_runs(gm_cuda_ctx_of(be));
 }
 
+extern "C" int gm_cuda_attn_wgmma_parts(const gm_backend *be, int HD, char *report, size_t len) {
+    return gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx_of(be), HD, report, len);
+}
+
 void gm_cuda_attn_fwd(const gm_backend *be, gm_actval *out, gm_real *lse, const gm_actval *q, const gm_actval *k,
                       const gm_actval *v, int B, int T, int NH, int HD, double scale, gm_attn_mask mask) {
     gm_cuda_attn_fwd_with(gm_cuda_ctx_of(be)->attn_fwd, be, out, lse, q, k, v, B, T, NH, HD, scale, mask);

@@ -29,6 +29,8 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
                           gm_attn_mask m);
 // 1 when the wgmma form runs on the current device (the sm_90a machine code on an sm_90 GPU).
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c);
+// gm_cuda_attn_wgmma_parts (attention.h) on the context's device.
+int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len);
 // The tensor-core backward's forms: the dq and dk/dv kernels on mma.sync, or their products on
 // wgmma, or (wgmma too) the one-pass kernel, dk/dv's with dq's product, dq summed over key blocks in
 // a fixed order; the last two only where gm_cuda_attn_wgmma_runs.

@@ -94,6 +94,14 @@ gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, i
                                          gm_attn_mask mask);
 // 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device), else 0.
 int gm_cuda_attn_wgmma_ready(const gm_backend *be);
+// The wgmma kernels' Hopper parts one at a time on be's GPU, each on small integers whose products
+// and sums are exact in fp32, so compared bit for bit: the TMA copy of a tensor-map box (rows past
+// T zeros) and the threads' copy, each landing in the 128-byte swizzled layout the kernels' tile_at
+// describes; wgmma with both operands K-major from swizzled tiles; with A from registers and B
+// MN-major; the one-pass backward's dQ product (A and B MN-major, B from column HD / 2). Where a
+// wgmma attention test fails, this says which part. Writes a line a part into report; returns 0,
+// the number of parts wrong, or -1 where it could not run (wgmma absent, head_dim not 64 or 128).
+int gm_cuda_attn_wgmma_parts(const gm_backend *be, int HD, char *report, size_t len);
 
 // Build cuDNN's attention graph for this shape (bwd: the backward's) without a GPU: load cuDNN and
 // make and finalize every tensor and operation descriptor, stopping before the operation graph

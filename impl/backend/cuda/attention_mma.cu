@@ -269,7 +269,7 @@ static __device__ __forceinline__ void zero(float (*acc)[4], const int NT) {
 // panels of 64 rows x 64 columns; a panel's row r 128 bytes at r 128, its 16-byte chunk c at chunk
 // c ^ (r % 8). A sw128 tile starts on a 1024-byte boundary (swizzle_base). Element offset of (row
 // r, column col):
-static __device__ __forceinline__ int tile_at(int r, int col, const int HD, const bool sw128) {
+static __host__ __device__ __forceinline__ int tile_at(int r, int col, const int HD, const bool sw128) {
     return sw128 ? (r / 64 * HD + col / 64 * 64) * 64 + r % 64 * 64 + ((col % 64 / 8) ^ (r % 8)) * 8 + col % 8
                  : r * PITCH(HD) + col;
 }
@@ -1337,6 +1337,163 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     }
 }
 
+// ---- the Hopper parts one at a time (gm_cuda_attn_wgmma_parts): one block of BWD_THREADS ----
+//
+// x: a (1, 128, 2, HD) activation of small integers (every product and sum below exact in fp32,
+// in any order), read at head 1: rows r of the checks are its tokens. Writes, for parts_compare:
+// raw_tma, raw_copy (128 HD each): the bytes of a 128-row sw128 tile filled by TMA (the map's T
+// PARTS_T: the second box cut there) and by load_rows; abt (128 x 64): each warpgroup's S = A B^T
+// with A its 64 rows of the copied tile and B the first 64 (wg_abt_issue); xb (128 x HD): O = P V,
+// P the warp's rows of x's first 64 columns packed as A fragments, V the tile's first 64 rows
+// (wg_xb_issue); dq (64 x HD): dS K (wg_dq_issue), dS^T the tile's 128 rows x its first 64
+// columns stored by store_ds_t, K the whole tile.
+#define PARTS_T 100
+static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict__ x, const attn_tmaps *tm,
+                                                  uint16_t *raw_tma, uint16_t *raw_copy, float *abt, float *xb,
+                                                  float *dq, const int HD) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int R = BLOCK_ROWS, h = 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const size_t rs = (size_t)2 * HD;
+    __nv_bfloat16 *tT = (__nv_bfloat16 *)swizzle_base(smem), *tC = tT + R * HD, *sDS = tC + R * HD;
+    uint64_t *bars = (uint64_t *)(sDS + R * 64);
+    const int wg = warpgroup(), row0 = wg * 64 + warp % 4 * 16 + g;  // this lane's first row of the checks
+    const auto value = [&](int r, int c) { return gm_act_widen(x[h * HD + r * rs + c]); };
+    wg_bars_init(bars);
+    if (WG_TMA && threadIdx.x == 0) {
+        wg_expect(bars, 0, WG_TILE_BYTES(R, HD));
+        wg_fetch(tT, &tm->q, x + h * HD, bars, 0, 0, h, 0, R, PARTS_T, rs, HD, BWD_THREADS);
+    }
+    load_rows(tC, x + h * HD, 0, R, R, rs, HD, BWD_THREADS, true);
+    cp_async_wait_all();
+    fence_proxy_async();
+    __syncthreads();  // the barriers initialized, the copied tile the block's
+    if constexpr (WG_TMA) mbar_wait(bars, 0);
+    for (int i = threadIdx.x; i < R * HD; i += BWD_THREADS)
+        raw_tma[i] = WG_TMA ? ((const uint16_t *)tT)[i] : 0, raw_copy[i] = ((const uint16_t *)tC)[i];
+
+    float s[KEY_TILE / 8][4], p[KEY_TILE / 8][4], o[MAX_HD / 8][4], dqp[MAX_HD / 16][4];
+    wg_abt_issue(s, tC + wg * 64 * HD, tC, HD);
+    wgmma_wait<0>();
+    wgmma_hold(&s[0][0], KEY_TILE / 2);
+    for (int n = 0; n < KEY_TILE / 8; n++)
+        for (int e = 0; e < 4; e++) {
+            const int r = row0 + 8 * (e / 2), c = 8 * n + 2 * t + (e & 1);
+            abt[r * 64 + c] = s[n][e], p[n][e] = value(r, c);
+        }
+
+    uint32_t pa[KEY_TILE / 16][4];
+    pack_a(pa, p);
+    zero(o, HD / 8);
+    wg_xb_issue(o, pa, tC, HD);
+    wgmma_wait<0>();
+    wgmma_hold(&o[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+    for (int n = 0; n < HD / 8; n++)
+        for (int e = 0; e < 4; e++) xb[(row0 + 8 * (e / 2)) * HD + 8 * n + 2 * t + (e & 1)] = o[n][e];
+
+    for (int n = 0; n < 8; n++)  // dS^T: the warp's 16 keys (rows) x 64 queries (columns)
+        for (int e = 0; e < 4; e++) p[n][e] = value(warp * 16 + g + 8 * (e / 2), 8 * n + 2 * t + (e & 1));
+    store_ds_t(sDS, p, warp * 16);
+    fence_proxy_async();
+    __syncthreads();
+    wg_dq_issue(&dqp[0][0], sDS, tC, wg, HD);
+    wgmma_wait<0>();
+    wgmma_hold(&dqp[0][0], HD / 4);
+    for (int j = 0; j < HD / 16; j++)
+        for (int e = 0; e < 4; e++)
+            dq[(warp % 4 * 16 + g + 8 * (e / 2)) * HD + wg * HD / 2 + 8 * j + 2 * t + (e & 1)] = dqp[j][e];
+}
+static __host__ size_t parts_smem(int HD) {
+    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_BARS * 8;
+}
+
+// parts_body's input: x (1, 128, 2, HD) as the element, xv the same values in fp32, integers in
+// [-127, 127] (exact in bf16; products and sums of up to 128 of them below 2^24).
+static __host__ void parts_input(gm_cuda_act *x, float *xv, int HD) {
+    uint32_t r = 12345;
+    for (int i = 0; i < BLOCK_ROWS * 2 * HD; i++) {
+        r = r * 1664525u + 1013904223u;
+        xv[i] = (float)((int)(r >> 24) % 255 - 127);
+        uint32_t bits;
+        memcpy(&bits, &xv[i], 4);
+        const uint16_t hi = (uint16_t)(bits >> 16);  // exact: the value has at most 8 significant bits
+        if (sizeof(gm_cuda_act) == 2) memcpy((void *)&x[i], &hi, 2);
+        else memcpy((void *)&x[i], &xv[i], 4);
+    }
+}
+
+// One line a part into report (appended): "ok", or how many of its values are wrong and the
+// first; returns the parts that failed. Exact comparisons (the values are exact in every order).
+static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_tma, const uint16_t *raw_copy,
+                                  const float *abt, const float *xb, const float *dq, char *report, size_t len) {
+    const int R = BLOCK_ROWS;
+    const auto X = [&](int r, int c) { return xv[((size_t)r * 2 + 1) * HD + c]; };
+    const auto bf16_bits = [](float v) {
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        return (uint16_t)(b >> 16);
+    };
+    const auto bf16_value = [](uint16_t h) {
+        const uint32_t b = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &b, 4);
+        return v;
+    };
+    int failed = 0;
+    size_t at = strlen(report);
+    const auto line = [&](const char *part, long bad, long of, int r, int c, double got, double want) {
+        if (bad) failed++;
+        if (at >= len) return;
+        at += (size_t)(bad ? snprintf(report + at, len - at,
+                                      "HD %d %s: %ld of %ld wrong, first row %d column %d: %g for %g\n", HD, part, bad,
+                                      of, r, c, got, want)
+                           : snprintf(report + at, len - at, "HD %d %s: ok\n", HD, part));
+    };
+    for (int part = 0; part < 2; part++) {  // the two copies of the tile, in tile_at's layout
+        const uint16_t *raw = part ? raw_copy : raw_tma;
+        const int T = part ? R : PARTS_T;
+        long bad = 0;
+        int br = 0, bc = 0;
+        uint16_t bg = 0, bw = 0;
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < HD; c++) {
+                const uint16_t want = r < T ? (sizeof(gm_cuda_act) == 2 || part ? bf16_bits(X(r, c)) : 0) : 0;
+                const uint16_t got = raw[tile_at(r, c, HD, true)];
+                if (got != want && !bad++) br = r, bc = c, bg = got, bw = want;
+            }
+        if (sizeof(gm_cuda_act) != 2 && !part) continue;  // no TMA with the fp32 element
+        line(part ? "copied tile (load_rows) in the 128-byte swizzle"
+                  : "TMA box copy in the 128-byte swizzle, zeros past T",
+             bad, (long)R * HD, br, bc, bf16_value(bg), bf16_value(bw));
+    }
+    const auto check = [&](const char *part, const float *got, int rows, int cols, auto want) {
+        long bad = 0;
+        int br = 0, bc = 0;
+        double bg = 0, bw = 0;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const double w = want(r, c), v = got[(size_t)r * cols + c];
+                if (v != w && !bad++) br = r, bc = c, bg = v, bw = w;
+            }
+        line(part, bad, (long)rows * cols, br, bc, bg, bw);
+    };
+    check("wgmma A B^T, both K-major from swizzled tiles", abt, R, 64, [&](int r, int c) {
+        double sum = 0;
+        for (int d = 0; d < HD; d++) sum += (double)X(r, d) * X(c, d);
+        return sum;
+    });
+    check("wgmma A B, A from registers, B MN-major", xb, R, HD, [&](int r, int c) {
+        double sum = 0;
+        for (int k = 0; k < 64; k++) sum += (double)X(r, k) * X(k, c);
+        return sum;
+    });
+    check("wgmma dS K, A and B MN-major, B from column HD / 2", dq, 64, HD, [&](int q, int c) {
+        double sum = 0;
+        for (int key = 0; key < R; key++) sum += (double)X(key, q) * X(key, c);
+        return sum;
+    });
+    return failed;
+}
+
 // verify/emu/ compiles the device code above as host C++ (GM_ATTN_HOST_EMULATION, with its own
 // mma_sm80.cuh and wgmma_sm90.cuh) and runs the bodies on a CPU; the kernels and launchers below are
 // CUDA only.
@@ -1581,6 +1738,61 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
     else BWD(false);
 #undef BWD
 }
+
+template <int HD>
+__global__ static void __launch_bounds__(BWD_THREADS, 1)
+    attn_wgmma_parts(const gm_cuda_act *x, const __grid_constant__ attn_tmaps tm, uint16_t *raw_tma,
+                     uint16_t *raw_copy, float *abt, float *xb, float *dq) {
+    parts_body(x, &tm, raw_tma, raw_copy, abt, xb, dq, HD);
+}
+
+int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len) {
+    report[0] = 0;
+    if (!gm_cuda_attn_wgmma_runs(c) || (HD != 64 && HD != 128)) {
+        snprintf(report, len, "%s\n", HD != 64 && HD != 128 ? "head_dim 64 or 128" : "wgmma does not run here");
+        return -1;
+    }
+    const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
+    const size_t bytes[6] = {nx * sizeof(gm_cuda_act), nt * 2, nt * 2, (size_t)BLOCK_ROWS * 64 * 4, nt * 4,
+                             (size_t)64 * HD * 4};
+    void *host[6] = {}, *dev[6] = {};
+    float *xv = (float *)malloc(nx * sizeof(float));
+    int rc = xv ? 0 : -1;
+    for (int i = 0; i < 6 && !rc; i++)
+        if (!(host[i] = malloc(bytes[i])) || cudaMalloc(&dev[i], bytes[i]) != cudaSuccess) rc = -1;
+    attn_tmaps tm;
+    memset(&tm, 0, sizeof tm);
+    const char *why = rc ? "no memory" : NULL;
+    if (!rc) {
+        parts_input((gm_cuda_act *)host[0], xv, HD);
+        why = WG_TMA ? tma_map_rows(&tm.q, dev[0], 1, PARTS_T, 2, HD) : NULL;
+        rc = why ? -1 : 0;
+    }
+    if (!rc) {
+        const gm_cuda_act *x = (const gm_cuda_act *)dev[0];
+        uint16_t *raw_tma = (uint16_t *)dev[1], *raw_copy = (uint16_t *)dev[2];
+        float *abt = (float *)dev[3], *xb = (float *)dev[4], *dq = (float *)dev[5];
+        void (*kern)(const gm_cuda_act *, attn_tmaps, uint16_t *, uint16_t *, float *, float *, float *) =
+            HD == 64 ? attn_wgmma_parts<64> : attn_wgmma_parts<128>;
+        cudaError_t e = cudaMemcpy(dev[0], host[0], bytes[0], cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)parts_smem(HD));
+        if (e == cudaSuccess) kern<<<1, BWD_THREADS, parts_smem(HD)>>>(x, tm, raw_tma, raw_copy, abt, xb, dq);
+        if (e == cudaSuccess) e = cudaGetLastError();
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        for (int i = 1; i < 6 && e == cudaSuccess; i++)
+            e = cudaMemcpy(host[i], dev[i], bytes[i], cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) why = cudaGetErrorString(e), rc = -1;
+    }
+    if (!rc)
+        rc = parts_compare(xv, HD, (const uint16_t *)host[1], (const uint16_t *)host[2], (const float *)host[3],
+                           (const float *)host[4], (const float *)host[5], report, len);
+    else
+        snprintf(report, len, "HD %d: the check did not run: %s\n", HD, why);
+    for (int i = 0; i < 6; i++) free(host[i]), cudaFree(dev[i]);
+    free(xv);
+    return rc;
+}
 #endif  // GM_ATTN_HOST_EMULATION
 #else
 extern "C" int gm_cuda_attn_mma_built(void) { return 0; }
@@ -1589,6 +1801,9 @@ static void absent(gm_cuda_ctx *c) {
     gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)", "not in this build (CUDA_ARCH below compute_80)");
 }
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) { return (void)c, 0; }
+int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len) {
+    return (void)c, (void)HD, snprintf(report, len, "not in this build (CUDA_ARCH below compute_80)\n"), -1;
+}
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form, gm_cuda_act *, float *, const gm_cuda_act *,
                           const gm_cuda_act *, const gm_cuda_act *, int, int, int, int, double, gm_attn_mask) {
     absent(c);

@@ -8,9 +8,11 @@
 // the phase of parity P has completed. Copies land at the first wait on their barrier (the latest
 // moment the PTX ISA allows: a kernel that reads a tile before waiting reads the old bytes), or
 // with GM_EMU_COPIES=eager at issue (the earliest: a copy into a stage still being read changes
-// what it reads). A wait that the copies in flight cannot complete would hang on a GPU: the
-// emulation stops there, naming the barrier. State lives beside shared memory (each barrier's
-// record by address), behind one lock: the block's threads run at once.
+// what it reads). The kernels issue a group's copies before the block barrier that precedes any
+// wait on it, so a wait that the copies in flight cannot complete is one a GPU would hang in: the
+// emulation stops there, naming the barrier (a wait before the issuing thread has issued, legal
+// on a GPU, is refused too). State lives beside shared memory (each barrier's record by address),
+// behind one lock: the block's threads run at once.
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
 
