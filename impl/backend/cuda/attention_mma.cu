@@ -322,9 +322,10 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
 // With the fp32 element (the engine copies, it does not round) every thread loads, rounds and
 // stores them (load_rows), and a proxy fence orders the stores before wgmma's reads.
 #define WG_TMA (sizeof(gm_cuda_act) == 2)
-// The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. A group
-// is issued two ahead, after the block barrier that follows every thread's wait for group j - 2,
-// so a barrier is armed again only after its last phase was waited for (any ring of 2 or more).
+// The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. Group j
+// is issued during tile j - 2, after that tile's block barrier, which every thread passes only
+// once it has waited for group j - 2: so a barrier is armed again only after every wait on its
+// last phase (a ring of 2 would do).
 #define WG_BARS 4
 // The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
 typedef struct {
