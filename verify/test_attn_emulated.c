@@ -59,12 +59,27 @@ static void expect_default_cases_pass(const char *env) {
 
 Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { expect_default_cases_pass(""); }
 
-// The same with every cp.async landing when issued (GM_EMU_COPIES=eager) rather than at its wait:
-// the earliest moment instead of the latest, so a ring that copies into a stage a warp still reads
-// gets other numbers. A dk/dv ring of 2 stages copying two tiles ahead passes the default run and
-// fails this one (relative error 3.5 to 1700; tried by hand).
+// The same with every copy (cp.async, TMA) landing when issued (GM_EMU_COPIES=eager) rather than
+// at its wait: the earliest moment instead of the latest, so a ring that copies into a stage a
+// warp still reads gets other numbers. A dk/dv ring of 2 stages copying two tiles ahead passes the
+// default run and fails this one (relative error 3.5 to 1700; tried by hand). Then a causal case
+// long enough for every ring to come round (T 450: up to 8 key and query tiles a block, the rings
+// having 3 or 4 stages), with the second warpgroup waiting 1 ms longer at each wgmma wait
+// (GM_EMU_LAG=1), so that the first, which issues the TMA copies, runs ahead as far as the stages'
+// releases let it: the wgmma forward giving a V stage back before its product with it has
+// completed (tried by hand) passes the default cases and fails this one.
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_default_cases_pass("GM_EMU_COPIES=eager");
+    const char *prog = th_testprog_path("attn_emu");
+    char cmd[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager GM_EMU_LAG=1 '%s' 1 450 1 128 128 0 0", prog);
+    const int rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 0, "%s: exit %d\n%s%s", cmd, rc, out, err);
+    cr_expect(strstr(out, "wgmma  out, lse bitwise the 16-row forward's") != NULL &&
+                  strstr(out, "wgmma  dq, dk, dv bitwise the mma backward's") != NULL &&
+                  strstr(out, "1pass  dk, dv bitwise the wgmma backward's") != NULL && strstr(out, "  PASS") != NULL,
+              "%s:\n%s", cmd, out);
+    free(out), free(err);
 }
 
 // The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which
@@ -122,10 +137,10 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
     cr_expect(strstr(err, "copies a box to shared byte 128, off the swizzle's 1024") != NULL,
               "GM_EMU_FAULT=swizzle_base:\n%s%s", out, err);
     free(out), free(err);
-    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=tma_parity '%s' 1 70 1 64 16 3 0", prog);
+    snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=tma_parity GM_EMU_HANG_S=2 '%s' 1 70 1 64 16 3 0", prog);
     const int rc3 = th_run(cmd, &out, &err);
     cr_expect_neq(rc3, 0, "GM_EMU_FAULT=tma_parity: exit 0\n%s%s", out, err);
-    cr_expect(strstr(err, "which no copy in flight completes") != NULL && strstr(err, "a GPU would hang") != NULL,
+    cr_expect(strstr(err, "which nothing completed in 2 s") != NULL && strstr(err, "a GPU would hang") != NULL,
               "GM_EMU_FAULT=tma_parity:\n%s%s", out, err);
     free(out), free(err);
     snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=sum_order '%s' 1 300 1 64 16 3 0", prog);

@@ -32,8 +32,9 @@
 // attention.cu sends no other here), and
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
-// per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one barrier per
-// tile: in the mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is
+// per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one block barrier
+// per tile (the wgmma forward and dq kernels with TMA instead give each stage back by an mbarrier
+// and run their warpgroups apart: wg_release): in the mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is
 // computed from the other; in the wgmma forward and dq kernels and the dk/dv kernel (the *_STAGES
 // constants) tiles i + 1 and i + 2 in flight while tile i is computed, one copy group a tile
 // (with the documents' short rows a tile is short, and one tile of lead left the copy's latency
@@ -323,23 +324,41 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
 // stores them (load_rows), and a proxy fence orders the stores before wgmma's reads.
 #define WG_TMA (sizeof(gm_cuda_act) == 2)
 // The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. Group j
-// is issued during tile j - 2, after that tile's block barrier, which every thread passes only
-// once it has waited for group j - 2: so a barrier is armed again only after every wait on its
-// last phase (a ring of 2 would do).
+// is issued during tile j - 2, once every warp has waited for group j - 4 (the dk/dv kernel: after
+// tile j - 2's block barrier; the forward and dq kernels: after the stages' releases that follow
+// those waits), so a barrier is armed again only after every wait on its last phase.
 #define WG_BARS 4
+// The mbarriers a wgmma kernel reserves: the ring, then (forward, dq) each K and V stage's empty
+// barrier.
+#define WG_MBARS 16
 // The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
 typedef struct {
     CUtensorMap q, k, v, o;
 } attn_tmaps;
-// Thread 0 initializes the ring before the block's first barrier (TMA only).
+// Thread 0 initializes the ring (one arrival a phase: the issuer's) and the stages' empty
+// barriers (one arrival a warp a phase: wg_release) before the block's first barrier (TMA only).
 static __device__ __forceinline__ void wg_bars_init(uint64_t *bars) {
     if constexpr (WG_TMA) {
         if (threadIdx.x == 0) {
 #pragma unroll
-            for (int i = 0; i < WG_BARS; i++) mbar_init(bars + i, 1);
+            for (int i = 0; i < WG_MBARS; i++) mbar_init(bars + i, i < WG_BARS ? 1 : BWD_THREADS / 32);
             mbar_init_fence();
         }
     }
+}
+// Decoupled warpgroups (the forward and dq kernels with TMA): no block barrier a tile; a ring
+// stage is given back by each warp once the last product reading it has completed (lane 0 arrives
+// on its empty barrier after the warp's wgmma wait), and the issuer waits for that before copying
+// into the stage again. So one warpgroup may run a tile or two ahead of the other (their softmax
+// then overlapping the other's products, as FlashAttention-3's two warpgroups do by schedule).
+static __device__ __forceinline__ void wg_release(uint64_t *empty, int stage) {
+    if constexpr (WG_TMA)
+        if (threadIdx.x % 32 == 0) mbar_arrive(empty + stage);
+}
+// The issuer's wait before its use `use` of a stage: every warp's release of use - 1.
+static __device__ __forceinline__ void wg_reuse(uint64_t *empty, int stage, int use) {
+    if constexpr (WG_TMA)
+        if (use > 0) mbar_wait(empty + stage, (use - 1) % 2);
 }
 // Whether this thread issues a group's copies (TMA: thread 0 alone; fp32: all NTH); the issuer
 // calls wg_expect with the group's bytes, then wg_fetch for each of its tiles.
@@ -797,15 +816,16 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // V swizzled), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's mask and
 // softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K_j and V_j are
 // copied together (tile group j; Q with group 0) two tiles ahead, in rings of FWD_K_STAGES (3) and
-// FWD_V_STAGES (4: V_{j-1} is read through tile j) stages; no wgmma is in flight across a tile's
-// barrier. Per tile j of ntiles (one barrier):
+// FWD_V_STAGES (4: V_{j-1} is read through tile j) stages. Per tile j of ntiles:
 //   wait for group j (K_j, V_j; group j + 1 may be in flight: wg_wait);
-//   barrier: group j is everyone's, and every warpgroup is done with K_{j-1} and V_{j-2};
-//   copy K_{j+2} and V_{j+2} into those stages;
+//   with TMA, thread 0 copies K_{j+2} and V_{j+2} once every warp has given their stages back
+//   (K_{j-1} after S_{j-1}, V_{j-2} after P_{j-2} V_{j-2}: wg_reuse); with the threads' copies
+//   (fp32) a block barrier first, after which every warpgroup is done with those stages, and
+//   every thread copies;
 //   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
-//   (wgmma's groups complete in order); mask S_j and take its softmax (new max, sums, P_j),
-//   touching no register of the product in flight; wait for it; rescale o to the new max; pack
-//   P_j into pa.
+//   (wgmma's groups complete in order) and give K_j back; mask S_j and take its softmax (new max,
+//   sums, P_j), touching no register of the product in flight; wait for it and give V_{j-1} back;
+//   rescale o to the new max; pack P_j into pa.
 // After the last tile, P V of it. o meets every operation of the mma forward in the same order
 // (o rescaled, then P V added, tile by tile), so the results are the same arithmetic.
 struct fwd_wg_state {
@@ -814,7 +834,7 @@ struct fwd_wg_state {
     const int32_t *sBound;     // row_bounds' first keys of the block's queries
     const gm_cuda_act *kh, *vh;
     const attn_tmaps *tm;
-    uint64_t *bars;  // the TMA barrier ring
+    uint64_t *bars, *emptyK, *emptyV;  // the TMA barrier ring; the stages' empty barriers
     int b, h, T, q0, qlast, wrow, kbeg, ntiles;
     size_t rs;
     float scale_log2;
@@ -825,6 +845,7 @@ static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j,
                                                    __nv_bfloat16 *sQ = nullptr, const gm_cuda_act *q = nullptr) {
     const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
     if (j >= f.ntiles || !wg_issuer()) return;
+    wg_reuse(f.emptyK, j % FWD_K_STAGES, j / FWD_K_STAGES), wg_reuse(f.emptyV, j % FWD_V_STAGES, j / FWD_V_STAGES);
     wg_expect(f.bars, j, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (sQ ? WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
     if (sQ) wg_fetch(sQ, &f.tm->q, q, f.bars, j, f.b, f.h, f.q0, BLOCK_ROWS, f.T, f.rs, HD, NTH);
     wg_fetch(f.sK + j % FWD_K_STAGES * KEY_TILE * P, &f.tm->k, f.kh, f.bars, j, f.b, f.h, k0, KEY_TILE, f.T, f.rs, HD,
@@ -837,8 +858,9 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
                                                    const int HD) {
     const int P = TILE_PITCH(HD, true), k0 = f.kbeg + j * KEY_TILE;
     wg_wait(f.bars, j);
-    __syncthreads();
+    if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
     fwd_wg_copy(f, j + 2, HD);
+    if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
     float s[KEY_TILE / 8][4];
     wg_abt_issue(s, f.sQw, f.sK + j % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
@@ -847,12 +869,14 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
     } else {
         wgmma_wait<0>();
     }
+    wg_release(f.emptyK, j % FWD_K_STAGES);
     wgmma_hold(&s[0][0], KEY_TILE / 2);
     const bool full = tile_full(f.q0, k0, KEY_TILE, f.sBound[f.qlast - f.q0] <= k0);
     mask_tile(s, KEY_TILE / 8, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
     float corr[2];
     const bool moved = softmax_tile(s, f.scale_log2, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
+    if (j > 0) wg_release(f.emptyV, (j - 1) % FWD_V_STAGES);
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
     if (moved) rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
@@ -870,10 +894,10 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)swizzle_base(smem), *sK = sQ + BLOCK_ROWS * P,
                   *sV = sK + FWD_K_STAGES * KEY_TILE * P;
     uint64_t *bars = (uint64_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
-    int32_t *sBound = (int32_t *)(bars + WG_BARS);
+    int32_t *sBound = (int32_t *)(bars + WG_MBARS);
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
-    f.b = b, f.h = h, f.tm = tm, f.bars = bars;
+    f.b = b, f.h = h, f.tm = tm, f.bars = bars, f.emptyK = bars + WG_BARS, f.emptyV = f.emptyK + FWD_K_STAGES;
     f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
     f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
     const size_t head = ((size_t)b * T * NH + h) * HD;
@@ -938,7 +962,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     __nv_bfloat16 *sQ = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sO = sQ + BLOCK_ROWS * P,
                   *sK = sO + BLOCK_ROWS * P, *sV = sK + (WG ? DQ_K_STAGES : 2) * KEY_TILE * P;
     uint64_t *bars = (uint64_t *)(sV + (WG ? DQ_V_STAGES : 2) * KEY_TILE * P);
-    int32_t *sBound = (int32_t *)(bars + (WG ? WG_BARS : 0));
+    int32_t *sBound = (int32_t *)(bars + (WG ? WG_MBARS : 0));
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
@@ -948,8 +972,10 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
     const int ntiles = (qlast - kbeg) / KEY_TILE + 1;
     // WG: key tile group j (with j = 0 also Q and dO), nothing past the last tile
+    uint64_t *emptyK = bars + WG_BARS, *emptyV = emptyK + DQ_K_STAGES;  // WG: the stages' empty barriers
     const auto wg_copy = [&](int j) {
         if (j >= ntiles || !wg_issuer()) return;
+        wg_reuse(emptyK, j % DQ_K_STAGES, j / DQ_K_STAGES), wg_reuse(emptyV, j % DQ_V_STAGES, j / DQ_V_STAGES);
         wg_expect(bars, j, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (j == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
         if (j == 0) {
             wg_fetch(sQ, &tm->q, q + head, bars, 0, b, h, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
@@ -987,9 +1013,12 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         // cores while the tensor cores run dQ's product, then its wait and dS_j's packing. The copies
         // run two tiles ahead, one group a tile (wg_copy): during tile j, K_{j-1} (the product in
         // flight), K_j and V_j are read while K, V_{j+1} may be in flight and K, V_{j+2} are copied:
-        // K keeps DQ_K_STAGES (4) stages, V DQ_V_STAGES (3). One barrier a tile, after which every
-        // warpgroup is done with K_{j-2} and V_{j-1}, the stages the copies then overwrite. dQ is
-        // summed in the order of the other forms: bitwise their arithmetic.
+        // K keeps DQ_K_STAGES (4) stages, V DQ_V_STAGES (3). With TMA the warpgroups are decoupled
+        // (wg_release: V_j given back after dP_j, K_{j-1} after dQ's product with it; the issuer
+        // waits for them before copying into a stage again); with the threads' copies (fp32) one
+        // barrier a tile, after which every warpgroup is done with K_{j-2} and V_{j-1}, the stages
+        // the copies then overwrite. dQ is summed in the order of the other forms: bitwise their
+        // arithmetic.
         __syncthreads();  // the TMA barriers initialized before anyone waits on one
         const int wg = warpgroup();
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
@@ -997,8 +1026,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         for (int j = 0; j < ntiles; j++) {
             const int k0 = kbeg + j * KEY_TILE;
             wg_wait(bars, j);  // group j; group j + 1 may be in flight
-            __syncthreads();
+            if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
             wg_copy(j + 2);
+            if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
             const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             wg_abt_issue(s, sQw, cK, HD, dp, sOw, sV + j % DQ_V_STAGES * KEY_TILE * P);
@@ -1008,12 +1038,14 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             } else {
                 wgmma_wait<0>();
             }
+            wg_release(emptyV, j % DQ_V_STAGES);  // V_j read (dP_j); K_j is read once more, by dQ's product
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
             exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lse2, NULL);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
+            if (j > 0) wg_release(emptyK, (j - 1) % DQ_K_STAGES);
             wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
             pack_a(pa, s);
         }
@@ -1184,7 +1216,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     __nv_bfloat16 *sK = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sV = sK + BLOCK_ROWS * P,
                   *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QUERY_STAGES * QT * P, *sDS = sO + QUERY_STAGES * QT * P;
     uint64_t *bars = (uint64_t *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0));  // WG: the TMA barrier ring
-    float *sL = (float *)(bars + (WG ? WG_BARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
+    float *sL = (float *)(bars + (WG ? WG_MBARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
     int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -1404,7 +1436,7 @@ static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict_
             dq[(warp % 4 * 16 + g + 8 * (e / 2)) * HD + wg * HD / 2 + 8 * j + 2 * t + (e & 1)] = dqp[j][e];
 }
 static __host__ size_t parts_smem(int HD) {
-    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_BARS * 8;
+    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_MBARS * 8;
 }
 
 // parts_body's input: x (1, 128, 2, HD) as the element, xv the same values in fp32, integers in
@@ -1575,7 +1607,7 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 // wgmma's 64-query tiles 166,944, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the
 // work index: 183,344 (HD 64: 55,808 (75,296) / 74,240 (91,680) / 94,208 (85,024; 101,424)).
 static size_t tiles_smem(int rows, int HD, bool WG) {
-    return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 + WG_BARS * 8 : 0);
+    return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 + WG_MBARS * 8 : 0);
 }
 static size_t fwd_smem(int HD, bool WG) {
     return tiles_smem(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;

@@ -50,6 +50,10 @@ static __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint
     GM_TMA(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
                         : "memory"));
 }
+// This thread's arrival on the barrier's current phase (no bytes: a consumer done with a stage).
+static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    GM_TMA(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory"));
+}
 // Until the barrier's phase of parity `parity` has completed (its copies' bytes are then visible).
 static __device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity) {
     GM_TMA(asm volatile("{\n.reg .pred done;\nTMA_WAIT:\n"

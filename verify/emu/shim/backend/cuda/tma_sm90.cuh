@@ -8,11 +8,10 @@
 // the phase of parity P has completed. Copies land at the first wait on their barrier (the latest
 // moment the PTX ISA allows: a kernel that reads a tile before waiting reads the old bytes), or
 // with GM_EMU_COPIES=eager at issue (the earliest: a copy into a stage still being read changes
-// what it reads). The kernels issue a group's copies before the block barrier that precedes any
-// wait on it, so a wait that the copies in flight cannot complete is one a GPU would hang in: the
-// emulation stops there, naming the barrier (a wait before the issuing thread has issued, legal
-// on a GPU, is refused too). State lives beside shared memory (each barrier's record by address),
-// behind one lock: the block's threads run at once.
+// what it reads). A wait blocks until its phase completes (arrivals and copies of other threads,
+// which run at once); one that nothing completes within GM_EMU_HANG_S seconds (default 20: a
+// tile takes milliseconds here) is one a GPU would hang in, and the emulation stops, naming the
+// barrier. State lives beside shared memory (each barrier's record by address), behind one lock.
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
 
@@ -22,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -54,10 +55,12 @@ struct emu_mbar {
     std::vector<emu_box> in_flight;
 };
 inline std::mutex emu_mbar_lock;
+inline std::condition_variable emu_mbar_moved;  // an arrival, a copy issued or landed
 inline std::map<const void *, emu_mbar> emu_mbars;
 
 static inline void emu_mbar_complete(emu_mbar &m) {
     if (m.pending == 0 && m.tx == 0) m.phase++, m.pending = m.count;
+    emu_mbar_moved.notify_all();
 }
 static inline void emu_box_land(emu_mbar &m, const emu_box &x) {
     for (int r = 0; r < TMA_BOX_ROWS; r++)
@@ -90,6 +93,12 @@ static inline emu_mbar &emu_mbar_of(uint64_t *bar) {
     }
     return it->second;
 }
+static inline void mbar_arrive(uint64_t *bar) {
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    m.pending--;
+    emu_mbar_complete(m);
+}
 static inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
     std::lock_guard<std::mutex> hold(emu_mbar_lock);
     emu_mbar &m = emu_mbar_of(bar);
@@ -98,17 +107,23 @@ static inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
 }
 static inline void mbar_wait(uint64_t *bar, int parity) {
     if (emu_fault("tma_parity")) parity ^= 1;
-    std::lock_guard<std::mutex> hold(emu_mbar_lock);
-    emu_mbar &m = emu_mbar_of(bar);
-    std::vector<emu_box> land;
-    land.swap(m.in_flight);
-    for (const emu_box &x : land) emu_box_land(m, x);
-    if ((int)(m.phase % 2) == parity) {
-        fprintf(stderr,
-                "emu: block (%u, %u, %u) thread %u waits on the barrier at shared byte %u for its phase of parity %d, "
-                "which no copy in flight completes (%d arrivals and %lld bytes short): a GPU would hang\n",
-                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(bar), parity, m.pending, m.tx);
-        abort();
+    static const char *const hang = getenv("GM_EMU_HANG_S");
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(hang ? atoi(hang) : 20);
+    std::unique_lock<std::mutex> hold(emu_mbar_lock);
+    for (;;) {
+        emu_mbar &m = emu_mbar_of(bar);
+        std::vector<emu_box> land;
+        land.swap(m.in_flight);
+        for (const emu_box &x : land) emu_box_land(m, x);
+        if ((int)(m.phase % 2) != parity) return;
+        if (emu_mbar_moved.wait_until(hold, limit) == std::cv_status::timeout) {
+            fprintf(stderr,
+                    "emu: block (%u, %u, %u) thread %u waits on the barrier at shared byte %u for its phase of parity "
+                    "%d, which nothing completed in %s s (%d arrivals and %lld bytes short): a GPU would hang\n",
+                    blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(bar), parity, hang ? hang : "20",
+                    m.pending, m.tx);
+            abort();
+        }
     }
 }
 static inline void tma_load_box(void *dst, const CUtensorMap *map, uint64_t *bar, int col, int h, int t, int b) {
@@ -123,7 +138,7 @@ static inline void tma_load_box(void *dst, const CUtensorMap *map, uint64_t *bar
     std::lock_guard<std::mutex> hold(emu_mbar_lock);
     emu_mbar &m = emu_mbar_of(bar);
     if (mode && !strcmp(mode, "eager")) emu_box_land(m, x);
-    else m.in_flight.push_back(x);
+    else m.in_flight.push_back(x), emu_mbar_moved.notify_all();
 }
 
 #endif

@@ -6,7 +6,9 @@
 // since a write there would be applied before the product rather than race with it, the wait also
 // compares each operation's accumulators and A registers with their values at issue and stops the
 // program, naming the thread, where they differ (two groups in flight on one accumulator, which
-// these kernels never have, would read as such a write). Per operation, each thread computes its
+// these kernels never have, would read as such a write). With GM_EMU_LAG=w, warpgroup w waits 1 ms
+// longer at each wait, so that the other runs as far ahead as the kernel's synchronization lets it
+// (the wgmma forward's and dq kernel's stage releases). Per operation, each thread computes its
 // own accumulators: warp w of the warpgroup holds rows 16w..16w+15, n-tile j in registers
 // 4j..4j+3 in mma.sync's C layout; A from registers in mma.sync's A layout, per warp. Descriptors:
 // start address, LBO and SBO in 16-byte units, the canonical layouts of the PTX ISA's "Matrix
@@ -29,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #define GM_WGMMA_BUILT 1
@@ -106,6 +110,8 @@ static inline void wgmma_commit(void) { emu_wgmma_groups.push_back(emu_wgmma_ops
 // Performs the operations of every committed group but the newest N (every thread of the warpgroup
 // has issued the same sequence, so operation i is the same instruction on all of them).
 template <int N> static inline void wgmma_wait(void) {
+    static const char *const lag = getenv("GM_EMU_LAG");  // a warpgroup that waits 1 ms longer at each wait
+    if (lag && atoi(lag) == (int)threadIdx.x / 128) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const int t = threadIdx.x % 128, w = t / 32, g = t % 32 / 4, tq = t % 4;
     const size_t done = emu_wgmma_groups.size() > (size_t)N ? emu_wgmma_groups[emu_wgmma_groups.size() - 1 - N] : 0;
     emu_warpgroup &wg = emu_warpgroups[threadIdx.x / 128];
