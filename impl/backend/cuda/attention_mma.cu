@@ -352,8 +352,10 @@ static __device__ __forceinline__ void wg_bars_init(uint64_t *bars) {
 // into the stage again. So one warpgroup may run a tile or two ahead of the other (their softmax
 // then overlapping the other's products, as FlashAttention-3's two warpgroups do by schedule).
 static __device__ __forceinline__ void wg_release(uint64_t *empty, int stage) {
-    if constexpr (WG_TMA)
+    if constexpr (WG_TMA) {
         if (threadIdx.x % 32 == 0) mbar_arrive(empty + stage);
+        __syncwarp();  // the warp whole again before its next .aligned instruction (wgmma)
+    }
 }
 // The issuer's wait before its use `use` of a stage: every warp's release of use - 1.
 static __device__ __forceinline__ void wg_reuse(uint64_t *empty, int stage, int use) {
