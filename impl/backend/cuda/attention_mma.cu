@@ -120,10 +120,12 @@
 // overlapping its mask and P^T with the previous tile's dK product, tried at c7fd396, made ptxas
 // serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation of wgmma's
 // descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
-// the overlaps right at their first run too, e4790d9). The tiles come by TMA (since 2026-11-28,
-// with the 128-byte swizzle: executed under the emulation, not yet on a GPU). Not yet done:
-// producer/consumer warp specialization and pingpong scheduling between the warpgroups as in
-// FlashAttention-3. Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
+// the overlaps right at their first run too, e4790d9). The tiles come by TMA, and the forward's and
+// dq's warpgroups run apart (stages given back on mbarriers, no block barrier a tile), since
+// 2026-11-28, with the 128-byte swizzle: executed under the emulation, not yet on a GPU. Not yet
+// done: a producer warp of its own (thread 0 issues, between its own products), FlashAttention-3's
+// pingpong schedule between the warpgroups, and the dk/dv kernel apart (its lse and D come by
+// every thread's cp.async, the one-pass backward's dS^T is both warpgroups'). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
 // (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
 // (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go along rows). Up to
 // 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
