@@ -1605,11 +1605,11 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 // each; with wgmma 1024 bytes more, for swizzle_base to find the swizzle's boundary, and the TMA
 // barrier ring), then the per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles);
 // the streamed tiles once per stage of their ring (2, or the *_STAGES above). Forward at HD 128:
-// (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded: (128 +
-// 7 x 64) x 256 + 1024 + 32 + 512 = 149,024); dq: 139,776 (wgmma's 4 K and 3 V stages:
-// 181,792); dk/dv: (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136, with
-// wgmma's 64-query tiles 166,944, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and the
-// work index: 183,344 (HD 64: 55,808 (75,296) / 74,240 (91,680) / 94,208 (85,024; 101,424)).
+// (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded, and 16
+// mbarriers: (128 + 7 x 64) x 256 + 1024 + 128 + 512 = 149,120); dq: 139,776 (wgmma's 4 K and 3 V
+// stages: 181,888); dk/dv: (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136,
+// with wgmma's 64-query tiles 167,040, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and
+// the work index: 183,440 (HD 64: 55,808 (75,392) / 74,240 (91,776) / 94,208 (85,120; 101,520)).
 static size_t tiles_smem(int rows, int HD, bool WG) {
     return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 + WG_MBARS * 8 : 0);
 }
