@@ -63,16 +63,16 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { e
 // at its wait: the earliest moment instead of the latest, so a ring that copies into a stage a
 // warp still reads gets other numbers. A dk/dv ring of 2 stages copying two tiles ahead passes the
 // default run and fails this one (relative error 3.5 to 1700; tried by hand). Then a causal case
-// long enough for every ring to come round (T 450: up to 8 key and query tiles a block, the rings
-// having 3 or 4 stages), with the second warpgroup waiting 1 ms longer at each wgmma wait
-// (GM_EMU_LAG=1), so that the first, which issues the TMA copies, runs ahead as far as the stages'
-// releases let it: the wgmma forward giving a V stage back before its product with it has
-// completed (tried by hand) passes the default cases and fails this one.
+// long enough for every ring to come round (T 450, head_dim 64: up to 8 key and query tiles a
+// block, the rings having 3 or 4 stages), with the second warpgroup waiting 1 ms longer at each
+// wgmma wait (GM_EMU_LAG=1), so that the first, which issues the TMA copies, runs ahead as far as
+// the stages' releases let it: the wgmma forward giving a V stage back before its product with it
+// has completed (tried by hand: 3 runs of 3) passes the default cases and fails this one.
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_default_cases_pass("GM_EMU_COPIES=eager");
     const char *prog = th_testprog_path("attn_emu");
     char cmd[4300], *out, *err;
-    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager GM_EMU_LAG=1 '%s' 1 450 1 128 128 0 0", prog);
+    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager GM_EMU_LAG=1 '%s' 1 450 1 64 128 0 0", prog);
     const int rc = th_run(cmd, &out, &err);
     cr_expect_eq(rc, 0, "%s: exit %d\n%s%s", cmd, rc, out, err);
     cr_expect(strstr(out, "wgmma  out, lse bitwise the 16-row forward's") != NULL &&
