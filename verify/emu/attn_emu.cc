@@ -250,7 +250,11 @@ static int run_parts(void) {
         parts_input(x.data(), xv.data(), HD);
         attn_tmaps tm;
         tma_map_rows(&tm.q, x.data(), 1, PARTS_T, 2, HD);
-        if (parts_smem(HD) > sizeof smem) abort();
+        if (parts_smem(HD) > sizeof smem) {
+            fprintf(stderr, "attn_emu: parts_body asks %zu bytes of shared memory, more than the %zu here\n",
+                    parts_smem(HD), sizeof smem);
+            return 1;
+        }
         launch(dim3(1), BWD_THREADS, [&] {
             parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), abt.data(), xb.data(), dq.data(), HD);
         });
