@@ -13,11 +13,10 @@
 // 4j..4j+3 in mma.sync's C layout; A from registers in mma.sync's A layout, per warp. Descriptors:
 // start address, LBO and SBO in 16-byte units, the canonical layouts of the PTX ISA's "Matrix
 // Descriptor Format" as CUTLASS's make_gmma_desc documents them, in bytes for 2-byte elements.
-// No swizzle (layout type 0): element (mn, k) of a K-major operand at start + (mn/8) SBO +
-// (k/8) LBO + (mn%8) 16 + (k%8) 2, of an MN-major (transposed) one at start + (mn/8) SBO + (k/8)
-// LBO + (k%8) 16 + (mn%8) 2. 128-byte swizzle (type 1): K-major at start + (mn/8) SBO + (mn%8) 128
-// + k 2 (an instruction's 16 K in one row; LBO unused), MN-major at start + (mn/64) LBO + (mn%64) 2
-// + (k/8) SBO + (k%8) 128; then the 16-byte chunk bits of that address (4-6) XORed with its row
+// The kernels' one layout, the 128-byte swizzle (layout type 1; the no-swizzle core matrices they
+// used up to 2026-11-28 are gone, and any other type stops the emulation): element (mn, k) of a
+// K-major operand at start + (mn/8) SBO + (mn%8) 128 + k 2 (an instruction's 16 K in one row; LBO
+// unused), of an MN-major one at start + (mn/64) LBO + (mn%64) 2 + (k/8) SBO + (k%8) 128; then the 16-byte chunk bits of that address (4-6) XORed with its row
 // bits (7-9), shared-memory addresses being offsets from `smem` (1024-byte aligned). A swizzled
 // start with row bits set, or a base offset, stops the emulation: what the hardware does there
 // rests on the descriptor's base offset, which these kernels never need (their tiles start on
@@ -77,9 +76,7 @@ static inline float emu_desc_element(uint64_t desc, int mn, int k, bool mn_major
                    sbo = (uint32_t)((desc >> (fault ? 16 : 32)) & 0x3fff) << 4;
     const unsigned type = (unsigned)(desc >> 62), base_offset = (unsigned)(desc >> 49) & 7;
     uint32_t at;
-    if (type == 0) {
-        at = start + (mn / 8) * sbo + (k / 8) * lbo + (mn_major ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2);
-    } else if (type == 1 && base_offset == 0 && (start >> 7) % 8 == 0) {
+    if (type == 1 && base_offset == 0 && (start >> 7) % 8 == 0) {
         at = mn_major ? start + (mn / 64) * lbo + (mn % 64) * 2 + (k / 8) * sbo + (k % 8) * 128
                       : start + (mn / 8) * sbo + (mn % 8) * 128 + k * 2;
         if (!emu_fault("wgmma_swizzle")) at ^= (at >> 7) % 8 << 4;
