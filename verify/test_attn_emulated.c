@@ -83,9 +83,9 @@ Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
 }
 
 // The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which
-// gm_cuda_attn_wgmma_parts runs on a GPU): each of its ten lines ok, and the check itself can fail
-// (wgmma reading without the swizzle: the three wgmma parts wrong at both head dims, the copies
-// still right).
+// gm_cuda_attn_wgmma_parts runs on a GPU): each of its twelve lines ok, and the check itself can
+// fail (wgmma reading without the swizzle: the three wgmma parts wrong at both head dims, the three
+// copies still right).
 Test(attn_emulated, hopper_parts_one_at_a_time, .timeout = 120) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
@@ -93,12 +93,12 @@ Test(attn_emulated, hopper_parts_one_at_a_time, .timeout = 120) {
     snprintf(cmd, sizeof cmd, "'%s' parts", prog);
     int rc = th_run(cmd, &out, &err);
     cr_expect_eq(rc, 0, "attn_emu parts: exit %d\n%s%s", rc, out, err);
-    cr_expect_eq(count(out, ": ok\n"), 10, "attn_emu parts: not ten parts ok:\n%s", out);
+    cr_expect_eq(count(out, ": ok\n"), 12, "attn_emu parts: not twelve parts ok:\n%s", out);
     free(out), free(err);
     snprintf(cmd, sizeof cmd, "GM_EMU_FAULT=wgmma_swizzle '%s' parts", prog);
     rc = th_run(cmd, &out, &err);
     cr_expect_eq(rc, 1, "GM_EMU_FAULT=wgmma_swizzle attn_emu parts: exit %d\n%s%s", rc, out, err);
-    cr_expect(count(out, ": ok\n") == 4 && strstr(out, "\n6 failed\n") != NULL,
+    cr_expect(count(out, ": ok\n") == 6 && strstr(out, "\n6 failed\n") != NULL,
               "GM_EMU_FAULT=wgmma_swizzle attn_emu parts:\n%s", out);
     free(out), free(err);
 }

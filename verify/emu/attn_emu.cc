@@ -180,14 +180,17 @@ static int run_case(const attn_case &c, unsigned seed) {
         return eq;
     };
     failed += !same(out32, lse32, "mma32") + !same(outw, lsew, "wgmma");
-    // Backwards on the mma forward's out and lse (D = rowsum(dout out) as attention.cu computes it).
-    std::vector<float> D(nl);
+    // Backwards on the mma forward's out and lse: the per-query vectors as attention.cu's pass
+    // computes them (attention.cuh: D = rowsum(dout out), lse2 = lse log2(e), padded to Tq).
+    const int Tq = gm_cuda_attn_qvec_len(T, 1);
+    std::vector<float> D((size_t)B * NH * Tq, 0.0f), lse2((size_t)B * NH * Tq, INFINITY);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int i = 0; i < T; i++) {
                 float s = 0;
                 for (int e = 0; e < HD; e++) s += gm_act_widen(dout[at(b, i, h) + e]) * gm_act_widen(out[at(b, i, h) + e]);
-                D[((size_t)b * NH + h) * T + i] = s;
+                D[((size_t)b * NH + h) * Tq + i] = s;
+                lse2[((size_t)b * NH + h) * Tq + i] = lse[((size_t)b * NH + h) * T + i] * (float)GM_ATTN_LOG2E;
             }
     std::vector<gm_cuda_act> grads[2];  // dq | dk | dv of mma, of wgmma
     std::vector<gm_cuda_act> dq1(n), dk1(n), dv1(n);  // the one-pass backward's
@@ -195,12 +198,12 @@ static int run_case(const attn_case &c, unsigned seed) {
         std::vector<gm_cuda_act> dq(n), dk(n), dv(n);
         const gm_cuda_act *o = dout.data(), *qp = q.data(), *kp = k.data(), *vp = v.data();
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
-            else dq_body<false>(dq.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            if (wg) dq_body<true>(dq.data(), o, qp, kp, vp, lse2.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            else dq_body<false>(dq.data(), o, qp, kp, vp, lse2.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
         });
         launch(grid, BWD_THREADS, [&] {
-            if (wg) dkdv_body<true, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
-            else dkdv_body<false, false>(dk.data(), dv.data(), o, qp, kp, vp, lse.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            if (wg) dkdv_body<true, false>(dk.data(), dv.data(), o, qp, kp, vp, lse2.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
+            else dkdv_body<false, false>(dk.data(), dv.data(), o, qp, kp, vp, lse2.data(), D.data(), T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm);
         });
         const char *impl = wg ? "wgmma" : "mma";
         note(report(impl, "dq", widen(dq), rdq));
@@ -224,7 +227,7 @@ static int run_case(const attn_case &c, unsigned seed) {
         std::vector<int32_t> order(1 + tiles, 0);
         const dq_sum ds = {dq1.data(), part.data(), order.data()};
         launch(dim3((unsigned)(nkb * NH * B)), BWD_THREADS, [&] {
-            dkdv_body<true, true>(dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(), lse.data(), D.data(),
+            dkdv_body<true, true>(dk1.data(), dv1.data(), dout.data(), q.data(), k.data(), v.data(), lse2.data(), D.data(),
                                   T, NH, sl2, sc, m, bounds, GM_GRAD_SET, HD, &tm, ds);
         });
         note(report("1pass", "dq", widen(dq1), rdq));
@@ -246,7 +249,7 @@ static int run_parts(void) {
         const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
         std::vector<gm_cuda_act> x(nx);
         std::vector<float> xv(nx), abt((size_t)BLOCK_ROWS * 64), xb(nt), dq((size_t)64 * HD);
-        std::vector<uint16_t> raw_tma(nt), raw_copy(nt);
+        std::vector<uint16_t> raw_tma(nt), raw_copy(nt), raw_bulk(PARTS_BULK);
         parts_input(x.data(), xv.data(), HD);
         attn_tmaps tm;
         tma_map_rows(&tm.q, x.data(), 1, PARTS_T, 2, HD);
@@ -256,11 +259,12 @@ static int run_parts(void) {
             return 1;
         }
         launch(dim3(1), BWD_THREADS, [&] {
-            parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), abt.data(), xb.data(), dq.data(), HD);
+            parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), raw_bulk.data(), abt.data(), xb.data(), dq.data(),
+                       HD);
         });
         char report[2048] = "";
-        failed += parts_compare(xv.data(), HD, raw_tma.data(), raw_copy.data(), abt.data(), xb.data(), dq.data(), report,
-                                sizeof report);
+        failed += parts_compare(xv.data(), HD, raw_tma.data(), raw_copy.data(), raw_bulk.data(), abt.data(), xb.data(),
+                                dq.data(), report, sizeof report);
         fputs(report, stdout);
     }
     printf("%d failed\n", failed);

@@ -11,20 +11,28 @@
 #include "backend/cuda/device.h"
 #include "base/error.h"
 
-// D (B, NH, T, fp32) = rowsum(dout * out) of the activations dout, out (B, T, NH, HD); one warp per
-// (b, t, h) row, 8 per block, a fixed-order warp sum in fp32 (deterministic).
-__global__ static void attn_D_kernel(float *D, const gm_cuda_act *dout, const gm_cuda_act *out, int T, int NH, int HD,
-                                     size_t nrows) {
-    const size_t row = (size_t)blockIdx.x * 8 + threadIdx.x / 32;  // = (b * T + t) * NH + h
+// The backward's per-query vectors (attention.cuh), (B, NH, Tq): D = rowsum(dout * out) of the
+// activations dout, out (B, T, NH, HD), and where lse2 is given lse (B, NH, T) in log2 units; past T
+// D 0 and lse2 +inf. One warp a (b, t, h) row, t < Tq, 8 a block; a fixed-order warp sum in fp32
+// (deterministic).
+__global__ static void attn_qvec_kernel(float *D, float *lse2, const float *lse, const gm_cuda_act *dout,
+                                        const gm_cuda_act *out, int T, int Tq, int NH, int HD, size_t nrows) {
+    const size_t row = (size_t)blockIdx.x * 8 + threadIdx.x / 32;  // = (b * Tq + t) * NH + h
     const int lane = threadIdx.x % 32;
     if (row >= nrows) return;
-    const gm_cuda_act *a = dout + row * HD, *o = out + row * HD;
+    const int h = (int)(row % NH);
+    const size_t bt = row / NH, b = bt / Tq, t = bt % Tq, at = (b * NH + h) * Tq + t;
+    if (t >= (size_t)T) {
+        if (lane == 0) D[at] = 0.0f;
+        if (lane == 0 && lse2) lse2[at] = INFINITY;
+        return;
+    }
+    const gm_cuda_act *a = dout + ((b * T + t) * NH + h) * HD, *o = out + ((b * T + t) * NH + h) * HD;
     float s = 0.0f;
     for (int d = lane; d < HD; d += 32) s += gm_act_ld(a, d) * gm_act_ld(o, d);
     s = gm_warp_sum(s);
-    const int h = (int)(row % NH);
-    const size_t bt = row / NH, b = bt / T, t = bt % T;
-    if (lane == 0) D[(b * NH + h) * T + t] = s;
+    if (lane == 0) D[at] = s;
+    if (lane == 0 && lse2) lse2[at] = lse[(b * NH + h) * T + t] * (float)GM_ATTN_LOG2E;
 }
 
 // Shapes the kernels handle; notes an error otherwise. 0: nothing to do (or an error), 1: go.
@@ -180,16 +188,19 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
     const int which = pick(c, impl, 1, B, T, NH, HD, scale, mask, ptrs, 7);
     if (which < 0) return;
-    const size_t nrows = (size_t)B * T * NH;
+    const bool tc = tensor_cores(which);
+    const int Tq = gm_cuda_attn_qvec_len(T, tc);
+    const size_t nrows = (size_t)B * Tq * NH;
     float *D = (float *)gm_cuda_scratch(c, GM_SCR_ATTN_D, sizeof(float) * nrows);
-    if (!D) return;
-    attn_D_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, doa, oa, T, NH, HD, nrows);
+    float *lse2 = tc ? (float *)gm_cuda_scratch(c, GM_SCR_ATTN_LSE2, sizeof(float) * nrows) : NULL;
+    if (!D || (tc && !lse2)) return;
+    attn_qvec_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, lse2, lse, doa, oa, T, Tq, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
-    if (tensor_cores(which)) {  // mma32: mma's
+    if (tc) {  // mma32: mma's
         const gm_attn_bwd_form form = which == GM_CUDA_ATTN_WGMMA    ? GM_ATTN_BWD_WGMMA
                                       : which == GM_CUDA_ATTN_WGMMA1 ? GM_ATTN_BWD_ONEPASS
                                                                      : GM_ATTN_BWD_MMA;
-        gm_cuda_attn_mma_bwd(c, form, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
+        gm_cuda_attn_mma_bwd(c, form, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse2, D, B, T, NH, HD, scale, mask);
     } else {
         gm_cuda_attn_naive_bwd(c, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse, D, B, T, NH, HD, scale, mask);
     }

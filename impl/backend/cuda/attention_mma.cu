@@ -32,10 +32,11 @@
 // attention.cu sends no other here), and
 // writes out and lse (B, NH, T).
 // Streaming: the tiles a block walks (K and V in the forward and dq kernels, Q, dO and their
-// per-query lse, D in the dk/dv kernel) pass through a ring in shared memory with one block barrier
-// per tile (the wgmma forward and dq kernels with TMA instead give each stage back by an mbarrier
-// and run their warpgroups apart: wg_release): in the mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is
-// computed from the other; in the wgmma forward and dq kernels and the dk/dv kernel (the *_STAGES
+// per-query lse2, D in the dk/dv kernel) pass through a ring in shared memory with one block barrier
+// per tile (the wgmma kernels with TMA instead give each stage back by an mbarrier and run their
+// warpgroups apart: wg_release; not the one-pass backward, whose dS^T both warpgroups read): in the
+// mma.sync forward and dq kernels 2 stages, tile i + 1 copied into one while tile i is computed
+// from the other; in the wgmma forward and dq kernels and the dk/dv kernel (the *_STAGES
 // constants) tiles i + 1 and i + 2 in flight while tile i is computed, one copy group a tile
 // (with the documents' short rows a tile is short, and one tile of lead left the copy's latency
 // exposed: by reading the code, not yet timed).
@@ -43,12 +44,14 @@
 // kernels' TMA box copies (one thread issues a group, every thread waits on its mbarrier: WG_TMA),
 // both overlapping the math; an fp32 element is loaded, rounded to bf16 and stored synchronously
 // at the same point (no overlap). The
-// per-token vectors of dk/dv's query tiles (lse, D) go by 4-byte cp.async with their tile whatever
-// the element (copy_vec; up to c7fd396 they, and the doc ids every kernel then streamed, were loaded
+// per-query vectors of dk/dv's query tiles (lse2, D: padded to whole tiles, attention.cuh) go with
+// their tile: in the wgmma kernel with TMA by two bulk copies on the tile's barrier, else by 16-byte
+// cp.async (copy_vec; up to c7fd396 they, and the doc ids every kernel then streamed, were loaded
 // and stored right after the tile's barrier, each store waiting for its load: a memory latency a
-// tile by reading the code, not yet measured).
-// Backward, deterministic (the two-kernel forms also free of atomics): D = rowsum(dout * out)
-// (attention.cu), then
+// tile by reading the code, not yet measured; up to 2026-11-28 by 4-byte cp.async, bounded by T,
+// and turned into log2 units in shared memory by the threads before the tile's barrier).
+// Backward, deterministic (the two-kernel forms also free of atomics): D = rowsum(dout * out) and
+// lse2 = lse log2(e), padded (attention.cu, one pass), then
 //   dq kernel:   a block owns 128 query rows, walks key tiles of 64, recomputes P = exp2(S - lse),
 //                dP = dO V^T, dS = P (dP - D), dQ += dS K, and adds scale * dQ once at the end;
 //   dk/dv kernel: a block owns 128 key rows, walks query tiles of 64 (32 at head_dim 128: the
@@ -82,7 +85,7 @@
 //   7.21 the run before, plain causal 33.5 / 93.6 against 31.7 / 89.6, the step's record mask
 //   1.40 / 3.37 against 1.34 / 3.40): a skipping warp still waits at the tile's barrier, and the
 //   classification sits between that barrier and the first MMA.
-// Padding: rows past T are loaded as zeros; their lse is +inf (P = 0) in the backward, keys past
+// Padding: rows past T are loaded as zeros; their lse2 is +inf (P = 0) in the backward, keys past
 // T are always masked (causal), and nothing past T is stored.
 //
 // Layouts (PTX ISA, mma.m16n8k16 with .bf16; g = lane / 4, t = lane % 4):
@@ -122,10 +125,11 @@
 // descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
 // the overlaps right at their first run too, e4790d9). The tiles come by TMA, and the forward's and
 // dq's warpgroups run apart (stages given back on mbarriers, no block barrier a tile), since
-// 2026-11-28, with the 128-byte swizzle: executed under the emulation, not yet on a GPU. Not yet
-// done: a producer warp of its own (thread 0 issues, between its own products), FlashAttention-3's
-// pingpong schedule between the warpgroups, and the dk/dv kernel apart (its lse and D come by
-// every thread's cp.async, the one-pass backward's dS^T is both warpgroups'). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
+// 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies)
+// since the day's third session: executed under the emulation, not yet on a GPU. Not yet done: a
+// producer warp of its own (thread 0 issues, between its own products), FlashAttention-3's pingpong
+// schedule between the warpgroups, and the one-pass backward apart (its dS^T is both warpgroups',
+// one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
 // (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
 // (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go along rows). Up to
 // 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
@@ -179,7 +183,7 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 #define FWD_K_STAGES 3  // the wgmma forward's rings (two tiles ahead, V read a tile longer)
 #define FWD_V_STAGES 4
 #define PITCH(HD) ((HD) + 8)                    // bf16 elements per shared row
-#define LOG2E 1.4426950408889634
+#define LOG2E GM_ATTN_LOG2E
 #define LN2 0.69314718055994531f
 
 // ---- fragment addressing (the instructions: mma_sm80.cuh) ----
@@ -326,13 +330,17 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
 // stores them (load_rows), and a proxy fence orders the stores before wgmma's reads.
 #define WG_TMA (sizeof(gm_cuda_act) == 2)
 // The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. Group j
-// is issued during tile j - 2, once every warp has waited for group j - 4 (the dk/dv kernel: after
-// tile j - 2's block barrier; the forward and dq kernels: after the stages' releases that follow
-// those waits), so a barrier is armed again only after every wait on its last phase.
+// is issued during tile j - 2, once every warp has waited for group j - 4 (after the stages'
+// releases that follow those waits; the one-pass backward also after tile j - 2's block barrier),
+// so a barrier is armed again only after every wait on its last phase.
 #define WG_BARS 4
-// The mbarriers a wgmma kernel reserves: the ring, then (forward, dq) each K and V stage's empty
-// barrier.
+// The mbarriers a wgmma kernel reserves: the ring, then each stage's empty barrier (forward, dq:
+// their K and V stages; dk/dv: its query stages).
 #define WG_MBARS 16
+static_assert(WG_BARS + FWD_K_STAGES + FWD_V_STAGES <= WG_MBARS && WG_BARS + DQ_K_STAGES + DQ_V_STAGES <= WG_MBARS &&
+                  WG_BARS + QUERY_STAGES <= WG_MBARS,
+              "the ring and every stage's empty barrier");
+static_assert(GM_ATTN_QVEC_ROWS % BLOCK_ROWS == 0, "the per-query vectors cover a block's rows past T");
 // The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
 typedef struct {
     CUtensorMap q, k, v, o;
@@ -410,16 +418,22 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
     *(pair *)p = v;
 }
 
-// n values of a (T)-vector (lse, D: 4 bytes each) from t0 on into shared memory by NTH threads, 0
-// past T, by cp.async: they land with the tile they belong to, at the copying thread's wait for
-// its copies. Why not loads and stores: a store waits for its load, so right after each tile's
-// barrier every warp waited a global-memory latency (by reading the code: the GPU has not yet timed
-// the difference).
-template <typename V>
-static __device__ __forceinline__ void copy_vec(V *dst, const V *src, int t0, int n, int T, const int NTH) {
-    static_assert(sizeof(V) == 4, "cp.async copies of 4 bytes");
-    for (int i = threadIdx.x; i < n; i += NTH) cp_async4(dst + i, src + min(t0 + i, T - 1), t0 + i < T ? 4 : 0);
+// n floats (a multiple of 4) of a per-query vector (lse2, D: padded to whole tiles, attention.cuh)
+// from src into shared memory by NTH threads' 16-byte cp.async: they land with the tile they belong
+// to, at the copying thread's wait for its copies. Why not loads and stores: a store waits for its
+// load, so right after each tile's barrier every warp waited a global-memory latency (by reading
+// the code: the GPU has not yet timed the difference).
+static __device__ __forceinline__ void copy_vec(float *dst, const float *src, const int n, const int NTH) {
+    for (int i = threadIdx.x; i < n / 4; i += NTH) cp_async16(dst + 4 * i, src + 4 * i, 16);
 }
+// The same into a wgmma kernel's stage as group j: with TMA one bulk copy by the issuer (its bytes
+// counted in the group's wg_expect: WG_VEC_BYTES), else copy_vec by every thread (all issuers).
+static __device__ __forceinline__ void wg_fetch_vec(float *dst, const float *src, uint64_t *bars, int j, const int n,
+                                                    const int NTH) {
+    if constexpr (WG_TMA) tma_load_bulk(dst, src, n * 4, bars + j % WG_BARS);
+    else copy_vec(dst, src, n, NTH);
+}
+#define WG_VEC_BYTES(n) ((uint32_t)(n) * 4)
 
 // The tiles a block streams through its ring (a stage is read while the next ones are filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
@@ -432,22 +446,16 @@ static __device__ __forceinline__ void load_key_tile(__nv_bfloat16 *sK, __nv_bfl
     load_rows(sV, v, k0, KEY_TILE, T, rs, HD, NTH);
 }
 // Query tile [qa, qa + QT) of the dk/dv kernel: Q, dO rows (q, dout: the head's row 0), and per
-// query lse and D (the head's (T)-vectors). lse lands as it is (0 past T); query_tile_lse_log2
-// turns it into log2 units once the copies have landed.
+// query lse2 and D (lse2, D: the head's padded vectors, attention.cuh).
 static __device__ __forceinline__ void load_query_tile(__nv_bfloat16 *sQ, __nv_bfloat16 *sO, float *sL, float *sD,
                                                        const gm_cuda_act *__restrict__ q,
                                                        const gm_cuda_act *__restrict__ dout,
-                                                       const float *__restrict__ lse, const float *__restrict__ D,
+                                                       const float *__restrict__ lse2, const float *__restrict__ D,
                                                        int qa, const int QT, int T, size_t rs, const int HD) {
     load_rows(sQ, q, qa, QT, T, rs, HD, BWD_THREADS);
     load_rows(sO, dout, qa, QT, T, rs, HD, BWD_THREADS);
-    copy_vec(sL, lse, qa, QT, T, BWD_THREADS);
-    copy_vec(sD, D, qa, QT, T, BWD_THREADS);
-}
-// After this thread's wait for the tile's copies and before the barrier that hands it to the block:
-// the lse this thread copied into sL (query tile [qa, qa + QT)) in log2 units, +inf past T (P = 0).
-static __device__ __forceinline__ void query_tile_lse_log2(float *sL, int qa, const int QT, int T) {
-    for (int i = threadIdx.x; i < QT; i += BWD_THREADS) sL[i] = qa + i < T ? sL[i] * (float)LOG2E : INFINITY;
+    copy_vec(sL, lse2 + qa, QT, BWD_THREADS);
+    copy_vec(sD, D + qa, QT, BWD_THREADS);
 }
 
 // ---- the mask at tile level ----
@@ -955,7 +963,7 @@ static __device__ __forceinline__ void times_dp_minus_d(float (*s)[4], const flo
 template <bool WG>
 static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, const gm_cuda_act *__restrict__ dout,
                                                const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
-                                               const gm_cuda_act *__restrict__ v, const float *__restrict__ lse,
+                                               const gm_cuda_act *__restrict__ v, const float *__restrict__ lse2,
                                                const float *__restrict__ D, int T, int NH, float scale_log2,
                                                float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,
                                                gm_grad_write w, const int HD, const attn_tmaps *tm) {
@@ -970,7 +978,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
     const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const int q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS, qlast = min(q0 + BLOCK_ROWS, T) - 1;
-    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;
+    const size_t vec = ((size_t)b * NH + h) * gm_cuda_attn_qvec_len(T, 1);
     const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
 
     const int kbeg = token_bound(&m, lo, q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
@@ -999,12 +1008,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         load_rows(sO, dout + head, q0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
         load_key_tile(sK, sV, k + head, v + head, kbeg, T, rs, HD, BWD_THREADS);
     }
-    float lse2[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
+    float lrow[2], Drow[2];  // this lane's rows g, g + 8: lse in log2 units (+inf past T: P = 0), D
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        const int i = q0 + warp * 16 + g + 8 * r;
-        lse2[r] = i < T ? lse[vec + i] * (float)LOG2E : INFINITY;
-        Drow[r] = i < T ? D[vec + i] : 0.0f;
+        const int i = q0 + warp * 16 + g + 8 * r;  // < Tq
+        lrow[r] = lse2[vec + i], Drow[r] = D[vec + i];
     }
     row_bounds(sBound, &m, lo, q0, T, true);
 
@@ -1046,7 +1054,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lse2, NULL);  // P
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, NULL);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
             if (j > 0) wg_release(emptyK, (j - 1) % DQ_K_STAGES);
@@ -1067,7 +1075,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lse2, NULL);  // P
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, NULL);  // P
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
             times_dp_minus_d(s, dp, Drow);  // dS / scale
@@ -1088,8 +1096,9 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
 // ---- backward, dk and dv: grid (ceil(T / 128), NH, B), BWD_THREADS (256) threads, a warp's 16 keys;
 // query tiles in a ring as the forward's key tiles. WG: the four products by wgmma, a warpgroup's
 // 64 keys as the A side (S^T = K Q^T and dP^T = V dO^T by wg_abt_issue over 64-query tiles,
-// dV += P^T dO and dK += dS^T Q by wg_xb_issue, dO and Q read transposed). DQ (with WG): the
-// one-pass backward, grid (ceil(T / 128) NH B) ----
+// dV += P^T dO and dK += dS^T Q by wg_xb_issue, dO and Q read transposed; with TMA the warpgroups
+// run apart, a query stage given back by each warp after its dK product, as the forward's key
+// stages). DQ (with WG): the one-pass backward, grid (ceil(T / 128) NH B) ----
 //
 // One pass (FlashAttention-2's, 5 products a pair where the dq and dk/dv kernels take 7): the dk/dv
 // kernel also computes, for each query tile, this key block's part of the tile's dQ = dS K, and the
@@ -1208,7 +1217,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  const gm_cuda_act *__restrict__ dout,
                                                  const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                  const gm_cuda_act *__restrict__ v,
-                                                 const float *__restrict__ lse, const float *__restrict__ D, int T,
+                                                 const float *__restrict__ lse2, const float *__restrict__ D, int T,
                                                  int NH, float scale_log2, float scale, gm_attn_mask m,
                                                  const int32_t *__restrict__ bounds, gm_grad_write w, const int HD,
                                                  const attn_tmaps *tm, dq_sum ds = {}) {
@@ -1219,8 +1228,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // sw128 on a 1024-byte boundary like the tiles before it) and the block's work index
     __nv_bfloat16 *sK = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sV = sK + BLOCK_ROWS * P,
                   *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QUERY_STAGES * QT * P, *sDS = sO + QUERY_STAGES * QT * P;
-    uint64_t *bars = (uint64_t *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0));  // WG: the TMA barrier ring
-    float *sL = (float *)(bars + (WG ? WG_MBARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse in log2 units, D
+    // WG: the TMA barrier ring, then the query stages' empty barriers
+    uint64_t *bars = (uint64_t *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0)), *emptyQ = bars + WG_BARS;
+    float *sL = (float *)(bars + (WG ? WG_MBARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse2, D
     int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -1234,7 +1244,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         kb = nkb - 1 - work % nkb, h = work / nkb % NH, b = work / nkb / NH, B = (int)gridDim.x / (nkb * NH);
     }
     const int k0 = kb * BLOCK_ROWS, klast = min(k0 + BLOCK_ROWS, T) - 1;
-    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD, vec = ((size_t)b * NH + h) * T;
+    const size_t rs = (size_t)NH * HD, head = ((size_t)b * T * NH + h) * HD;
+    const size_t vec = ((size_t)b * NH + h) * gm_cuda_attn_qvec_len(T, 1);
     const int32_t *hi = bounds_of(bounds, T, B, b, false), *lo = bounds_of(bounds, T, B, b, true);
 
     if constexpr (!WG) {
@@ -1245,26 +1256,30 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // (window, document).
     const int qend = token_bound(&m, hi, klast, T, false);
     // Query tile i into stage i % QUERY_STAGES, two tiles ahead: one cp.async group a tile (empty
-    // past qend), the first also holding sK and sV; with WG its Q and dO (and with tile 0 the
-    // block's K and V: qend > k0) are wgmma's tile group i instead, lse and D still by cp.async.
+    // past qend), the first also holding sK and sV; with WG wgmma's tile group i instead (with tile
+    // 0 the block's K and V: qend > k0), its lse2 and D by the same copies.
     const auto load_tile = [&](int i) {
         const int qa = k0 + i * QT, stg = i % QUERY_STAGES;
         if (qa < qend) {
+            float *cL = sL + stg * QT, *cD = sD + stg * QT;
             if constexpr (WG) {
                 if (wg_issuer()) {
-                    wg_expect(bars, i, 2 * WG_TILE_BYTES(QT, HD) + (i == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
+                    wg_reuse(emptyQ, stg, i / QUERY_STAGES);
+                    wg_expect(bars, i,
+                              2 * WG_TILE_BYTES(QT, HD) + 2 * WG_VEC_BYTES(QT) +
+                                  (i == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
                     if (i == 0) {
                         wg_fetch(sK, &tm->k, k + head, bars, 0, b, h, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
                         wg_fetch(sV, &tm->v, v + head, bars, 0, b, h, k0, BLOCK_ROWS, T, rs, HD, BWD_THREADS);
                     }
                     wg_fetch(sQ + stg * QT * P, &tm->q, q + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
                     wg_fetch(sO + stg * QT * P, &tm->o, dout + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
+                    wg_fetch_vec(cL, lse2 + vec + qa, bars, i, QT, BWD_THREADS);
+                    wg_fetch_vec(cD, D + vec + qa, bars, i, QT, BWD_THREADS);
                 }
-                copy_vec(sL + stg * QT, lse + vec, qa, QT, T, BWD_THREADS);
-                copy_vec(sD + stg * QT, D + vec, qa, QT, T, BWD_THREADS);
             } else {
-                load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, sL + stg * QT, sD + stg * QT, q + head,
-                                dout + head, lse + vec, D + vec, qa, QT, T, rs, HD);
+                load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, cL, cD, q + head, dout + head, lse2 + vec,
+                                D + vec, qa, QT, T, rs, HD);
             }
         }
         cp_async_commit();
@@ -1282,10 +1297,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
         const int stage = i % QUERY_STAGES;
         cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
-        query_tile_lse_log2(sL + stage * QT, qa, QT, T);
-        if constexpr (WG) wg_wait(bars, i);  // wgmma's tiles of group i
-        __syncthreads();  // everyone's have; tile i - 1 (the stage tile i + 2 goes to) is consumed
+        if constexpr (WG) wg_wait(bars, i);  // wgmma's group i
+        // Everyone's copies have landed and tile i - 1 (the stage tile i + 2 goes to) is consumed:
+        // a block barrier, but with TMA the warpgroups run apart (the issuer waits for the stage's
+        // releases instead), except in the one-pass backward, whose sDS both warpgroups share.
+        if constexpr (!WG || !WG_TMA || DQ) __syncthreads();
         load_tile(i + 2);
+        if constexpr (WG && WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
@@ -1347,6 +1365,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 if (!last) passing = sem;  // passed on after the next barrier
             }
             wgmma_wait<0>();
+            wg_release(emptyQ, stage);  // the tile's Q, dO, lse2 and D read
             wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
         } else {
             zero(dpt, QT / 8);
@@ -1379,26 +1398,30 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 // x: a (1, 128, 2, HD) activation of small integers (every product and sum below exact in fp32,
 // in any order), read at head 1: rows r of the checks are its tokens. Writes, for parts_compare:
 // raw_tma, raw_copy (128 HD each): the bytes of a 128-row sw128 tile filled by TMA (the map's T
-// PARTS_T: the second box cut there) and by load_rows; abt (128 x 64): each warpgroup's S = A B^T
+// PARTS_T: the second box cut there) and by load_rows; raw_bulk (PARTS_BULK): x's elements from
+// HD on as a bulk copy brought them (tma_load_bulk); abt (128 x 64): each warpgroup's S = A B^T
 // with A its 64 rows of the copied tile and B the first 64 (wg_abt_issue); xb (128 x HD): O = P V,
 // P the warp's rows of x's first 64 columns packed as A fragments, V the tile's first 64 rows
 // (wg_xb_issue); dq (64 x HD): dS K (wg_dq_issue), dS^T the tile's 128 rows x its first 64
 // columns stored by store_ds_t, K the whole tile.
 #define PARTS_T 100
+#define PARTS_BULK 128
 static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict__ x, const attn_tmaps *tm,
-                                                  uint16_t *raw_tma, uint16_t *raw_copy, float *abt, float *xb,
-                                                  float *dq, const int HD) {
+                                                  uint16_t *raw_tma, uint16_t *raw_copy, uint16_t *raw_bulk,
+                                                  float *abt, float *xb, float *dq, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int R = BLOCK_ROWS, h = 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const size_t rs = (size_t)2 * HD;
     __nv_bfloat16 *tT = (__nv_bfloat16 *)swizzle_base(smem), *tC = tT + R * HD, *sDS = tC + R * HD;
     uint64_t *bars = (uint64_t *)(sDS + R * 64);
+    uint16_t *sBulk = (uint16_t *)(bars + WG_MBARS);
     const int wg = warpgroup(), row0 = wg * 64 + warp % 4 * 16 + g;  // this lane's first row of the checks
     const auto value = [&](int r, int c) { return gm_act_widen(x[h * HD + r * rs + c]); };
     wg_bars_init(bars);
     if (WG_TMA && threadIdx.x == 0) {
-        wg_expect(bars, 0, WG_TILE_BYTES(R, HD));
+        wg_expect(bars, 0, WG_TILE_BYTES(R, HD) + PARTS_BULK * 2);
         wg_fetch(tT, &tm->q, x + h * HD, bars, 0, 0, h, 0, R, PARTS_T, rs, HD, BWD_THREADS);
+        tma_load_bulk(sBulk, x + HD, PARTS_BULK * 2, bars);
     }
     load_rows(tC, x + h * HD, 0, R, R, rs, HD, BWD_THREADS, true);
     cp_async_wait_all();
@@ -1407,6 +1430,7 @@ static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict_
     if constexpr (WG_TMA) mbar_wait(bars, 0);
     for (int i = threadIdx.x; i < R * HD; i += BWD_THREADS)
         raw_tma[i] = WG_TMA ? ((const uint16_t *)tT)[i] : 0, raw_copy[i] = ((const uint16_t *)tC)[i];
+    for (int i = threadIdx.x; i < PARTS_BULK; i += BWD_THREADS) raw_bulk[i] = WG_TMA ? sBulk[i] : 0;
 
     float s[KEY_TILE / 8][4], p[KEY_TILE / 8][4], o[MAX_HD / 8][4], dqp[MAX_HD / 16][4];
     wg_abt_issue(s, tC + wg * 64 * HD, tC, HD);
@@ -1440,7 +1464,7 @@ static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict_
             dq[(warp % 4 * 16 + g + 8 * (e / 2)) * HD + wg * HD / 2 + 8 * j + 2 * t + (e & 1)] = dqp[j][e];
 }
 static __host__ size_t parts_smem(int HD) {
-    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_MBARS * 8;
+    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_MBARS * 8 + PARTS_BULK * 2;
 }
 
 // parts_body's input: x (1, 128, 2, HD) as the element, xv the same values in fp32, integers in
@@ -1461,7 +1485,8 @@ static __host__ void parts_input(gm_cuda_act *x, float *xv, int HD) {
 // One line a part into report (appended): "ok", or how many of its values are wrong and the
 // first; returns the parts that failed. Exact comparisons (the values are exact in every order).
 static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_tma, const uint16_t *raw_copy,
-                                  const float *abt, const float *xb, const float *dq, char *report, size_t len) {
+                                  const uint16_t *raw_bulk, const float *abt, const float *xb, const float *dq,
+                                  char *report, size_t len) {
     const int R = BLOCK_ROWS;
     const auto X = [&](int r, int c) { return xv[((size_t)r * 2 + 1) * HD + c]; };
     const auto bf16_bits = [](float v) {
@@ -1501,6 +1526,13 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
         line(part ? "copied tile (load_rows) in the 128-byte swizzle"
                   : "TMA box copy in the 128-byte swizzle, zeros past T",
              bad, (long)R * HD, br, bc, bf16_value(bg), bf16_value(bw));
+    }
+    if (sizeof(gm_cuda_act) == 2) {  // the bulk copy: x's elements HD.. as they are
+        long bad = 0;
+        int bi = 0;
+        for (int i = 0; i < PARTS_BULK; i++)
+            if (raw_bulk[i] != bf16_bits(xv[HD + i]) && !bad++) bi = i;
+        line("TMA bulk copy", bad, PARTS_BULK, 0, bi, bf16_value(raw_bulk[bi]), xv[HD + bi]);
     }
     const auto check = [&](const char *part, const float *got, int rows, int cols, auto want) {
         long bad = 0;
@@ -1545,9 +1577,9 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // others' are zeros, never read); a kernel parameter, which TMA reads where it lies.
 #define BWD_INPUTS                                                                                                   \
     const gm_cuda_act *__restrict__ dout, const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,      \
-        const gm_cuda_act *__restrict__ v, const float *__restrict__ lse, const float *__restrict__ D, int T, int NH, \
-        float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds, gm_grad_write w,         \
-        const __grid_constant__ attn_tmaps tm
+        const gm_cuda_act *__restrict__ v, const float *__restrict__ lse2, const float *__restrict__ D, int T,       \
+        int NH, float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,                   \
+        gm_grad_write w, const __grid_constant__ attn_tmaps tm
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
 // instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps per
@@ -1559,10 +1591,10 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
 // per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward
-// 140 registers at head_dim 128 (108 at 64), dq 170 (138), dk/dv 240 (174); with the cp.async
-// copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma
-// serialized, from 248). The one-pass backward (dk/dv with DQ): 254 (200), no spill, no
-// serialization (252 and 202 with the core-matrix copies); its dq's fp32 partial
+// 140 registers at head_dim 128 (108 at 64), dq 170 (138), dk/dv 236 (170; 240 and 174 while its
+// lse and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
+// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The one-pass backward (dk/dv with
+// DQ): 254 (188), no spill, no serialization (252 and 202 with the core-matrix copies); its dq's fp32 partial
 // sums added by 16-byte float atomics (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
 // subnormal sums flushed to zero, as every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
@@ -1584,21 +1616,21 @@ __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) a
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm);
+    dq_body<WG>(dq, dout, q, k, v, lse2, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_128(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
-    dq_body<WG>(dq, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm);
+    dq_body<WG>(dq, dout, q, k, v, lse2, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm);
 }
 template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_64(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
-    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm, ds);
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse2, D, T, NH, scale_log2, scale, m, bounds, w, 64, &tm, ds);
 }
 template <bool WG, bool DQ>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_dkdv_128(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv, BWD_INPUTS, dq_sum ds) {
-    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm, ds);
+    dkdv_body<WG, DQ>(dk, dv, dout, q, k, v, lse2, D, T, NH, scale_log2, scale, m, bounds, w, 128, &tm, ds);
 }
 
 // Dynamic shared memory of each kernel (bytes): bf16 tiles of `rows` rows (TILE_PITCH elements
@@ -1728,7 +1760,7 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,
                           gm_grad_write w, const gm_cuda_act *dout, const gm_cuda_act *q, const gm_cuda_act *k,
-                          const gm_cuda_act *v, const float *lse, const float *D, int B, int T, int NH, int HD,
+                          const gm_cuda_act *v, const float *lse2, const float *D, int B, int T, int NH, int HD,
                           double scale, gm_attn_mask m) {
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
@@ -1750,25 +1782,25 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
         GM_CU(c, cudaMemsetAsync(ds.order, 0, (1 + tiles) * sizeof(int32_t), c->stream));
         if (HD == 64)
             LAUNCH(c, (attn_dkdv_64<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(64, true, true), dk, dv,
-                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
+                   dout, q, k, v, lse2, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
         else
             LAUNCH(c, (attn_dkdv_128<true, true>), (unsigned)blocks, BWD_THREADS, dkdv_smem(128, true, true), dk, dv,
-                   dout, q, k, v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
+                   dout, q, k, v, lse2, D, T, NH, sl2, sc, m, bounds, w, tm, ds);
         return;
     }
     const dq_sum none = {};
 #define BWD(WG)                                                                                                      \
     do {                                                                                                             \
         if (HD == 64) {                                                                                              \
-            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse, D, T, NH, sl2, sc,  \
-                   m, bounds, w, tm);                                                                                \
-            LAUNCH(c, (attn_dkdv_64<WG, false>), grid, BWD_THREADS, dkdv_smem(64, WG, false), dk, dv, dout, q, k, v,  \
-                   lse, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                                  \
-        } else {                                                                                                     \
-            LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse, D, T, NH, sl2,    \
+            LAUNCH(c, attn_dq_64<WG>, grid, BWD_THREADS, dq_smem(64, WG), dq, dout, q, k, v, lse2, D, T, NH, sl2,    \
                    sc, m, bounds, w, tm);                                                                            \
-            LAUNCH(c, (attn_dkdv_128<WG, false>), grid, BWD_THREADS, dkdv_smem(128, WG, false), dk, dv, dout, q, k,   \
-                   v, lse, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                               \
+            LAUNCH(c, (attn_dkdv_64<WG, false>), grid, BWD_THREADS, dkdv_smem(64, WG, false), dk, dv, dout, q, k, v, \
+                   lse2, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                                 \
+        } else {                                                                                                     \
+            LAUNCH(c, attn_dq_128<WG>, grid, BWD_THREADS, dq_smem(128, WG), dq, dout, q, k, v, lse2, D, T, NH, sl2,  \
+                   sc, m, bounds, w, tm);                                                                            \
+            LAUNCH(c, (attn_dkdv_128<WG, false>), grid, BWD_THREADS, dkdv_smem(128, WG, false), dk, dv, dout, q, k,  \
+                   v, lse2, D, T, NH, sl2, sc, m, bounds, w, tm, none);                                              \
         }                                                                                                            \
     } while (0)
     if (form == GM_ATTN_BWD_WGMMA) BWD(true);
@@ -1779,8 +1811,8 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
 template <int HD>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_wgmma_parts(const gm_cuda_act *x, const __grid_constant__ attn_tmaps tm, uint16_t *raw_tma,
-                     uint16_t *raw_copy, float *abt, float *xb, float *dq) {
-    parts_body(x, &tm, raw_tma, raw_copy, abt, xb, dq, HD);
+                     uint16_t *raw_copy, uint16_t *raw_bulk, float *abt, float *xb, float *dq) {
+    parts_body(x, &tm, raw_tma, raw_copy, raw_bulk, abt, xb, dq, HD);
 }
 
 int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len) {
@@ -1790,12 +1822,13 @@ int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t le
         return -1;
     }
     const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
-    const size_t bytes[6] = {nx * sizeof(gm_cuda_act), nt * 2, nt * 2, (size_t)BLOCK_ROWS * 64 * 4, nt * 4,
-                             (size_t)64 * HD * 4};
-    void *host[6] = {}, *dev[6] = {};
+    // x, raw_tma, raw_copy, raw_bulk, abt, xb, dq
+    const size_t bytes[7] = {nx * sizeof(gm_cuda_act), nt * 2, nt * 2, PARTS_BULK * 2, (size_t)BLOCK_ROWS * 64 * 4,
+                             nt * 4, (size_t)64 * HD * 4};
+    void *host[7] = {}, *dev[7] = {};
     float *xv = (float *)malloc(nx * sizeof(float));
     int rc = xv ? 0 : -1;
-    for (int i = 0; i < 6 && !rc; i++)
+    for (int i = 0; i < 7 && !rc; i++)
         if (!(host[i] = malloc(bytes[i])) || cudaMalloc(&dev[i], bytes[i]) != cudaSuccess) rc = -1;
     attn_tmaps tm;
     memset(&tm, 0, sizeof tm);
@@ -1807,26 +1840,27 @@ int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t le
     }
     if (!rc) {
         const gm_cuda_act *x = (const gm_cuda_act *)dev[0];
-        uint16_t *raw_tma = (uint16_t *)dev[1], *raw_copy = (uint16_t *)dev[2];
-        float *abt = (float *)dev[3], *xb = (float *)dev[4], *dq = (float *)dev[5];
-        void (*kern)(const gm_cuda_act *, attn_tmaps, uint16_t *, uint16_t *, float *, float *, float *) =
+        uint16_t *raw_tma = (uint16_t *)dev[1], *raw_copy = (uint16_t *)dev[2], *raw_bulk = (uint16_t *)dev[3];
+        float *abt = (float *)dev[4], *xb = (float *)dev[5], *dq = (float *)dev[6];
+        void (*kern)(const gm_cuda_act *, attn_tmaps, uint16_t *, uint16_t *, uint16_t *, float *, float *, float *) =
             HD == 64 ? attn_wgmma_parts<64> : attn_wgmma_parts<128>;
         cudaError_t e = cudaMemcpy(dev[0], host[0], bytes[0], cudaMemcpyHostToDevice);
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)parts_smem(HD));
-        if (e == cudaSuccess) kern<<<1, BWD_THREADS, parts_smem(HD)>>>(x, tm, raw_tma, raw_copy, abt, xb, dq);
+        if (e == cudaSuccess)
+            kern<<<1, BWD_THREADS, parts_smem(HD)>>>(x, tm, raw_tma, raw_copy, raw_bulk, abt, xb, dq);
         if (e == cudaSuccess) e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
-        for (int i = 1; i < 6 && e == cudaSuccess; i++)
+        for (int i = 1; i < 7 && e == cudaSuccess; i++)
             e = cudaMemcpy(host[i], dev[i], bytes[i], cudaMemcpyDeviceToHost);
         if (e != cudaSuccess) why = cudaGetErrorString(e), rc = -1;
     }
     if (!rc)
-        rc = parts_compare(xv, HD, (const uint16_t *)host[1], (const uint16_t *)host[2], (const float *)host[3],
-                           (const float *)host[4], (const float *)host[5], report, len);
+        rc = parts_compare(xv, HD, (const uint16_t *)host[1], (const uint16_t *)host[2], (const uint16_t *)host[3],
+                           (const float *)host[4], (const float *)host[5], (const float *)host[6], report, len);
     else
         snprintf(report, len, "HD %d: the check did not run: %s\n", HD, why);
-    for (int i = 0; i < 6; i++) free(host[i]), cudaFree(dev[i]);
+    for (int i = 0; i < 7; i++) free(host[i]), cudaFree(dev[i]);
     free(xv);
     return rc;
 }

@@ -21,7 +21,8 @@ enum {
     GM_SCR_MM_A,        // bf16 copy of a matmul operand
     GM_SCR_MM_B,        // bf16 copy of a matmul operand
     GM_SCR_MM_C,        // bf16 copy of a matmul operand
-    GM_SCR_ATTN_D,      // attention backward: D = rowsum(dout * out), (B, NH, T)
+    GM_SCR_ATTN_D,      // attention backward: D = rowsum(dout * out), (B, NH, T or Tq: attention.cuh)
+    GM_SCR_ATTN_LSE2,   // tensor-core attention backward: lse in log2 units, (B, NH, Tq)
     GM_SCR_ATTN_BOUNDS, // tensor-core attention with documents: each token's mask bounds, (2, B, T)
     GM_SCR_ATTN_DQ_PART, // one-pass attention backward: dq's partial sums, (B, NH, ceil(T / 64), 64, HD) fp32
     GM_SCR_ATTN_ORDER,  // one-pass attention backward: work counter, then a semaphore per query tile

@@ -1,6 +1,7 @@
 // The Hopper copy engine (TMA) for the wgmma attention (attention_mma.cu): bulk tensor copies of
 // 64-row x 64-column boxes of a (B, T, NH, HD) bf16 activation into shared memory, 128-byte
-// swizzled as the wgmma descriptors read them (wgmma_sm90.cuh), completed on shared-memory
+// swizzled as the wgmma descriptors read them (wgmma_sm90.cuh), and plain bulk copies of
+// contiguous bytes (per-query vectors), completed on shared-memory
 // barriers (mbarrier) that count their bytes; and the host's tensor maps that describe the
 // activations to it. Kept apart, like wgmma_sm90.cuh, so that the host emulation
 // (verify/emu/shim/backend/cuda/tma_sm90.cuh) can replace this one file.
@@ -13,7 +14,8 @@
 //
 // The PTX (ISA 8.x): mbarrier.init / arrive.expect_tx / try_wait.parity on a 64-bit barrier in
 // shared memory; cp.async.bulk.tensor.4d ... .mbarrier::complete_tx::bytes (the copy completes
-// its bytes on the barrier: a phase completes when its one arrival and every expected byte have).
+// its bytes on the barrier: a phase completes when its one arrival and every expected byte have);
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes likewise for a plain run.
 // sm_90a only here (the wgmma kernels' build; the compute_90 PTX gets bodies that trap).
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
@@ -69,6 +71,15 @@ static __device__ __forceinline__ void tma_load_box(void *dst, const CUtensorMap
     GM_TMA(asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, "
                         "{%3, %4, %5, %6}], [%2];\n" ::"r"(smem_u32(dst)),
                         "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(col), "r"(h), "r"(t), "r"(b)
+                        : "memory"));
+}
+
+// `bytes` contiguous bytes (a multiple of 16) from global src into shared dst (both 16-byte aligned)
+// by the copy engine, completed on bar: a bulk copy without a tensor map (the dk/dv kernel's
+// per-query vectors, padded to whole tiles: attention.cuh).
+static __device__ __forceinline__ void tma_load_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    GM_TMA(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                        ::"r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar))
                         : "memory"));
 }
 

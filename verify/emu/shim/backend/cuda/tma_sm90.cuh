@@ -2,7 +2,8 @@
 // activation (base, B, T, NH, HD); a box copy writes 64 rows x 64 bf16 columns into shared memory
 // at dst (which must sit on a 1024-byte boundary, or the emulation stops naming it) as the 128-byte
 // swizzle lays them out: element (r, c) at byte r 128 + c 2 with that offset's chunk bits (4-6)
-// XORed with its row bits (7-9); rows past T and columns past HD are zeros. The barriers follow
+// XORed with its row bits (7-9); rows past T and columns past HD are zeros. A bulk copy moves its
+// bytes as they are (source, destination and size multiples of 16, or it stops). The barriers follow
 // the PTX ISA: a phase completes when its arrivals (the count given at init) have arrived and every
 // byte expected (arrive.expect_tx) has been completed by copies; try_wait.parity P returns once
 // the phase of parity P has completed. Copies land at the first wait on their barrier (the latest
@@ -43,10 +44,13 @@ static inline const char *tma_map_rows(CUtensorMap *map, const void *base, int B
     return NULL;
 }
 
+// A copy in flight: a box of `tensor`, or (bytes > 0) a bulk copy from src.
 struct emu_box {
     unsigned char *dst;
     emu_tensor tensor;
     int col, h, t, b;
+    const unsigned char *src;
+    uint32_t bytes;
 };
 struct emu_mbar {
     int count, pending;
@@ -63,6 +67,12 @@ static inline void emu_mbar_complete(emu_mbar &m) {
     emu_mbar_moved.notify_all();
 }
 static inline void emu_box_land(emu_mbar &m, const emu_box &x) {
+    if (x.bytes) {
+        memcpy(x.dst, x.src, x.bytes);
+        m.tx -= x.bytes;
+        emu_mbar_complete(m);
+        return;
+    }
     for (int r = 0; r < TMA_BOX_ROWS; r++)
         for (int c = 0; c < TMA_BOX_COLS; c++) {
             const emu_tensor &e = x.tensor;
@@ -126,19 +136,33 @@ static inline void mbar_wait(uint64_t *bar, int parity) {
         }
     }
 }
+// Issues x on bar: it lands at the first wait on bar, or now with GM_EMU_COPIES=eager.
+static inline void emu_copy_issue(uint64_t *bar, const emu_box &x) {
+    static const char *const mode = getenv("GM_EMU_COPIES");
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    if (mode && !strcmp(mode, "eager")) emu_box_land(m, x);
+    else m.in_flight.push_back(x), emu_mbar_moved.notify_all();
+}
 static inline void tma_load_box(void *dst, const CUtensorMap *map, uint64_t *bar, int col, int h, int t, int b) {
     if (smem_u32(dst) % 1024) {
         fprintf(stderr, "emu: block (%u, %u, %u) thread %u copies a box to shared byte %u, off the swizzle's 1024\n",
                 blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(dst));
         abort();
     }
-    emu_box x = {(unsigned char *)dst, {}, col, h, t, b};
+    emu_box x = {(unsigned char *)dst, {}, col, h, t, b, NULL, 0};
     memcpy(&x.tensor, map, sizeof x.tensor);
-    static const char *const mode = getenv("GM_EMU_COPIES");
-    std::lock_guard<std::mutex> hold(emu_mbar_lock);
-    emu_mbar &m = emu_mbar_of(bar);
-    if (mode && !strcmp(mode, "eager")) emu_box_land(m, x);
-    else m.in_flight.push_back(x), emu_mbar_moved.notify_all();
+    emu_copy_issue(bar, x);
+}
+static inline void tma_load_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+    if (smem_u32(dst) % 16 || (uintptr_t)src % 16 || bytes % 16 || !bytes) {
+        fprintf(stderr,
+                "emu: block (%u, %u, %u) thread %u bulk-copies %u bytes to shared byte %u: size and addresses must "
+                "be multiples of 16\n",
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, bytes, smem_u32(dst));
+        abort();
+    }
+    emu_copy_issue(bar, emu_box{(unsigned char *)dst, {}, 0, 0, 0, 0, (const unsigned char *)src, bytes});
 }
 
 #endif
