@@ -507,26 +507,14 @@ Test(cuda_attn_mma, record_shape_window_14) {
     free(ref_out), free(ref_lse), free(ref_dv), free(mag_o), free(mag_dv), free(b_out), free(b_lse), free(b_dv);
 }
 
-// The forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32: 4 warps a block) issues, for each
-// output element, the MMAs, softmax steps and store of the 16-row one (8 warps) in the same order;
-// only a K or V fragment now feeds two m-tiles. So out and lse must be the same bits, over masks
-// like the bounded cases' (windows, documents, blocks that divide no tile, T past the tiles) and
-// the record's shape; the backward is one code for both. Rows 1 and up of a batch get random EOTs.
-Test(cuda_attn_mma, forward_32_rows_per_warp_same_bits) {
-    REQUIRE_MMA();
-    const cc_attn_case cases[] = {
-        {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
-        {"HD 64, block 5, window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
-        {"HD 128, T = 65, docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
-        {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
-         {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
-        {"HD 128, peaky, block 64, window 9, docs", 1200, 1, 128, 64, 9, 1, 3.0, {0, 700, 701, 1100, -1}},
-        {"record: HD 128 x 6 heads, block 128, window 14, docs", 4096, 6, 128, 128, 14, 1, 1.0,
-         {0, 700, 1500, 1501, 2900, -1}},
-    };
+// Two forward forms that must give the same bits (out and lse) on every case: `form` against `base`
+// (what: how they differ, for the messages). Rows 1 and up of a batch get random EOTs.
+static void expect_same_forward_bits(const cc_attn_case *cases, size_t count, gm_cuda_attn_impl base,
+                                     gm_cuda_attn_impl form, const char *what_differs) {
     cc_env e = cc_begin();
     const gm_backend *gpu = e.gpu;
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    int ran = 0;
+    for (size_t ci = 0; ci < count; ci++) {
         const cc_attn_case *c = &cases[ci];
         if (!cc_attn_case_fits(c)) continue;
         const int B = 2, T = c->T, NH = c->NH, HD = c->HD;
@@ -536,23 +524,49 @@ Test(cuda_attn_mma, forward_32_rows_per_warp_same_bits) {
         gm_actval *gq = cc_act_to_gpu(&e, q, n), *gk = cc_act_to_gpu(&e, k, n), *gv = cc_act_to_gpu(&e, v, n);
         int32_t *doc = cc_attn_docs(&e, c, B), *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * B * T);
         const gm_attn_mask gm = {c->use_docs ? gdoc : NULL, c->block, c->window};
-        gm_actval *out16 = cc_act_poisoned(&e, n), *out32 = cc_act_poisoned(&e, n);
-        gm_real *lse16 = cc_poisoned(&e, nl), *lse32 = cc_poisoned(&e, nl);
-        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA, gpu, out16, lse16, gq, gk, gv, B, T, NH, HD, scale, gm);
-        gm_cuda_attn_fwd_with(GM_CUDA_ATTN_MMA32, gpu, out32, lse32, gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_actval *out_base = cc_act_poisoned(&e, n), *out_form = cc_act_poisoned(&e, n);
+        gm_real *lse_base = cc_poisoned(&e, nl), *lse_form = cc_poisoned(&e, nl);
+        gm_cuda_attn_fwd_with(base, gpu, out_base, lse_base, gq, gk, gv, B, T, NH, HD, scale, gm);
+        gm_cuda_attn_fwd_with(form, gpu, out_form, lse_form, gq, gk, gv, B, T, NH, HD, scale, gm);
         char what[256];
-        gm_real *want = cc_act_from_gpu(&e, out16, n);
-        snprintf(what, sizeof what, "%s: out, 32 vs 16 rows per warp", c->what);
-        cc_act_expect_equal(&e, what, out32, want, n);
+        gm_real *want = cc_act_from_gpu(&e, out_base, n);
+        snprintf(what, sizeof what, "%s: out, %s", c->what, what_differs);
+        cc_act_expect_equal(&e, what, out_form, want, n);
         free(want);
-        want = cc_from_gpu(&e, lse16, nl);
-        snprintf(what, sizeof what, "%s: lse, 32 vs 16 rows per warp", c->what);
-        cc_expect_equal(&e, what, lse32, want, nl);
+        want = cc_from_gpu(&e, lse_base, nl);
+        snprintf(what, sizeof what, "%s: lse, %s", c->what, what_differs);
+        cc_expect_equal(&e, what, lse_form, want, nl);
         free(want);
         gpu->free(gpu, gq), gpu->free(gpu, gk), gpu->free(gpu, gv), gpu->free(gpu, gdoc);
-        gpu->free(gpu, out16), gpu->free(gpu, out32), gpu->free(gpu, lse16), gpu->free(gpu, lse32);
+        gpu->free(gpu, out_base), gpu->free(gpu, out_form), gpu->free(gpu, lse_base), gpu->free(gpu, lse_form);
         free(q), free(k), free(v), free(doc);
+        ran++;
     }
+    cc_expect_some_ran(ran);
+}
+
+// Masks like the bounded cases' (windows, documents, blocks that divide no tile, T past the tiles)
+// and the record's shape, for the forms that must agree bit for bit.
+static const cc_attn_case SAME_BITS_CASES[] = {
+    {"HD 64, causal, T = 200", 200, 2, 64, 128, 0, 0, 1.0, {-1}},
+    {"HD 64, block 5, window 7, docs", 260, 2, 64, 5, 7, 1, 1.0, {50, 51, 120, 191, 192, -1}},
+    {"HD 128, T = 65, docs", 65, 2, 128, 128, 0, 1, 1.0, {0, 33, -1}},
+    {"HD 128, block 128, window 2, docs at tile edges", 700, 2, 128, 128, 2, 1, 1.0,
+     {0, 64, 128, 129, 191, 192, 256, 383, 384, 640, -1}},
+    {"HD 128, peaky, block 64, window 9, docs", 1200, 1, 128, 64, 9, 1, 3.0, {0, 700, 701, 1100, -1}},
+    {"record: HD 128 x 6 heads, block 128, window 14, docs", 4096, 6, 128, 128, 14, 1, 1.0,
+     {0, 700, 1500, 1501, 2900, -1}},
+};
+#define SAME_BITS_CASES_N (sizeof SAME_BITS_CASES / sizeof SAME_BITS_CASES[0])
+
+// The forward with 32 query rows per warp (GM_CUDA_ATTN_MMA32: 4 warps a block) issues, for each
+// output element, the MMAs, softmax steps and store of the 16-row one (8 warps) in the same order;
+// only a K or V fragment now feeds two m-tiles. So out and lse must be the same bits; the backward
+// is one code for both.
+Test(cuda_attn_mma, forward_32_rows_per_warp_same_bits) {
+    REQUIRE_MMA();
+    expect_same_forward_bits(SAME_BITS_CASES, SAME_BITS_CASES_N, GM_CUDA_ATTN_MMA, GM_CUDA_ATTN_MMA32,
+                             "32 vs 16 rows per warp");
 }
 
 // The kernels round q, k, v to bf16 (nearest even) as they load them: raw fp32 inputs and the
@@ -790,6 +804,16 @@ Test(cuda_attn_wgmma, one_pass_backward) {
     run_cases(WGMMA_CASES, WGMMA_CASES_N, GM_CUDA_ATTN_WGMMA1);
     const cc_attn_case longer[] = {{"HD 64, causal, T = 2000 (16 key blocks a tile)", 2000, 2, 64, 128, 0, 0, 1.0, {-1}}};
     run_cases(longer, 1, GM_CUDA_ATTN_WGMMA1);
+}
+
+// The wgmma forward on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST: as many as the GPU holds,
+// each walking many blocks of 128 queries, the copies running on from one into the next) does each
+// block's arithmetic as the wgmma forward does: the same bits. The record's shape gives each block
+// several items (384 of them on an H100's or H200's 132 SMs); the smaller cases one or none.
+Test(cuda_attn_wgmma, persistent_forward_same_bits) {
+    REQUIRE_WGMMA();
+    expect_same_forward_bits(SAME_BITS_CASES, SAME_BITS_CASES_N, GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA_PERSIST,
+                             "persistent vs a block an item");
 }
 
 // GM_CUDA_ATTN pins the backend's attention: with wgmma,wgmma1 its attn_fwd runs wgmma's forward

@@ -33,8 +33,11 @@ extern "C" {
 // and backward (sm_90a machine code on an sm_90 GPU, else refused). GM_CUDA_ATTN_WGMMA1: WGMMA's
 // forward and the one-pass backward (one kernel, 5 products a pair instead of 7: dq summed over
 // the key blocks in a fixed order, so as deterministic as the others, not bitwise the same dq);
-// where WGMMA runs, else refused; not chosen automatically until a GPU has timed it. The automatic
-// choice among the first three is gm_cuda_attn_auto_form's.
+// where WGMMA runs, else refused; not chosen automatically until a GPU has timed it.
+// GM_CUDA_ATTN_WGMMA_PERSIST: WGMMA's forward on persistent blocks (as many as the GPU holds, each
+// walking many blocks of 128 queries, the next one's copies under the last one's tiles; bitwise
+// the same results) and WGMMA's backward; where WGMMA runs, not chosen automatically until a GPU
+// has timed it. The automatic choice among the first three is gm_cuda_attn_auto_form's.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,
@@ -42,7 +45,8 @@ typedef enum {
     GM_CUDA_ATTN_CUDNN = 3,
     GM_CUDA_ATTN_MMA32 = 4,
     GM_CUDA_ATTN_WGMMA = 5,
-    GM_CUDA_ATTN_WGMMA1 = 6
+    GM_CUDA_ATTN_WGMMA1 = 6,
+    GM_CUDA_ATTN_WGMMA_PERSIST = 7
 } gm_cuda_attn_impl;
 
 // An implementation's name, as GM_CUDA_ATTN and bench/attention_gpu spell it ("?" for a value
@@ -56,13 +60,14 @@ static inline const char *gm_cuda_attn_name(gm_cuda_attn_impl impl) {
     case GM_CUDA_ATTN_MMA32: return "mma32";
     case GM_CUDA_ATTN_WGMMA: return "wgmma";
     case GM_CUDA_ATTN_WGMMA1: return "wgmma1";
+    case GM_CUDA_ATTN_WGMMA_PERSIST: return "wgmma-persist";
     }
     return "?";
 }
 // The implementation named by the n characters at s (gm_cuda_attn_name's spelling) into *impl: 0,
 // or -1 where they name none.
 static inline int gm_cuda_attn_parse(const char *s, size_t n, gm_cuda_attn_impl *impl) {
-    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA1; i++) {
+    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA_PERSIST; i++) {
         const char *name = gm_cuda_attn_name((gm_cuda_attn_impl)i);
         if (strlen(name) == n && !strncmp(s, name, n)) return *impl = (gm_cuda_attn_impl)i, 0;
     }
@@ -76,7 +81,7 @@ static inline int gm_cuda_attn_parse_pair(const char *s, gm_cuda_attn_impl *fwd,
                ? -1
                : 0;
 }
-#define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, cudnn"
+#define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, wgmma-persist, cudnn"
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
 // window.

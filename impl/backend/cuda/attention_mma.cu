@@ -126,7 +126,8 @@
 // the overlaps right at their first run too, e4790d9). The tiles come by TMA, and the forward's and
 // dq's warpgroups run apart (stages given back on mbarriers, no block barrier a tile), since
 // 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies)
-// since the day's third session: executed under the emulation, not yet on a GPU. Not yet done: a
+// since the day's third session, and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST:
+// fwd_wg_body's work items): executed under the emulation, not yet on a GPU. Not yet done: a
 // producer warp of its own (thread 0 issues, between its own products), FlashAttention-3's pingpong
 // schedule between the warpgroups, and the one-pass backward apart (its dS^T is both warpgroups',
 // one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
@@ -140,11 +141,12 @@
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
-// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 184 KB per block
+// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 210 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
-// blocks of 256 threads; element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
+// blocks of 256 threads (the wgmma forward: 3072 in one dimension, or persistent, 132 on an H100
+// or H200); element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
 // anything up to 2^63); token indices and the window arithmetic in int / long long.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -155,6 +157,7 @@
 #include "backend/attn_mask.h"
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/attention.h"
+#include "backend/cuda/device.h"
 
 // mma.sync with bf16 operands needs sm_80; a build for an older architecture (CUDA_ARCH, Makefile)
 // has none of the code below, and the dispatcher runs the scalar kernels.
@@ -824,71 +827,122 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
     store_out<M>(out, lse, o, mrow, lrow, b, h, q0, wrow, T, NH, head, HD);
 }
 
-// The wgmma forward (WG: each warpgroup of 4 warps one m64 tile of the block's 128 queries, Q, K,
-// V swizzled), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's mask and
-// softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}. K_j and V_j are
-// copied together (tile group j; Q with group 0) two tiles ahead, in rings of FWD_K_STAGES (3) and
-// FWD_V_STAGES (4: V_{j-1} is read through tile j) stages. Per tile j of ntiles:
-//   wait for group j (K_j, V_j; group j + 1 may be in flight: wg_wait);
-//   with TMA, thread 0 copies K_{j+2} and V_{j+2} once every warp has given their stages back
-//   (K_{j-1} after S_{j-1}, V_{j-2} after P_{j-2} V_{j-2}: wg_reuse); with the threads' copies
-//   (fp32) a block barrier first, after which every warpgroup is done with those stages, and
-//   every thread copies;
-//   issue S_j = Q K_j^T, then P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j only
-//   (wgmma's groups complete in order) and give K_j back; mask S_j and take its softmax (new max,
-//   sums, P_j), touching no register of the product in flight; wait for it and give V_{j-1} back;
-//   rescale o to the new max; pack P_j into pa.
-// After the last tile, P V of it. o meets every operation of the mma forward in the same order
-// (o rescaled, then P V added, tile by tile), so the results are the same arithmetic.
+// The wgmma forward (WG: each warpgroup of 4 warps one m64 tile of a work item's 128 queries, Q,
+// K, V swizzled), overlapped within a warpgroup as FlashAttention-3's mainloop is: tile j's mask
+// and softmax run on the CUDA cores while the tensor cores compute P_{j-1} V_{j-1}.
+// Work items (fwd_item): 128 query rows of a (batch row, head), the longest rows first. A block
+// takes items blockIdx.x, blockIdx.x + gridDim.x, ...: one each with a grid of every item (the
+// wgmma form), or persistent blocks, one or two an SM, that walk many (wgmma-persist: the copies
+// of an item's first tiles then run under the previous item's last tiles and its stores, where a
+// block of its own starts by waiting for them; with the records' documents an item has ~8 key
+// tiles, so that wait and the block's start weigh: by reading the code, not yet timed).
+// The block's tiles, item after item, are one sequence of tile groups g (K_g and V_g; an item's
+// first group also its Q, into FWD_Q_STAGES (3) query stages), copied two groups ahead (across
+// items too: the issuer's cursor, fwd_cursor) in rings of FWD_K_STAGES (3) and FWD_V_STAGES (4:
+// V_{g-1} is read through tile g) stages. Per tile j of an item (group g):
+//   wait for group g (group g + 1 may be in flight: wg_wait);
+//   with TMA, thread 0 copies group g + 2 once every warp has given its stages back (K_{g-1} after
+//   S_{g-1}, V_{g-2} after P_{g-2} V_{g-2}, and for an item's first group the query stage of the
+//   item three back after its last product: wg_reuse); with the threads' copies (fp32) a block
+//   barrier first, after which every warpgroup is done with those stages, and every thread
+//   copies;
+//   issue S_j = Q K_j^T, then (j > 0) P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j
+//   only (wgmma's groups complete in order) and give K_j back; mask S_j and take its softmax (new
+//   max, sums, P_j), touching no register of the product in flight; wait for it and give V_{j-1}
+//   back; rescale o to the new max; pack P_j into pa.
+// After the item's last tile, P V of it, V and Q given back, and the item's out and lse stored.
+// o meets every operation of the mma forward in the same order (o rescaled, then P V added, tile
+// by tile), so the results are the same arithmetic. Why three query stages: with two, an item of
+// one tile would have the issuer copy the Q of the item after next into the stage its own warp is
+// still reading, and wait for its own release.
+#define FWD_Q_STAGES 3
+struct fwd_item {
+    int b, h, q0, qlast, kbeg, ntiles;  // rows q0..qlast of head h, batch row b; key tiles from kbeg
+};
+// Item `it` of the B NH ceil(T / 128): the rows of block nqb - 1 - it / (B NH) (longest first:
+// causal work grows with q) of every head and batch row, then the next block's.
+static __device__ __forceinline__ fwd_item fwd_item_at(int it, const gm_attn_mask *m, const int32_t *bounds, int B,
+                                                       int T, int NH) {
+    const int nqb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS, bh = it % (B * NH);
+    fwd_item x;
+    x.b = bh / NH, x.h = bh % NH, x.q0 = (nqb - 1 - it / (B * NH)) * BLOCK_ROWS;
+    x.qlast = min(x.q0 + BLOCK_ROWS, T) - 1;
+    x.kbeg = token_bound(m, bounds_of(bounds, T, B, x.b, true), x.q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0
+    x.ntiles = (x.qlast - x.kbeg) / KEY_TILE + 1;  // at least one
+    return x;
+}
 struct fwd_wg_state {
-    const __nv_bfloat16 *sQw;  // the warpgroup's 64 query rows
-    __nv_bfloat16 *sK, *sV;    // FWD_K_STAGES, FWD_V_STAGES stages
-    const int32_t *sBound;     // row_bounds' first keys of the block's queries
-    const gm_cuda_act *kh, *vh;
+    __nv_bfloat16 *sQ, *sK, *sV;  // FWD_Q_STAGES, FWD_K_STAGES, FWD_V_STAGES stages
+    const gm_cuda_act *q, *k, *v;
     const attn_tmaps *tm;
-    uint64_t *bars, *emptyK, *emptyV;  // the TMA barrier ring; the stages' empty barriers
-    int b, h, T, q0, qlast, wrow, kbeg, ntiles;
-    size_t rs;
+    uint64_t *bars, *emptyQ, *emptyK, *emptyV;  // the TMA barrier ring; the stages' empty barriers
+    const int32_t *bounds;
+    gm_attn_mask m;
+    int B, T, NH, items;
     float scale_log2;
 };
-// Tile group j: K_j and V_j into their stages (nothing past the last tile); with j = 0 also the
-// block's queries (Q, from q: the head's row 0) into sQ.
-static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, int j, const int HD,
-                                                   __nv_bfloat16 *sQ = nullptr, const gm_cuda_act *q = nullptr) {
-    const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), k0 = f.kbeg + j * KEY_TILE;
-    if (j >= f.ntiles || !wg_issuer()) return;
-    wg_reuse(f.emptyK, j % FWD_K_STAGES, j / FWD_K_STAGES), wg_reuse(f.emptyV, j % FWD_V_STAGES, j / FWD_V_STAGES);
-    wg_expect(f.bars, j, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (sQ ? WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
-    if (sQ) wg_fetch(sQ, &f.tm->q, q, f.bars, j, f.b, f.h, f.q0, BLOCK_ROWS, f.T, f.rs, HD, NTH);
-    wg_fetch(f.sK + j % FWD_K_STAGES * KEY_TILE * P, &f.tm->k, f.kh, f.bars, j, f.b, f.h, k0, KEY_TILE, f.T, f.rs, HD,
-             NTH);
-    wg_fetch(f.sV + j % FWD_V_STAGES * KEY_TILE * P, &f.tm->v, f.vh, f.bars, j, f.b, f.h, k0, KEY_TILE, f.T, f.rs, HD,
-             NTH);
+// Where the issuer's copies stand: group g, tile j of the block's item n (fwd_item x); live while
+// the block has groups left.
+struct fwd_cursor {
+    int n, j, g;
+    bool live;
+    fwd_item x;
+};
+static __device__ __forceinline__ fwd_cursor fwd_cursor_start(const fwd_wg_state &f) {
+    fwd_cursor c;
+    c.n = c.j = c.g = 0, c.live = (int)blockIdx.x < f.items;
+    if (c.live) c.x = fwd_item_at(blockIdx.x, &f.m, f.bounds, f.B, f.T, f.NH);
+    return c;
 }
-static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
-                                                   float (*o)[4], uint32_t (*pa)[4], float *mrow, float *lrow,
-                                                   const int HD) {
-    const int P = TILE_PITCH(HD, true), k0 = f.kbeg + j * KEY_TILE;
-    wg_wait(f.bars, j);
+// Group c.g (nothing once the cursor is spent) into its stages, then the cursor to the next group.
+static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, fwd_cursor &c, const int HD) {
+    if (!c.live || !wg_issuer()) return;
+    const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), g = c.g, k0 = c.x.kbeg + c.j * KEY_TILE;
+    const size_t rs = (size_t)f.NH * HD, head = ((size_t)c.x.b * f.T * f.NH + c.x.h) * HD;
+    wg_reuse(f.emptyK, g % FWD_K_STAGES, g / FWD_K_STAGES), wg_reuse(f.emptyV, g % FWD_V_STAGES, g / FWD_V_STAGES);
+    if (c.j == 0) wg_reuse(f.emptyQ, c.n % FWD_Q_STAGES, c.n / FWD_Q_STAGES);
+    wg_expect(f.bars, g, 2 * WG_TILE_BYTES(KEY_TILE, HD) + (c.j == 0 ? WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
+    if (c.j == 0)
+        wg_fetch(f.sQ + c.n % FWD_Q_STAGES * BLOCK_ROWS * P, &f.tm->q, f.q + head, f.bars, g, c.x.b, c.x.h, c.x.q0,
+                 BLOCK_ROWS, f.T, rs, HD, NTH);
+    wg_fetch(f.sK + g % FWD_K_STAGES * KEY_TILE * P, &f.tm->k, f.k + head, f.bars, g, c.x.b, c.x.h, k0, KEY_TILE, f.T,
+             rs, HD, NTH);
+    wg_fetch(f.sV + g % FWD_V_STAGES * KEY_TILE * P, &f.tm->v, f.v + head, f.bars, g, c.x.b, c.x.h, k0, KEY_TILE, f.T,
+             rs, HD, NTH);
+    c.g++;
+    if (++c.j < c.x.ntiles) return;
+    c.n++, c.j = 0;
+    const int it = (int)blockIdx.x + c.n * (int)gridDim.x;
+    c.live = it < f.items;
+    if (c.live) c.x = fwd_item_at(it, &f.m, f.bounds, f.B, f.T, f.NH);
+}
+// Tile j (group g) of item x: sQw the warpgroup's 64 rows of its queries; sBound the warp's rows'
+// first keys (mask_tile), last_first the item's last row's (tile_full).
+static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cursor &ic, const fwd_item &x, int j,
+                                                   int g, const __nv_bfloat16 *sQw, const int32_t *sBound,
+                                                   int last_first, float (*o)[4], uint32_t (*pa)[4], float *mrow,
+                                                   float *lrow, const int HD) {
+    const int P = TILE_PITCH(HD, true), k0 = x.kbeg + j * KEY_TILE, wrow = threadIdx.x / 32 * 16;
+    wg_wait(f.bars, g);
     if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
-    fwd_wg_copy(f, j + 2, HD);
+    fwd_wg_copy(f, ic, HD);
     if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
     float s[KEY_TILE / 8][4];
-    wg_abt_issue(s, f.sQw, f.sK + j % FWD_K_STAGES * KEY_TILE * P, HD);
+    wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
-        wg_xb_issue(o, pa, f.sV + (j - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
+        wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
         wgmma_wait<1>();  // S_j; P_{j-1} V_{j-1} runs on
     } else {
         wgmma_wait<0>();
     }
-    wg_release(f.emptyK, j % FWD_K_STAGES);
+    wg_release(f.emptyK, g % FWD_K_STAGES);
     wgmma_hold(&s[0][0], KEY_TILE / 2);
-    const bool full = tile_full(f.q0, k0, KEY_TILE, f.sBound[f.qlast - f.q0] <= k0);
-    mask_tile(s, KEY_TILE / 8, full, f.T, f.q0 + f.wrow, k0, f.sBound + f.wrow, true);
+    const bool full = tile_full(x.q0, k0, KEY_TILE, last_first <= k0);
+    mask_tile(s, KEY_TILE / 8, full, f.T, x.q0 + wrow, k0, sBound + wrow, true);
     float corr[2];
     const bool moved = softmax_tile(s, f.scale_log2, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
-    if (j > 0) wg_release(f.emptyV, (j - 1) % FWD_V_STAGES);
+    if (j > 0) wg_release(f.emptyV, (g - 1) % FWD_V_STAGES);
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
     if (moved) rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
@@ -897,54 +951,62 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, int j,
 static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                    const gm_cuda_act *__restrict__ q,
                                                    const gm_cuda_act *__restrict__ k,
-                                                   const gm_cuda_act *__restrict__ v, int T, int NH,
+                                                   const gm_cuda_act *__restrict__ v, int B, int T, int NH,
                                                    float scale_log2, gm_attn_mask m,
                                                    const int32_t *__restrict__ bounds, const int HD,
                                                    const attn_tmaps *tm) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, true);
-    __nv_bfloat16 *sQ = (__nv_bfloat16 *)swizzle_base(smem), *sK = sQ + BLOCK_ROWS * P,
-                  *sV = sK + FWD_K_STAGES * KEY_TILE * P;
-    uint64_t *bars = (uint64_t *)(sV + FWD_V_STAGES * KEY_TILE * P);
-    int32_t *sBound = (int32_t *)(bars + WG_MBARS);
-    const int b = blockIdx.z, h = blockIdx.y, warp = threadIdx.x / 32;
     fwd_wg_state f;
-    f.b = b, f.h = h, f.tm = tm, f.bars = bars, f.emptyK = bars + WG_BARS, f.emptyV = f.emptyK + FWD_K_STAGES;
-    f.q0 = (int)(gridDim.x - 1 - blockIdx.x) * BLOCK_ROWS;  // longest rows first (causal work grows with q)
-    f.T = T, f.qlast = min(f.q0 + BLOCK_ROWS, T) - 1, f.wrow = warp * 16, f.rs = (size_t)NH * HD;
-    const size_t head = ((size_t)b * T * NH + h) * HD;
-    const int32_t *lo = bounds_of(bounds, T, gridDim.z, b, true);
-    f.sQw = sQ + warpgroup() * 64 * HD, f.sK = sK, f.sV = sV, f.sBound = sBound;
-    f.kh = k + head, f.vh = v + head, f.scale_log2 = scale_log2;
-    f.kbeg = token_bound(&m, lo, f.q0, T, true) / KEY_TILE * KEY_TILE;  // <= q0: at least one tile
-    f.ntiles = (f.qlast - f.kbeg) / KEY_TILE + 1;
+    f.sQ = (__nv_bfloat16 *)swizzle_base(smem), f.sK = f.sQ + FWD_Q_STAGES * BLOCK_ROWS * P;
+    f.sV = f.sK + FWD_K_STAGES * KEY_TILE * P;
+    f.bars = (uint64_t *)(f.sV + FWD_V_STAGES * KEY_TILE * P);
+    f.emptyQ = f.bars + WG_BARS, f.emptyK = f.emptyQ + FWD_Q_STAGES, f.emptyV = f.emptyK + FWD_K_STAGES;
+    int32_t *sBound = (int32_t *)(f.bars + WG_MBARS);  // each warp's rows' first keys, written by the warp
+    f.q = q, f.k = k, f.v = v, f.tm = tm, f.bounds = bounds, f.m = m;
+    f.B = B, f.T = T, f.NH = NH, f.items = B * NH * ((T + BLOCK_ROWS - 1) / BLOCK_ROWS), f.scale_log2 = scale_log2;
+    const int lane = threadIdx.x % 32, wrow = threadIdx.x / 32 * 16, wg = warpgroup();
 
-    wg_bars_init(bars);
-    fwd_wg_copy(f, 0, HD, sQ, q + head), fwd_wg_copy(f, 1, HD);
-    row_bounds(sBound, &m, lo, f.q0, T, true);
+    wg_bars_init(f.bars);
+    fwd_cursor ic = fwd_cursor_start(f);  // the issuer's
+    fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
     __syncthreads();  // the barriers initialized before anyone waits on one
-    float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
-    uint32_t pa[KEY_TILE / 16][4];
-    zero(o, HD / 8);
-    for (int j = 0; j < f.ntiles; j++) fwd_wg_tile(f, j, o, pa, mrow, lrow, HD);
-    // V of the last tile landed with its K, before the last tile's barrier
-    wg_xb_issue(o, pa, sV + (f.ntiles - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
-    wgmma_wait<0>();
-    wgmma_hold(&o[0][0], HD / 2);
-    wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
-    store_out<1>(out, lse, o, mrow, lrow, b, h, f.q0, f.wrow, T, NH, head, HD);
+    int g = 0;  // the group of the block's next tile
+    for (int n = 0, it = blockIdx.x; it < f.items; n++, it += gridDim.x) {
+        const fwd_item x = fwd_item_at(it, &m, bounds, B, T, NH);
+        const int32_t *lo = bounds_of(bounds, T, B, x.b, true);
+        // The warp's 16 rows' first keys (mask_tile reads a warp's own rows only: no block barrier),
+        // written after the warp's last read of the previous item's.
+        const int row = x.q0 + wrow + lane;
+        if (lane < 16) sBound[wrow + lane] = row < T ? token_bound(&m, lo, row, T, true) : 0;
+        __syncwarp();
+        const int last_first = token_bound(&m, lo, x.qlast, T, true);
+        const __nv_bfloat16 *sQw = f.sQ + n % FWD_Q_STAGES * BLOCK_ROWS * P + wg * 64 * HD;
+        float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
+        uint32_t pa[KEY_TILE / 16][4];
+        zero(o, HD / 8);
+        for (int j = 0; j < x.ntiles; j++, g++)
+            fwd_wg_tile(f, ic, x, j, g, sQw, sBound, last_first, o, pa, mrow, lrow, HD);
+        wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);  // P V of the last tile
+        wgmma_wait<0>();
+        wg_release(f.emptyV, (g - 1) % FWD_V_STAGES), wg_release(f.emptyQ, n % FWD_Q_STAGES);
+        wgmma_hold(&o[0][0], HD / 2);
+        wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+        store_out<1>(out, lse, o, mrow, lrow, x.b, x.h, x.q0, wrow, T, NH, ((size_t)x.b * T * NH + x.h) * HD, HD);
+    }
 }
 
-// The forward of either kind (the kernels' and the host emulation's entry).
+// The forward of either kind (the kernels' and the host emulation's entry): mma.sync on a grid
+// (ceil(T / 128), NH, B), wgmma on a grid of its items or fewer (persistent blocks).
 template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
-                                                const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,
-                                                gm_attn_mask m, const int32_t *__restrict__ bounds, const int HD,
-                                                const attn_tmaps *tm) {
+                                                const gm_cuda_act *__restrict__ v, int B, int T, int NH,
+                                                float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
+                                                const int HD, const attn_tmaps *tm) {
     static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
-    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD, tm);
-    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD), (void)tm;
+    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, HD, tm);
+    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD), (void)tm, (void)B;
 }
 
 // dS / scale = P (dP - D) over the dq kernel's 16 x KEY_TILE tile: s holds P and becomes dS / scale;
@@ -1572,7 +1634,7 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 #define FWD_ARGS                                                                                                     \
     gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
         const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
-        gm_attn_mask m, const int32_t *__restrict__ bounds, const __grid_constant__ attn_tmaps tm
+        gm_attn_mask m, const int32_t *__restrict__ bounds, const __grid_constant__ attn_tmaps tm, int B
 // The backward kernels' inputs, after their outputs. tm: the wgmma forms' tensor maps (the
 // others' are zeros, never read); a kernel parameter, which TMA reads where it lies.
 #define BWD_INPUTS                                                                                                   \
@@ -1590,13 +1652,14 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward
-// 140 registers at head_dim 128 (108 at 64), dq 170 (138), dk/dv 236 (170; 240 and 174 while its
-// lse and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
-// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248). The one-pass backward (dk/dv with
-// DQ): 254 (188), no spill, no serialization (252 and 202 with the core-matrix copies); its dq's fp32 partial
-// sums added by 16-byte float atomics (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
-// subnormal sums flushed to zero, as every float atomic does).
+// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward 156
+// registers at head_dim 128 (118 at 64; 140 and 108 before its work items), dq 170 (138), dk/dv
+// 236 (170; 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
+// swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// The one-pass backward (dk/dv with DQ): 254 (188), no spill, no serialization (252 and 202 with
+// the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
+// (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
+// every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
 // a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and now: mma32
 // forward 1645 -> 923 / 1158 (+156 on a tile whose maxima move), 16-row 840 -> 518 / 648 (+78; at
@@ -1608,11 +1671,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 64, &tm);
+    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm);
 }
 template <int M, bool WG>
 __global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, 128, &tm);
+    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 128, &tm);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
@@ -1637,16 +1700,18 @@ __global__ static void __launch_bounds__(BWD_THREADS, 1)
 // each; with wgmma 1024 bytes more, for swizzle_base to find the swizzle's boundary, and the TMA
 // barrier ring), then the per-row vectors (row_bounds' bounds; lse and D of dk/dv's query tiles);
 // the streamed tiles once per stage of their ring (2, or the *_STAGES above). Forward at HD 128:
-// (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960 (wgmma's 3 K and 4 V stages, unpadded, and 16
-// mbarriers: (128 + 7 x 64) x 256 + 1024 + 128 + 512 = 149,120); dq: 139,776 (wgmma's 4 K and 3 V
+// (128 + 2 x (64 + 64)) x 272 + 128 x 4 = 104,960 (wgmma's 3 Q, 3 K and 4 V stages, unpadded, and
+// 16 mbarriers: (3 x 128 + 7 x 64) x 256 + 1024 + 128 + 512 = 214,656); dq: 139,776 (wgmma's 4 K and 3 V
 // stages: 181,888); dk/dv: (128 + 128 + 3 x (32 + 32)) x 272 + (3 x 2 x 32 + 128) x 4 = 123,136,
 // with wgmma's 64-query tiles 167,040, and for the one-pass backward (DQ) dS^T's 128 x 64 bf16 and
-// the work index: 183,440 (HD 64: 55,808 (75,392) / 74,240 (91,776) / 94,208 (85,120; 101,520)).
+// the work index: 183,440 (HD 64: 55,808 (108,160) / 74,240 (91,776) / 94,208 (85,120; 101,520)).
 static size_t tiles_smem(int rows, int HD, bool WG) {
     return (size_t)rows * TILE_PITCH(HD, WG) * 2 + (WG ? 1024 + WG_MBARS * 8 : 0);
 }
 static size_t fwd_smem(int HD, bool WG) {
-    return tiles_smem(BLOCK_ROWS + (WG ? FWD_K_STAGES + FWD_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
+    const int rows =
+        WG ? FWD_Q_STAGES * BLOCK_ROWS + (FWD_K_STAGES + FWD_V_STAGES) * KEY_TILE : BLOCK_ROWS + 4 * KEY_TILE;
+    return tiles_smem(rows, HD, WG) + BLOCK_ROWS * 4;
 }
 static size_t dq_smem(int HD, bool WG) {
     return tiles_smem(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
@@ -1733,29 +1798,52 @@ static const int32_t *mask_bounds(gm_cuda_ctx *c, gm_attn_mask m, int B, int T, 
     return bounds;
 }
 
+// Blocks of the persistent wgmma forward: as many as the GPU holds at once (its SMs times the
+// blocks of `kern` an SM takes with smem bytes each), at most one an item.
+template <typename Kernel>
+static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t smem, size_t items) {
+    int per_sm = 0;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nth, smem) != cudaSuccess || per_sm < 1)
+        per_sm = 1;
+    const size_t sms = (size_t)max(gm_cuda_device_sms(c->device), 1);
+    return (unsigned)min(items, sms * per_sm);
+}
+
+// One forward kernel on `grid` (persist: as many blocks as the GPU holds, at most `items`).
+template <int M, bool WG>
+static void fwd_launch(gm_cuda_ctx *c, bool persist, dim3 grid, size_t items, int HD, gm_cuda_act *out, float *lse,
+                       const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH,
+                       float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
+    const auto kern = HD == 64 ? attn_fwd_64<M, WG> : attn_fwd_128<M, WG>;
+    const size_t smem = fwd_smem(HD, WG);
+    if (persist) grid.x = persistent_blocks(c, kern, NTHREADS(M), smem, items);
+    LAUNCH(c, kern, grid, NTHREADS(M), smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B);
+}
+
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m) {
-    const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
+    const int nqb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
+    const bool wg = form == GM_ATTN_FWD_WGMMA || form == GM_ATTN_FWD_WGMMA_PERSIST;
+    const size_t items = (size_t)B * NH * nqb;  // the wgmma forward's (fwd_item)
+    if (wg && items > 0x7fffffff) {
+        gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma forward)", "more than 2^31 - 1 blocks of 128 queries");
+        return;
+    }
+    const dim3 grid = wg ? dim3((unsigned)items) : dim3(nqb, NH, B);
     const float sl2 = (float)(scale * LOG2E);
     attn_tmaps tm;
-    if (!tensor_maps(c, &tm, form == GM_ATTN_FWD_WGMMA, q, k, v, NULL, B, T, NH, HD)) return;
+    if (!tensor_maps(c, &tm, wg, q, k, v, NULL, B, T, NH, HD)) return;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
     if (!ok) return;
-#define FWD(M, WG)                                                                                                   \
-    do {                                                                                                             \
-        if (HD == 64)                                                                                                \
-            LAUNCH(c, (attn_fwd_64<M, WG>), grid, NTHREADS(M), fwd_smem(64, WG), out, lse, q, k, v, T, NH, sl2, m,   \
-                   bounds, tm);                                                                                      \
-        else                                                                                                         \
-            LAUNCH(c, (attn_fwd_128<M, WG>), grid, NTHREADS(M), fwd_smem(128, WG), out, lse, q, k, v, T, NH, sl2,    \
-                   m, bounds, tm);                                                                                   \
-    } while (0)
-    if (form == GM_ATTN_FWD_MMA32) FWD(2, false);
-    else if (form == GM_ATTN_FWD_WGMMA) FWD(1, true);
-    else FWD(1, false);
-#undef FWD
+    if (form == GM_ATTN_FWD_MMA32)
+        fwd_launch<2, false>(c, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+    else if (wg)
+        fwd_launch<1, true>(c, form == GM_ATTN_FWD_WGMMA_PERSIST, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m,
+                            bounds, tm);
+    else fwd_launch<1, false>(c, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
 }
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,
