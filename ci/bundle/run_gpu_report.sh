@@ -73,7 +73,7 @@ done
     fail "--budget-s '$budget': not a whole number of seconds from 1 to 999999"
 budget=$((10#$budget))
 if [ -n "$stages_given" ]; then
-    [[ $stages =~ ^[a-z-]+(,[a-z-]+)*$ ]] || fail "--stages '$stages': not a comma-separated list of stage names"
+    [[ $stages =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || fail "--stages '$stages': not a comma-separated list of stage names"
     for s in ${stages//,/ }; do
         is_stage "$s" || fail "--stages: no stage '$s' (stages: $(echo $ALL_STAGES | tr ' ' ','))"
     done
