@@ -1,5 +1,6 @@
 // The CUDA backend's choices from the environment, GM_CUDA_LIBS (vendor libraries or their
-// references) and GM_CUDA_ATTN (the attention's form, or auto): an unknown value is refused when
+// references), GM_CUDA_ATTN (the attention's form, or auto) and GM_CUDA_WGMMA (whether the wgmma
+// attention forms may run): an unknown value is refused when
 // the backend is made, with one error naming the variable, the value and the values it takes, on
 // any machine (they are read before the device is looked for). Not a suite cuda_*: those are the
 // GPU tests, and these need none. What each known value runs is the GPU suites' to check
@@ -40,3 +41,7 @@ Test(backend_env, known_attention_forms_accepted) {
     cr_expect(be || !strstr(gm_error(), "GM_CUDA_ATTN"), "GM_CUDA_ATTN=auto,wgmma1: %s", gm_error());
 }
 Test(backend_env, unknown_library_choice_refused) { expect_refused("GM_CUDA_LIBS", "cublas", "vendor, ref"); }
+Test(backend_env, unknown_wgmma_switch_refused) {
+    const char *const bad[] = {"0", "no", "OFF", "of"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_refused("GM_CUDA_WGMMA", bad[i], "on, off");
+}

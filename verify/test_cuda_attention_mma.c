@@ -721,30 +721,30 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
 // Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error
 // at sync), rather than computing something else: a head_dim other than 64 and 128, a tensor off 16
 // bytes, or a scale that is not positive (their softmax takes the raw scores' max for the scaled ones').
-static void expect_refused(gm_cuda_attn_impl impl, int HD, int offset, double scale) {
+static void expect_refused(gm_cuda_attn_impl impl, int HD, int offset, double scale, const char *says) {
     cc_env e = cc_begin();
     gm_actval *buf = cc_act_poisoned(&e, 128 * HD + 4);
     gm_real *lse = cc_poisoned(&e, 128);
     gm_attn_mask m = {NULL, 128, 0};
     gm_cuda_attn_fwd_with(impl, e.gpu, buf, lse, gm_act_at(e.gpu, buf, (size_t)offset), buf, buf, 1, 128, 1, HD, scale, m);
     cr_expect_eq(gm_cuda_sync(e.gpu), -1, "HD %d, q offset %d elements, scale %g: accepted", HD, offset, scale);
-    cr_expect(strstr(gm_error(), "head_dim 64 or 128") != NULL, "message: %s", gm_error());
+    cr_expect(strstr(gm_error(), says) != NULL, "message: %s", gm_error());
     e.gpu->free(e.gpu, buf), e.gpu->free(e.gpu, lse);
 }
 Test(cuda_attn_mma, refuses_head_dim_32) {
     REQUIRE_MMA();
-    expect_refused(GM_CUDA_ATTN_MMA, 32, 0, 1.0);
-    expect_refused(GM_CUDA_ATTN_MMA32, 32, 0, 1.0);
+    expect_refused(GM_CUDA_ATTN_MMA, 32, 0, 1.0, "head_dim 64 or 128");
+    expect_refused(GM_CUDA_ATTN_MMA32, 32, 0, 1.0, "head_dim 64 or 128");
 }
 Test(cuda_attn_mma, refuses_unaligned_tensor) {
     REQUIRE_MMA();
-    expect_refused(GM_CUDA_ATTN_MMA, 64, 1, 1.0);
-    expect_refused(GM_CUDA_ATTN_MMA32, 64, 1, 1.0);
+    expect_refused(GM_CUDA_ATTN_MMA, 64, 1, 1.0, "head_dim 64 or 128");
+    expect_refused(GM_CUDA_ATTN_MMA32, 64, 1, 1.0, "head_dim 64 or 128");
 }
 Test(cuda_attn_mma, refuses_non_positive_scale) {
     REQUIRE_MMA();
-    expect_refused(GM_CUDA_ATTN_MMA, 64, 0, 0.0);
-    expect_refused(GM_CUDA_ATTN_MMA32, 128, 0, -0.5);
+    expect_refused(GM_CUDA_ATTN_MMA, 64, 0, 0.0, "head_dim 64 or 128");
+    expect_refused(GM_CUDA_ATTN_MMA32, 128, 0, -0.5, "head_dim 64 or 128");
 }
 
 // ---- the kernels on Hopper's wgmma (GM_CUDA_ATTN_WGMMA: sm_90a machine code on an sm_90 GPU) ----
@@ -814,6 +814,24 @@ Test(cuda_attn_wgmma, persistent_forward_same_bits) {
     REQUIRE_WGMMA();
     expect_same_forward_bits(SAME_BITS_CASES, SAME_BITS_CASES_N, GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA_PERSIST,
                              "persistent vs a block an item");
+}
+
+// GM_CUDA_WGMMA=off (read when the backend is made: set before this test's process makes it) keeps
+// the wgmma forms from running on any GPU: none ready, none chosen, a wgmma form asked for by name
+// refused, saying why. The GPU report's fallback when its first wgmma check fails.
+Test(cuda_attn_wgmma, turned_off_by_the_environment) {
+    setenv("GM_CUDA_WGMMA", "off", 1);
+    REQUIRE_MMA();
+    cc_env e = cc_begin();
+    cr_expect(!gm_cuda_attn_wgmma_ready(e.gpu), "GM_CUDA_WGMMA=off: wgmma ready");
+    const gm_attn_mask m = {NULL, 128, 0};
+    for (int bwd = 0; bwd < 2; bwd++) {
+        const gm_cuda_attn_impl auto_form = gm_cuda_attn_auto_form(e.gpu, bwd, 1, 4096, 6, 128, m);
+        cr_expect(auto_form != GM_CUDA_ATTN_WGMMA, "GM_CUDA_WGMMA=off: the automatic %s is wgmma",
+                  bwd ? "backward" : "forward");
+    }
+    expect_refused(GM_CUDA_ATTN_WGMMA, 128, 0, 1.0, "GM_CUDA_WGMMA not off");
+    expect_refused(GM_CUDA_ATTN_WGMMA_PERSIST, 128, 0, 1.0, "GM_CUDA_WGMMA not off");
 }
 
 // GM_CUDA_ATTN pins the backend's attention: with wgmma,wgmma1 its attn_fwd runs wgmma's forward

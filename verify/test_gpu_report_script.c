@@ -17,10 +17,10 @@
 #include "helpers.h"
 
 // The script's stages, in its order.
-static const char *const STAGES[] = {"gpu-suite",      "kernels-softcap", "kernels-normuon",  "step-compare",
-                                     "peers",          "backend-compare", "attention-window", "attention-docs",
-                                     "kernels-wgmma1", "predict",         "attention-causal", "profile",
-                                     "racecheck",      "memcheck",        "synccheck"};
+static const char *const STAGES[] = {"wgmma-check",     "gpu-suite",      "kernels-softcap",  "kernels-normuon",
+                                     "step-compare",    "peers",          "backend-compare",  "attention-window",
+                                     "attention-docs",  "kernels-wgmma1", "predict",          "attention-causal",
+                                     "profile",         "racecheck",      "memcheck",         "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
@@ -114,10 +114,12 @@ Test(gpu_report_script, stages_runs_only_the_stages_named, .timeout = 120) {
 
 // The kernels of the attention bench as ncu lists them (--kernel-name-base demangled), copied from
 // its "Available Kernels" on the H200 at e4790d9 (reports/gpu-h200/run-e4790d9/profile-attention.txt)
-// but for their parameter lists and the dk/dv kernel's second template argument (DQ: the one-pass
-// backward), added since: the names the profile stage's selectors are matched against.
+// but for their parameter lists, the dk/dv kernel's second template argument (DQ: the one-pass
+// backward) and the backward's pre-pass's name (attn_D_kernel then), changed since: the names the
+// profile stage's selectors are matched against.
 static const char *const NCU_KERNELS[] = {
-    "attn_D_kernel(float *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int, int, unsigned long)",
+    "attn_qvec_kernel(float *, float *, const float *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, int, int, "
+    "int, unsigned long)",
     "attn_bwd_dkdv_kernel(__nv_bfloat16 *, __nv_bfloat16 *, gm_grad_write, ...)",
     "attn_bwd_dq_kernel(__nv_bfloat16 *, gm_grad_write, ...)",
     "attn_fwd_kernel(__nv_bfloat16 *, float *, ...)",
@@ -165,6 +167,32 @@ static char *profile_stage(const char *dir, const char *left_out, int *rc, char 
     snprintf(path, sizeof path, "%s/rep/profile-attention.txt", dir);
     *prof = read_file(path);
     return out;
+}
+
+// Where wgmma-check fails (here its tests find no driver, which GM_REQUIRE_GPU=1 makes a failure,
+// under an nvidia-smi that lists an sm_90 GPU), the summary says so after its line and every later
+// stage runs with GM_CUDA_WGMMA=off: a stage that needs the wgmma forms says so and skips.
+Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
+    char *dir = th_tmpdir(), cmd[9000], path[4300], line[512], *out, *err;
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/fake' && printf '#!/bin/sh\\nif [ \"$1\" = -L ]; then echo \"GPU 0: stand-in (UUID: "
+             "GPU-0)\"; else echo 9.0; fi\\n' > '%s/fake/nvidia-smi' && chmod +x '%s/fake/nvidia-smi' "
+             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages wgmma-check,kernels-wgmma1",
+             dir, dir, dir, dir, script(), dir);
+    const int rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s%s", rc, out, err);
+    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
+    char *summary = read_file(path);
+    const char *p = next_line(summary, line, sizeof line);  // info
+    p = next_line(p, line, sizeof line);
+    cr_expect(!strncmp(line, "wgmma-check: exit ", 18) && strncmp(line, "wgmma-check: exit 0,", 20),
+              "'%s'\n%s", line, summary);
+    p = next_line(p, line, sizeof line);
+    cr_expect_str_eq(line, "wgmma-check: failed, so every later stage runs with GM_CUDA_WGMMA=off (the mma.sync kernels)",
+                     "%s", summary);
+    cr_expect(strstr(p, "\nkernels-wgmma1: skipped: GM_CUDA_WGMMA=off\n"), "%s", summary);
+    free(out), free(err), free(summary);
+    th_rmtree(dir);
 }
 
 // The profile stage as a GPU node runs it: one ncu run per attention kernel the automatic choice

@@ -12,6 +12,10 @@
 # then renamed), so a job stopped early leaves what it finished.
 #   info              the machine, nvidia-smi (GPU, driver, clocks), the commit, where cuDNN is and its
 #                     JSON of the GPU                                             -> cudnn-device.json
+#   wgmma-check       the wgmma attention's parts one at a time, its cases and its persistent forward's
+#                     bits (an sm_90 GPU): where it fails or times out, every later stage runs with
+#                     GM_CUDA_WGMMA=off (the mma.sync kernels), so that a wgmma kernel that is wrong
+#                     or hangs on its first GPU costs this stage's minute, not every stage's limit
 #   gpu-suite         the GPU tests (suites cuda_*) with GM_REQUIRE_GPU=1, as run_gpu_suite.sh's gpu step
 #   kernels-softcap   bench/kernels at the record's per-GPU step (B 1, T 65536)  -> kernels-softcap.{csv,md}
 #   kernels-normuon   the same for normuon                                        -> kernels-normuon.{csv,md}
@@ -53,7 +57,7 @@ usage="usage: $me OUTDIR [--budget-s N] [--stages A,B,...]"
 fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
-ALL_STAGES="gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window
+ALL_STAGES="wgmma-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window
 attention-docs kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
@@ -140,6 +144,10 @@ st_info() {
     echo "== python3: $(python3 --version 2>&1)"
     echo "== GM_ROOT=$GM_ROOT GM_BIN=$GM_BIN LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     return 0  # a missing nvidia-smi is what this stage reports, not a failure
+}
+st_wgmma_check() {
+    local tests='parts_one_at_a_time|masks_and_head_dims|persistent_forward_same_bits'
+    GM_REQUIRE_GPU=1 "$V" --filter "cuda_attn_wgmma/@($tests)" --jobs 1 --verbose
 }
 st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" --filter '@(cuda_*|cudnn_*)/*' \
@@ -246,7 +254,7 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
 # failing both cuDNN tests (reports/gpu-h200/run-e4790d9/synccheck.log); every other suite, ours,
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck 'cuda_!(fault|attn_cudnn)/*'; }
-export -f st_info st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention profile_kernel st_profile st_predict \
+export -f st_info st_wgmma_check st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention profile_kernel st_profile st_predict \
     sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
@@ -311,8 +319,9 @@ nogpu=
 gpus=$(timeout 30 nvidia-smi -L 2>&1) && grep -q '^GPU [0-9]' <<<"$gpus" || nogpu="no GPU"
 anywhere() { :; }
 gpu_why() { echo "$nogpu"; }
-hopper_why() {  # the wgmma forms run on sm_90 only
+hopper_why() {  # the wgmma forms run on sm_90 only, and not once wgmma-check has turned them off
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    [ "${GM_CUDA_WGMMA:-on}" != off ] || { echo "GM_CUDA_WGMMA=off"; return; }
     local cap
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
     [ "$cap" = 9.0 ] || echo "not an sm_90 GPU (compute capability ${cap:-unknown}): no wgmma forms"
@@ -351,6 +360,12 @@ sanitizer_why() {
 # 34feab9 (reports/gpu-h200/summary.txt): GPU tests 65 s (37 tests), kernels 15 and 18 s, step
 # comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s.
 stage info 30 5 anywhere st_info
+stage wgmma-check 60 15 hopper_why st_wgmma_check
+if grep -qE '^wgmma-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
+    export GM_CUDA_WGMMA=off
+    echo "wgmma-check: failed, so every later stage runs with GM_CUDA_WGMMA=off (the mma.sync kernels)" |
+        tee -a "$out/summary.txt"
+fi
 stage gpu-suite 150 60 gpu_why st_gpu_suite
 stage kernels-softcap 60 20 gpu_why st_kernels softcap
 stage kernels-normuon 60 20 gpu_why st_kernels normuon

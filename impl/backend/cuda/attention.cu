@@ -129,7 +129,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
     if ((impl == GM_CUDA_ATTN_WGMMA || impl == GM_CUDA_ATTN_WGMMA1 || impl == GM_CUDA_ATTN_WGMMA_PERSIST) &&
         !gm_cuda_attn_wgmma_runs(c)) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma)",
-                     "needs an sm_90 GPU (H100, H200) and a build with CUDA_ARCH=sm_90a");
+                     "needs an sm_90 GPU (H100, H200), a build with CUDA_ARCH=sm_90a and GM_CUDA_WGMMA not off");
         return -1;
     }
     return impl;

@@ -1,8 +1,11 @@
 // The CUDA backend's attention implementations, callable one at a time (tests, bench); the
 // backend's attn_fwd / attn_bwd run GM_CUDA_ATTN_AUTO, which picks among them, or what the
 // environment's GM_CUDA_ATTN names: one form for both passes, or FWD,BWD (gm_cuda_attn_name's
-// spelling; read when the backend is made, an unknown name refused then). Same arguments and
-// semantics as attn_fwd / attn_bwd of backend.h.
+// spelling; read when the backend is made, an unknown name refused then). GM_CUDA_WGMMA=off (on,
+// the default, or off; read and checked likewise) keeps the wgmma forms from running: the
+// automatic choice takes the mma.sync ones, and a wgmma form asked for by name is refused (the GPU
+// report's way on, should its first wgmma check fail or hang: ci/bundle/run_gpu_report.sh). Same
+// arguments and semantics as attn_fwd / attn_bwd of backend.h.
 //   naive  attention_naive.cu: scalar fp32 flash-style kernels, any head_dim <= 128. The GPU-side
 //          reference the tensor-core kernels are tested against.
 //   mma    attention_mma.cu: bf16 tensor-core kernels (mma.sync m16n8k16, fp32 accumulation),
@@ -97,7 +100,8 @@ int gm_cuda_attn_mma_built(void);
 // build without the tensor-core kernels. Chosen from measured times: attention.cu says which.
 gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
                                          gm_attn_mask mask);
-// 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device), else 0.
+// 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device, and the
+// environment's GM_CUDA_WGMMA not off), else 0.
 int gm_cuda_attn_wgmma_ready(const gm_backend *be);
 // The wgmma kernels' Hopper parts one at a time on be's GPU, each on small integers whose products
 // and sums are exact in fp32, so compared bit for bit: the TMA copy of a tensor-map box (rows past

@@ -1738,15 +1738,15 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n) {
         GM_CU_LAUNCHED(c);                                                                                           \
     } while (0)
 
-// Whether the wgmma kernels run on the current device: a probe kernel reports whether the machine
-// code the driver picked for it is the sm_90a build's (once per device), and their TMA copies need
-// the driver's tensor-map encoder.
+// Whether the wgmma kernels run on the current device: not where GM_CUDA_WGMMA=off turned them
+// off; a probe kernel reports whether the machine code the driver picked for it is the sm_90a
+// build's (once per device), and their TMA copies need the driver's tensor-map encoder.
 __device__ static int wgmma_probe_flag;
 __global__ static void wgmma_probe(void) { wgmma_probe_flag = GM_WGMMA_BUILT; }
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
     static int known[64];  // per device: 0 unknown, 1 no, 2 yes
     const int dev = c->device;
-    if (dev < 0 || dev >= 64) return 0;
+    if (dev < 0 || dev >= 64 || c->wgmma_off) return 0;
     if (!known[dev]) {
         int flag = 0;
         wgmma_probe<<<1, 1, 0, c->stream>>>();

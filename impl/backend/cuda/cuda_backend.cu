@@ -132,9 +132,13 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
         return &cuda_backend;
     }
     // The environment's choices first, so that a bad one is said on any machine.
-    const char *libs = getenv("GM_CUDA_LIBS"), *attn = getenv("GM_CUDA_ATTN");
+    const char *libs = getenv("GM_CUDA_LIBS"), *attn = getenv("GM_CUDA_ATTN"), *wgmma = getenv("GM_CUDA_WGMMA");
     if (libs && *libs && strcmp(libs, "vendor") && strcmp(libs, "ref")) {
         gm_fail("cuda backend: GM_CUDA_LIBS: unknown value '%s' (vendor, ref)", libs);
+        return NULL;
+    }
+    if (wgmma && *wgmma && strcmp(wgmma, "on") && strcmp(wgmma, "off")) {
+        gm_fail("cuda backend: GM_CUDA_WGMMA: unknown value '%s' (on, off)", wgmma);
         return NULL;
     }
     gm_cuda_attn_impl attn_fwd = GM_CUDA_ATTN_AUTO, attn_bwd = GM_CUDA_ATTN_AUTO;
@@ -159,6 +163,7 @@ extern "C" const gm_backend *gm_backend_cuda(int device) {
     c->device = device;
     c->libs = libs && !strcmp(libs, "ref") ? GM_CUDA_LIBS_REF : GM_CUDA_LIBS_VENDOR;
     c->attn_fwd = attn_fwd, c->attn_bwd = attn_bwd;
+    c->wgmma_off = wgmma && !strcmp(wgmma, "off");
     if ((e = cudaSetDevice(device)) != cudaSuccess) {
         gm_fail("cuda backend: cudaSetDevice(%d): %s", device, cudaGetErrorString(e));
         return NULL;

@@ -89,6 +89,7 @@ typedef struct {
     cudaStream_t stream;
     gm_cuda_libs libs;          // vendor libraries or their references (gemm.h), from GM_CUDA_LIBS
     gm_cuda_attn_impl attn_fwd, attn_bwd;  // what attn_fwd / attn_bwd run: auto, or GM_CUDA_ATTN's forms
+    int wgmma_off;              // GM_CUDA_WGMMA=off: the wgmma attention forms do not run (none chosen)
     cublasHandle_t blas;        // made on the first batched (or heuristic-less) vendor GEMM (gm_cuda_blas)
     cublasLtHandle_t lt;        // made with lt_ws on the first single vendor GEMM (gemm.cu)
     void *lt_ws;                // GM_CUDA_LT_WORKSPACE bytes of device memory
