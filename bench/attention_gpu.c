@@ -208,9 +208,9 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
                        "wgmma, Q, K, V, dO read from shared memory through descriptors)",
         [IMPL_WGMMA1] = "The one-pass backward on wgmma (wgmma1: one kernel a key block, 5 products a pair, dq summed over "
                         "the key blocks in a fixed order; its forward is wgmma's, not timed again)",
-        [IMPL_WGMMA_PERSIST] = "The wgmma forward on persistent blocks (wgmma-persist: as many blocks as the GPU holds, "
-                               "each walking many blocks of 128 queries, the next one's copies under the last one's "
-                               "tiles; bitwise wgmma's results; its backward is wgmma's, not timed again)",
+        [IMPL_WGMMA_PERSIST] = "The wgmma forward on persistent blocks (wgmma-persist: as many blocks as the GPU "
+                               "holds, each walking many blocks of 128 queries, the next one's copies under the last "
+                               "one's tiles; bitwise wgmma's results; its backward is wgmma's, not timed again)",
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;

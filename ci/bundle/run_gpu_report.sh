@@ -254,8 +254,8 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
 # failing both cuDNN tests (reports/gpu-h200/run-e4790d9/synccheck.log); every other suite, ours,
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck 'cuda_!(fault|attn_cudnn)/*'; }
-export -f st_info st_wgmma_check st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention profile_kernel st_profile st_predict \
-    sanitize st_racecheck st_memcheck st_synccheck
+export -f st_info st_wgmma_check st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention \
+    profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing

@@ -169,10 +169,13 @@ static int run_case(const attn_case &c, unsigned seed) {
     const unsigned items = (unsigned)(B * NH) * grid.x;
     launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
     launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
-    launch(dim3(items), NTHREADS(1), [&] { fwd_body<1, true>(outw.data(), lsew.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
-    launch(dim3(1), NTHREADS(1), [&] { fwd_body<1, true>(outp.data(), lsep.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
-    if (items > 2)
-        launch(dim3(2), NTHREADS(1), [&] { fwd_body<1, true>(outp2.data(), lsep2.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
+    const auto wgmma_forward = [&](unsigned blocks, std::vector<gm_cuda_act> &o, std::vector<float> &l) {
+        launch(dim3(blocks), NTHREADS(1), [&] {
+            fwd_body<1, true>(o.data(), l.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm);
+        });
+    };
+    wgmma_forward(items, outw, lsew), wgmma_forward(1, outp, lsep);
+    if (items > 2) wgmma_forward(2, outp2, lsep2);
     note(report("mma", "out", widen(out), rout));
     note(report("mma", "lse", lse, rlse));
     note(report("wgmma", "out", widen(outw), rout));

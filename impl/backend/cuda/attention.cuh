@@ -42,8 +42,8 @@ typedef enum { GM_ATTN_FWD_MMA16, GM_ATTN_FWD_MMA32, GM_ATTN_FWD_WGMMA, GM_ATTN_
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m);
-// 1 when the wgmma form runs on the current device (the sm_90a machine code on an sm_90 GPU).
-// (and GM_CUDA_WGMMA is not off)
+// 1 when the wgmma forms run on the current device (the sm_90a machine code on an sm_90 GPU, and
+// GM_CUDA_WGMMA not off).
 int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c);
 // gm_cuda_attn_wgmma_parts (attention.h) on the context's device.
 int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len);
