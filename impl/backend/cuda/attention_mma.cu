@@ -980,16 +980,31 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     fwd_cursor ic = fwd_cursor_start(f);  // the issuer's
     fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
     __syncthreads();  // the barriers initialized before anyone waits on one
+    // An item's geometry and first keys (global loads, with documents): this lane's row's (lanes
+    // 0-15: the warp's 16 rows) and the item's last row's (tile_full). Read for the next item under
+    // the current one's last product and stores, so that their latency is not the next item's.
+    struct item_rows {
+        fwd_item x;
+        int row_first, last_first;
+    };
+    const auto rows_of = [&](int it) {
+        item_rows r;
+        r.x = fwd_item_at(it, &m, bounds, B, T, NH);
+        const int32_t *lo = bounds_of(bounds, T, B, r.x.b, true);
+        const int row = r.x.q0 + wrow + lane;
+        r.row_first = lane < 16 && row < T ? token_bound(&m, lo, row, T, true) : 0;
+        r.last_first = token_bound(&m, lo, r.x.qlast, T, true);
+        return r;
+    };
     int g = 0;  // the group of the block's next tile
+    item_rows cur = rows_of(min(fwd_item_of(0), f.items - 1));  // (a block past the items: never made)
     for (int n = 0, it = fwd_item_of(0); it < f.items; it = fwd_item_of(++n)) {
-        const fwd_item x = fwd_item_at(it, &m, bounds, B, T, NH);
-        const int32_t *lo = bounds_of(bounds, T, B, x.b, true);
+        const fwd_item x = cur.x;
+        const int last_first = cur.last_first;
         // The warp's 16 rows' first keys (mask_tile reads a warp's own rows only: no block barrier),
         // written after the warp's last read of the previous item's.
-        const int row = x.q0 + wrow + lane;
-        if (lane < 16) sBound[wrow + lane] = row < T ? token_bound(&m, lo, row, T, true) : 0;
+        if (lane < 16) sBound[wrow + lane] = cur.row_first;
         __syncwarp();
-        const int last_first = token_bound(&m, lo, x.qlast, T, true);
         const __nv_bfloat16 *sQw = f.sQ + n % FWD_Q_STAGES * BLOCK_ROWS * P + wg * 64 * HD;
         float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
         uint32_t pa[KEY_TILE / 16][4];
@@ -997,6 +1012,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         for (int j = 0; j < x.ntiles; j++, g++)
             fwd_wg_tile(f, ic, x, j, g, sQw, sBound, last_first, o, pa, mrow, lrow, HD);
         wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);  // P V of the last tile
+        if (fwd_item_of(n + 1) < f.items) cur = rows_of(fwd_item_of(n + 1));
         wgmma_wait<0>();
         wg_release(f.emptyV, (g - 1) % FWD_V_STAGES), wg_release(f.emptyQ, n % FWD_Q_STAGES);
         wgmma_hold(&o[0][0], HD / 2);
@@ -1661,10 +1677,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
 // way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
 // registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward 156
-// registers at head_dim 128 (118 at 64; 140 and 108 before its work items), dq 170 (138), dk/dv
-// 236 (170; 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
-// swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward 164
+// registers at head_dim 128 (128 at 64, the cap of its two blocks an SM; 140 and 108 before its
+// work items), dq 170 (138), dk/dv 236 (170; 240 and 174 while its lse and D came by cp.async);
+// with the cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244
+// (C7518, wgmma serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 254 (188), no spill, no serialization (252 and 202 with
 // the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
 // (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
