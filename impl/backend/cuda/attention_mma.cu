@@ -429,14 +429,14 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
 static __device__ __forceinline__ void copy_vec(float *dst, const float *src, const int n, const int NTH) {
     for (int i = threadIdx.x; i < n / 4; i += NTH) cp_async16(dst + 4 * i, src + 4 * i, 16);
 }
-// The same into a wgmma kernel's stage as group j: with TMA one bulk copy by the issuer (its bytes
-// counted in the group's wg_expect: WG_VEC_BYTES), else copy_vec by every thread (all issuers).
+// The same into a wgmma kernel's stage as group j: with TMA one bulk copy by the issuer (its bytes,
+// WG_VEC_BYTES, counted in the group's wg_expect), else copy_vec by every thread (all issuers).
+#define WG_VEC_BYTES(n) ((uint32_t)(n) * 4)
 static __device__ __forceinline__ void wg_fetch_vec(float *dst, const float *src, uint64_t *bars, int j, const int n,
                                                     const int NTH) {
-    if constexpr (WG_TMA) tma_load_bulk(dst, src, n * 4, bars + j % WG_BARS);
+    if constexpr (WG_TMA) tma_load_bulk(dst, src, WG_VEC_BYTES(n), bars + j % WG_BARS);
     else copy_vec(dst, src, n, NTH);
 }
-#define WG_VEC_BYTES(n) ((uint32_t)(n) * 4)
 
 // The tiles a block streams through its ring (a stage is read while the next ones are filled):
 // key tile [k0, k0 + KEY_TILE) of the forward and dq kernels: K, V rows (k, v: the head's row 0),
@@ -897,10 +897,16 @@ struct fwd_cursor {
     bool live;
     fwd_item x;
 };
+// The cursor at the first tile of the block's item c.n (spent past the last item).
+static __device__ __forceinline__ void fwd_cursor_enter(const fwd_wg_state &f, fwd_cursor &c) {
+    const int it = fwd_item_of(c.n);
+    c.j = 0, c.live = it < f.items;
+    if (c.live) c.x = fwd_item_at(it, &f.m, f.bounds, f.B, f.T, f.NH);
+}
 static __device__ __forceinline__ fwd_cursor fwd_cursor_start(const fwd_wg_state &f) {
     fwd_cursor c;
-    c.n = c.j = c.g = 0, c.live = fwd_item_of(0) < f.items;
-    if (c.live) c.x = fwd_item_at(fwd_item_of(0), &f.m, f.bounds, f.B, f.T, f.NH);
+    c.n = c.g = 0;
+    fwd_cursor_enter(f, c);
     return c;
 }
 // Group c.g (nothing once the cursor is spent) into its stages, then the cursor to the next group.
@@ -920,10 +926,8 @@ static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, fwd_cu
              rs, HD, NTH);
     c.g++;
     if (++c.j < c.x.ntiles) return;
-    c.n++, c.j = 0;
-    const int it = fwd_item_of(c.n);
-    c.live = it < f.items;
-    if (c.live) c.x = fwd_item_at(it, &f.m, f.bounds, f.B, f.T, f.NH);
+    c.n++;
+    fwd_cursor_enter(f, c);
 }
 // Tile j (group g) of item x: sQw the warpgroup's 64 rows of its queries; sBound the warp's rows'
 // first keys (mask_tile), last_first the item's last row's (tile_full).
