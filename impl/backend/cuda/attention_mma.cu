@@ -1829,15 +1829,20 @@ static const int32_t *mask_bounds(gm_cuda_ctx *c, gm_attn_mask m, int B, int T, 
 }
 
 // Blocks of the persistent wgmma forward: as many as the GPU holds at once (its SMs times the
-// blocks of `kern` an SM takes with smem bytes each), at most one an item.
+// blocks of `kern` an SM takes with smem bytes each), at most one an item. The blocks an SM are
+// asked of the occupancy API once, into *per_sm (0 until then; the backend has one device a
+// process), not on every call.
 template <typename Kernel>
-static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t smem, size_t items) {
-    int per_sm = 0;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, nth, smem) != cudaSuccess || per_sm < 1)
-        per_sm = 1;
+static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t smem, size_t items, int *per_sm) {
+    if (!*per_sm) {
+        int n = 0;
+        const bool asked =
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) == cudaSuccess &&
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, nth, smem) == cudaSuccess;
+        *per_sm = asked && n >= 1 ? n : 1;
+    }
     const size_t sms = (size_t)max(gm_cuda_device_sms(c->device), 1);
-    return (unsigned)min(items, sms * per_sm);
+    return (unsigned)min(items, sms * *per_sm);
 }
 
 // One forward kernel on `grid` (persist: as many blocks as the GPU holds, at most `items`).
@@ -1845,9 +1850,10 @@ template <int M, bool WG>
 static void fwd_launch(gm_cuda_ctx *c, bool persist, dim3 grid, size_t items, int HD, gm_cuda_act *out, float *lse,
                        const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH,
                        float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
+    static int per_sm[2];  // head_dim 64, 128: persistent_blocks' blocks an SM
     const auto kern = HD == 64 ? attn_fwd_64<M, WG> : attn_fwd_128<M, WG>;
     const size_t smem = fwd_smem(HD, WG);
-    if (persist) grid.x = persistent_blocks(c, kern, NTHREADS(M), smem, items);
+    if (persist) grid.x = persistent_blocks(c, kern, NTHREADS(M), smem, items, &per_sm[HD == 128]);
     LAUNCH(c, kern, grid, NTHREADS(M), smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B);
 }
 
