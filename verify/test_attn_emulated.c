@@ -35,29 +35,28 @@ static int count(const char *s, const char *what) {
     return n;
 }
 
-// attn_emu's default cases with the environment `env` (a shell assignment, or ""): every case
-// passes, each with the forms bitwise alike.
-static void expect_default_cases_pass(const char *env) {
+// attn_emu with the environment `env` (a shell assignment, or "") on `args` (one case, or "": the
+// default ones): each of its `cases` cases passes, with the forms bitwise alike (the persistent
+// forward on one block in every case).
+static void expect_cases_pass(const char *env, const char *args, int cases) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
     char cmd[4300], *out, *err;
-    snprintf(cmd, sizeof cmd, "%s '%s'", env, prog);
+    snprintf(cmd, sizeof cmd, "%s '%s' %s", env, prog, args);
     const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 0, "%s attn_emu: exit %d\n%s%s", env, rc, out, err);
-    cr_expect_eq(count(out, "  PASS"), 3, "%s attn_emu: not three passing cases:\n%s", env, out);
-    cr_expect_eq(count(out, "mma32  out, lse bitwise the 16-row forward's"), 3, "%s attn_emu: 32-row forward:\n%s",
-                 env, out);
-    cr_expect_eq(count(out, "wgmma  out, lse bitwise the 16-row forward's"), 3, "%s attn_emu: wgmma forward:\n%s",
-                 env, out);
-    cr_expect_eq(count(out, "wgmma  dq, dk, dv bitwise the mma backward's"), 3, "%s attn_emu: wgmma backward:\n%s",
-                 env, out);
-    cr_expect_eq(count(out, "1pass  dk, dv bitwise the wgmma backward's"), 3, "%s attn_emu: one-pass backward:\n%s",
-                 env, out);
-    cr_expect(strstr(out, "\n0 failed\n") != NULL, "%s attn_emu:\n%s", env, out);
+    cr_expect_eq(rc, 0, "%s: exit %d\n%s%s", cmd, rc, out, err);
+    cr_expect_eq(count(out, "  PASS"), cases, "%s: not %d passing case(s):\n%s", cmd, cases, out);
+    static const char *const alike[] = {
+        "mma32  out, lse bitwise the 16-row forward's",       "wgmma  out, lse bitwise the 16-row forward's",
+        "wgmma-persist 1  out, lse bitwise the 16-row forward's", "wgmma  dq, dk, dv bitwise the mma backward's",
+        "1pass  dk, dv bitwise the wgmma backward's"};
+    for (size_t i = 0; i < sizeof alike / sizeof alike[0]; i++)
+        cr_expect_eq(count(out, alike[i]), cases, "%s: not %d times \"%s\":\n%s", cmd, cases, alike[i], out);
+    cr_expect(strstr(out, "\n0 failed\n") != NULL, "%s:\n%s", cmd, out);
     free(out), free(err);
 }
 
-Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { expect_default_cases_pass(""); }
+Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { expect_cases_pass("", "", 3); }
 
 // The same with every copy (cp.async, TMA) landing when issued (GM_EMU_COPIES=eager) rather than
 // at its wait: the earliest moment instead of the latest, so a ring that copies into a stage a
@@ -69,17 +68,8 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { e
 // the stages' releases let it: the wgmma forward giving a V stage back before its product with it
 // has completed (tried by hand: 3 runs of 3) passes the default cases and fails this one.
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
-    expect_default_cases_pass("GM_EMU_COPIES=eager");
-    const char *prog = th_testprog_path("attn_emu");
-    char cmd[4300], *out, *err;
-    snprintf(cmd, sizeof cmd, "GM_EMU_COPIES=eager GM_EMU_LAG=1 '%s' 1 450 1 64 128 0 0", prog);
-    const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 0, "%s: exit %d\n%s%s", cmd, rc, out, err);
-    cr_expect(strstr(out, "wgmma  out, lse bitwise the 16-row forward's") != NULL &&
-                  strstr(out, "wgmma  dq, dk, dv bitwise the mma backward's") != NULL &&
-                  strstr(out, "1pass  dk, dv bitwise the wgmma backward's") != NULL && strstr(out, "  PASS") != NULL,
-              "%s:\n%s", cmd, out);
-    free(out), free(err);
+    expect_cases_pass("GM_EMU_COPIES=eager", "", 3);
+    expect_cases_pass("GM_EMU_COPIES=eager GM_EMU_LAG=1", "1 450 1 64 128 0 0", 1);
 }
 
 // The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which

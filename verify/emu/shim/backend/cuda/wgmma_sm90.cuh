@@ -16,8 +16,9 @@
 // The kernels' one layout, the 128-byte swizzle (layout type 1; the no-swizzle core matrices they
 // used up to 2026-11-28 are gone, and any other type stops the emulation): element (mn, k) of a
 // K-major operand at start + (mn/8) SBO + (mn%8) 128 + k 2 (an instruction's 16 K in one row; LBO
-// unused), of an MN-major one at start + (mn/64) LBO + (mn%64) 2 + (k/8) SBO + (k%8) 128; then the 16-byte chunk bits of that address (4-6) XORed with its row
-// bits (7-9), shared-memory addresses being offsets from `smem` (1024-byte aligned). A swizzled
+// unused), of an MN-major one at start + (mn/64) LBO + (mn%64) 2 + (k/8) SBO + (k%8) 128; then
+// the 16-byte chunk bits of that address (4-6) XORed with its row bits (7-9), shared-memory
+// addresses being offsets from `smem` (1024-byte aligned). A swizzled
 // start with row bits set, or a base offset, stops the emulation: what the hardware does there
 // rests on the descriptor's base offset, which these kernels never need (their tiles start on
 // 1024-byte boundaries, wgmma_sm90.cuh). The fences have nothing to order in a model whose memory
