@@ -47,6 +47,9 @@
 #include "base/timer.h"
 #include "train/hardware.h"
 #include "train/run_config.h"
+#ifdef GM_HAVE_CUDA
+#include <nvtx3/nvToolsExt.h>  // header-only: a range costs nothing unless a tool listens
+#endif
 
 enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
@@ -100,8 +103,16 @@ static void sync_or_die(const bench *b) {
     if (b->be->sync(b->be)) gm_die_last();
 }
 
-// Median, min, max of `reps` samples (ms per call).
+// Median, min, max of `reps` samples (ms per call). The calls, warm-up first, run in an NVTX range
+// named "<impl>-forward" or "<impl>-backward" (GM_CUDA_ATTN's name): forms that launch one kernel
+// (wgmma-persist is wgmma's forward on fewer blocks) are then told apart by Nsight Compute
+// (--nvtx --nvtx-include "wgmma-persist-forward/": the GPU report's profile stage).
 static void time_calls(const bench *b, int impl, int pass, int T, double res[3]) {
+#ifdef GM_HAVE_CUDA
+    char range[64];
+    snprintf(range, sizeof range, "%s-%s", NAME(impl), pass ? "backward" : "forward");
+    nvtxRangePushA(range);
+#endif
     call(b, impl, pass, T);  // warm-up (and the forward's out / lse for a backward)
     sync_or_die(b);
     uint64_t t0 = gm_now_ns();
@@ -116,6 +127,9 @@ static void time_calls(const bench *b, int impl, int pass, int T, double res[3])
         sync_or_die(b);
         t[r] = gm_seconds_since(t0) * 1e3 / calls;
     }
+#ifdef GM_HAVE_CUDA
+    nvtxRangePop();
+#endif
     res[0] = gm_median(t, b->reps), res[1] = t[0], res[2] = t[b->reps - 1];
 }
 

@@ -196,10 +196,12 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
 }
 
 // The profile stage as a GPU node runs it: one ncu run per attention kernel the automatic choice
-// runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels), the one-pass
-// backward there, and at plain causal T 16384 (the wgmma forward), each selector matching exactly its kernel's name as ncu
-// spells it; the stage's line says exit 0. A selector that matches nothing fails the stage, naming
-// it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
+// runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels), the
+// one-pass backward and the wgmma forward there, the wgmma forward again inside attention_gpu's
+// NVTX range of the persistent form (its launches of the same kernel), and at plain causal
+// T 16384 the wgmma forward, each selector matching exactly its kernel's name as ncu spells it;
+// the stage's line says exit 0. A selector that matches nothing fails the stage, naming it (at
+// e4790d9 the selectors missed every kernel and the stage said exit 0).
 Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
     char *dir = th_tmpdir(), *prof;
     int rc;
@@ -210,13 +212,16 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
                           "profiled: void attn_fwd_128<(int)2, (bool)0>(", "profiled: void attn_dq_128<(bool)1>(",
                           "profiled: void attn_dkdv_128<(bool)1, (bool)0>(",
                           "profiled: void attn_dkdv_128<(bool)1, (bool)1>(",
-                          "profiled: void attn_fwd_128<(int)1, (bool)1>("};
+                          "profiled: void attn_fwd_128<(int)1, (bool)1>(",
+                          "--nvtx --nvtx-include wgmma-persist-forward/ -k regex:attn_fwd_128<"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
-    int profiled = 0;
+    int profiled = 0, in_range = 0;
     for (const char *p = prof; (p = strstr(p, "\nprofiled: ")); p++) profiled++;
-    cr_expect_eq(profiled, 5, "5 kernels profiled, one a selector:\n%s", prof);
-    cr_expect_eq(th_count_lines(prof), 15, "5 headings, 5 ncu runs, 5 kernels:\n%s", prof);
+    for (const char *p = prof; (p = strstr(p, "--nvtx-include")); p++) in_range++;
+    cr_expect_eq(profiled, 7, "7 kernels profiled, one a selector:\n%s", prof);
+    cr_expect_eq(in_range, 1, "one ncu run inside an NVTX range:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 21, "7 headings, 7 ncu runs, 7 kernels:\n%s", prof);
     free(out), free(prof);
 
     // without the wgmma dq kernel: its selector fails the stage

@@ -34,8 +34,10 @@
 #   attention-causal  the same, plain causal                                     -> attention-causal.{csv,md}
 #   profile           Nsight Compute (ncu, where the node has it) on the attention kernels the automatic
 #                     choice runs at head_dim 128: at the record's mask (T 65536, window 14, documents
-#                     of mean 700) the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels and the
-#                     one-pass backward, at plain causal T 16384 the wgmma forward: speed of light,
+#                     of mean 700) the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels, the
+#                     one-pass backward and the wgmma forward, plain and persistent (wgmma-persist: the
+#                     same kernel, told apart by attention_gpu's NVTX range), at plain causal T 16384
+#                     the wgmma forward: speed of light,
 #                     occupancy, warp stall reasons, memory, instruction mix, source counters
 #                                                                            -> profile-attention.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
@@ -174,12 +176,15 @@ st_attention() {  # st_attention NAME FLAGS...
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
 # profile_kernel HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $sections,
-# $bench) on the first launch of the kernel whose demangled name REGEX matches.
+# $bench) on the first launch of the kernel whose demangled name REGEX matches; with range=NAME
+# before it, the first inside attention_gpu's NVTX range NAME (its calls of one form and pass:
+# wgmma-persist-forward launches wgmma's forward kernel).
 profile_kernel() {
-    local heading=$1 regex=$2
+    local heading=$1 regex=$2 in_range=()
     shift 2
+    [ -z "${range:-}" ] || in_range=(--nvtx --nvtx-include "$range/")
     echo "==== $heading"
-    "$ncu" $pick -k "regex:$regex" $sections $bench "$@" >"$work/ncu.txt" 2>&1
+    "$ncu" $pick "${in_range[@]}" -k "regex:$regex" $sections $bench "$@" >"$work/ncu.txt" 2>&1
     local rc=$?
     cat "$work/ncu.txt"
     [ "$rc" = 0 ] || return "$rc"
@@ -213,6 +218,9 @@ st_profile() {
     profile_kernel "the wgmma dq kernel: record mask" 'attn_dq_128<\(bool\)1>' $record || return
     profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)0>' $record || return
     profile_kernel "the one-pass backward: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)1>' $record || return
+    profile_kernel "the wgmma forward: record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
+    range=wgmma-persist-forward profile_kernel "the persistent wgmma forward (wgmma-persist): record mask" \
+        'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
     profile_kernel "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' --tmin=16384 --tmax=16384 --window=0
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {
