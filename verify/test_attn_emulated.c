@@ -66,10 +66,16 @@ Test(attn_emulated, tensor_core_kernels_match_the_reference, .timeout = 300) { e
 // block, the rings having 3 or 4 stages), with the second warpgroup waiting 1 ms longer at each
 // wgmma wait (GM_EMU_LAG=1), so that the first, which issues the TMA copies, runs ahead as far as
 // the stages' releases let it: the wgmma forward giving a V stage back before its product with it
-// has completed (tried by hand: 3 runs of 3) passes the default cases and fails this one.
+// has completed (tried by hand: 3 runs of 3) passes the default cases and fails this one. And one
+// at head_dim 128 (T 320: up to 5 key tiles an item), whose wgmma forward has a producer warp of
+// its own, copying as far ahead as the releases let it: a producer not waiting for a V stage's
+// release (tried by hand) passes the default cases with the copies landing at their waits, and the
+// head_dim 64 case; landing at issue the default cases fail it in the persistent forward only,
+// this case in the one-item-a-block form too.
 Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_cases_pass("GM_EMU_COPIES=eager", "", 3);
     expect_cases_pass("GM_EMU_COPIES=eager GM_EMU_LAG=1", "1 450 1 64 128 0 0", 1);
+    expect_cases_pass("GM_EMU_COPIES=eager GM_EMU_LAG=1", "1 320 1 128 128 0 0", 1);
 }
 
 // The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which

@@ -170,7 +170,7 @@ static int run_case(const attn_case &c, unsigned seed) {
     launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
     launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
     const auto wgmma_forward = [&](unsigned blocks, std::vector<gm_cuda_act> &o, std::vector<float> &l) {
-        launch(dim3(blocks), NTHREADS(1), [&] {
+        launch(dim3(blocks), FWD_THREADS(1, true, HD), [&] {
             fwd_body<1, true>(o.data(), l.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm);
         });
     };

@@ -127,8 +127,9 @@
 // dq's warpgroups run apart (stages given back on mbarriers, no block barrier a tile), since
 // 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies)
 // since the day's third session, and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST:
-// fwd_wg_body's work items): executed under the emulation, not yet on a GPU. Not yet done: a
-// producer warp of its own (thread 0 issues, between its own products), FlashAttention-3's pingpong
+// fwd_wg_body's work items) and, at head_dim 128, with a producer warp of its own (FWD_PRODUCER):
+// executed under the emulation, not yet on a GPU. Not yet done: a producer warp in the backward
+// kernels (thread 0 issues, between its own products), FlashAttention-3's pingpong
 // schedule between the warpgroups, and the one-pass backward apart (its dS^T is both warpgroups',
 // one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
 // (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
@@ -140,12 +141,13 @@
 // sectors did).
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
-// forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block of 8 warps
-// for the head_dim 128 wgmma forward and the backward kernels; shared memory 55 to 210 KB per block
+// forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block for the
+// head_dim 128 wgmma forward (8 warps and, with TMA, its producer warp) and the backward kernels
+// (8 warps); shared memory 55 to 210 KB per block
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
-// blocks of 256 threads (the wgmma forward: 3072 in one dimension, or persistent, 132 on an H100
+// blocks of 256 threads (the wgmma forward: 3072 blocks of 288 in one dimension, or persistent, 132 on an H100
 // or H200); element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
 // anything up to 2^63); token indices and the window arithmetic in int / long long.
 #include <cuda_bf16.h>
@@ -841,11 +843,12 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // items too: the issuer's cursor, fwd_cursor) in rings of FWD_K_STAGES (3) and FWD_V_STAGES (4:
 // V_{g-1} is read through tile g) stages. Per tile j of an item (group g):
 //   wait for group g (group g + 1 may be in flight: wg_wait);
-//   with TMA, thread 0 copies group g + 2 once every warp has given its stages back (K_{g-1} after
-//   S_{g-1}, V_{g-2} after P_{g-2} V_{g-2}, and for an item's first group the query stage of the
-//   item three back after its last product: wg_reuse); with the threads' copies (fp32) a block
-//   barrier first, after which every warpgroup is done with those stages, and every thread
-//   copies;
+//   with TMA at head_dim 64, thread 0 copies group g + 2 once every warp has given its stages back
+//   (K_{g-1} after S_{g-1}, V_{g-2} after P_{g-2} V_{g-2}, and for an item's first group the query
+//   stage of the item three back after its last product: wg_reuse; at head_dim 128 the producer
+//   warp copies each group after the same releases, FWD_PRODUCER); with the threads' copies (fp32)
+//   a block barrier first, after which every warpgroup is done with those stages, and every
+//   thread copies;
 //   issue S_j = Q K_j^T, then (j > 0) P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j
 //   only (wgmma's groups complete in order) and give K_j back; mask S_j and take its softmax (new
 //   max, sums, P_j), touching no register of the product in flight; wait for it and give V_{j-1}
@@ -856,6 +859,19 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // one tile would have the issuer copy the Q of the item after next into the stage its own warp is
 // still reading, and wait for its own release.
 #define FWD_Q_STAGES 3
+// With TMA at head_dim 128 the forward's block has a producer warp of its own (FlashAttention-3's
+// warp specialization, one warp where it has a warpgroup): warp 8, after the two warpgroups, whose
+// lane 0 walks the issuer's cursor over all of the block's groups, waiting for each stage's
+// release itself; the consumers only wait for their tiles. Why: an issuer among the consumers
+// (thread 0) stalls its warpgroup's next product while it waits for the other warpgroup's
+// releases or reads an item's first keys (a global load, with documents), and lets the warpgroups
+// drift at most a tile apart; the producer lets them drift as far as the stages allow (ptxas:
+// 155 registers, where the consumers carrying the cursor had 164). At head_dim 64 (two blocks an
+// SM, 126 registers under ptxas's cap of 128 with 256 threads; with a ninth warp the cap is 96, a
+// sub-partition holding five warps, and it spills) thread 0 issues, as without TMA every thread
+// copies. By reading the code; not yet timed.
+#define FWD_PRODUCER(WG, HD) ((WG) && WG_TMA && (HD) == 128)
+#define FWD_THREADS(M, WG, HD) (NTHREADS(M) + (FWD_PRODUCER(WG, HD) ? 32 : 0))
 struct fwd_item {
     int b, h, q0, qlast, kbeg, ntiles;  // rows q0..qlast of head h, batch row b; key tiles from kbeg
 };
@@ -909,9 +925,10 @@ static __device__ __forceinline__ fwd_cursor fwd_cursor_start(const fwd_wg_state
     fwd_cursor_enter(f, c);
     return c;
 }
-// Group c.g (nothing once the cursor is spent) into its stages, then the cursor to the next group.
+// Group c.g (nothing once the cursor is spent) into its stages, then the cursor to the next group;
+// by the issuer (the producer warp's lane 0, or wg_issuer's threads).
 static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, fwd_cursor &c, const int HD) {
-    if (!c.live || !wg_issuer()) return;
+    if (!c.live) return;
     const int P = TILE_PITCH(HD, true), NTH = NTHREADS(1), g = c.g, k0 = c.x.kbeg + c.j * KEY_TILE;
     const size_t rs = (size_t)f.NH * HD, head = ((size_t)c.x.b * f.T * f.NH + c.x.h) * HD;
     wg_reuse(f.emptyK, g % FWD_K_STAGES, g / FWD_K_STAGES), wg_reuse(f.emptyV, g % FWD_V_STAGES, g / FWD_V_STAGES);
@@ -938,8 +955,10 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
     const int P = TILE_PITCH(HD, true), k0 = x.kbeg + j * KEY_TILE, wrow = threadIdx.x / 32 * 16;
     wg_wait(f.bars, g);
     if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
-    fwd_wg_copy(f, ic, HD);
-    if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
+    if (!FWD_PRODUCER(true, HD)) {
+        if (wg_issuer()) fwd_wg_copy(f, ic, HD);
+        if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
+    }
     float s[KEY_TILE / 8][4];
     wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
@@ -982,8 +1001,13 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
 
     wg_bars_init(f.bars);
     fwd_cursor ic = fwd_cursor_start(f);  // the issuer's
-    fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
-    __syncthreads();  // the barriers initialized before anyone waits on one
+    if (!FWD_PRODUCER(true, HD) && wg_issuer()) fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
+    __syncthreads();  // the barriers initialized before anyone waits on one (or the producer arms one)
+    if (FWD_PRODUCER(true, HD) && threadIdx.x >= NTHREADS(1)) {  // the producer warp
+        if (threadIdx.x == NTHREADS(1))
+            while (ic.live) fwd_wg_copy(f, ic, HD);
+        return;
+    }
     // An item's geometry and first keys (global loads, with documents): this lane's row's (lanes
     // 0-15: the warp's 16 rows) and the item's last row's (tile_full). Read for the next item under
     // the current one's last product and stores, so that their latency is not the next item's.
@@ -1700,11 +1724,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // (wgmma_desc_plus, warpgroup). Not yet timed.
 #define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
-__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
+__global__ static void __launch_bounds__(FWD_THREADS(M, WG, 64), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm);
 }
 template <int M, bool WG>
-__global__ static void __launch_bounds__(NTHREADS(M), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
+__global__ static void __launch_bounds__(FWD_THREADS(M, WG, 128), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 128, &tm);
 }
 template <bool WG>
@@ -1853,8 +1877,9 @@ static void fwd_launch(gm_cuda_ctx *c, bool persist, dim3 grid, size_t items, in
     static int per_sm[2];  // head_dim 64, 128: persistent_blocks' blocks an SM
     const auto kern = HD == 64 ? attn_fwd_64<M, WG> : attn_fwd_128<M, WG>;
     const size_t smem = fwd_smem(HD, WG);
-    if (persist) grid.x = persistent_blocks(c, kern, NTHREADS(M), smem, items, &per_sm[HD == 128]);
-    LAUNCH(c, kern, grid, NTHREADS(M), smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B);
+    const int nth = FWD_THREADS(M, WG, HD);
+    if (persist) grid.x = persistent_blocks(c, kern, nth, smem, items, &per_sm[HD == 128]);
+    LAUNCH(c, kern, grid, nth, smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B);
 }
 
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
