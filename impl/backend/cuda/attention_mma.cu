@@ -859,18 +859,21 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // one tile would have the issuer copy the Q of the item after next into the stage its own warp is
 // still reading, and wait for its own release.
 #define FWD_Q_STAGES 3
-// With TMA at head_dim 128 the forward's block has a producer warp of its own (FlashAttention-3's
-// warp specialization, one warp where it has a warpgroup): warp 8, after the two warpgroups, whose
-// lane 0 walks the issuer's cursor over all of the block's groups, waiting for each stage's
-// release itself; the consumers only wait for their tiles. Why: an issuer among the consumers
-// (thread 0) stalls its warpgroup's next product while it waits for the other warpgroup's
-// releases or reads an item's first keys (a global load, with documents), and lets the warpgroups
-// drift at most a tile apart; the producer lets them drift as far as the stages allow (ptxas:
-// 155 registers, where the consumers carrying the cursor had 164). At head_dim 64 (two blocks an
-// SM, 126 registers under ptxas's cap of 128 with 256 threads; with a ninth warp the cap is 96, a
-// sub-partition holding five warps, and it spills) thread 0 issues, as without TMA every thread
-// copies. By reading the code; not yet timed.
-#define FWD_PRODUCER(WG, HD) ((WG) && WG_TMA && (HD) == 128)
+// With TMA, where it runs one block an SM (head_dim 128: its shared memory), the wgmma forward's
+// block has a producer warp of its own (FlashAttention-3's warp specialization, one warp where it
+// has a warpgroup): warp 8, after the two warpgroups, whose lane 0 walks the issuer's cursor over
+// all of the block's groups, waiting for each stage's release itself; the consumers only wait for
+// their tiles. Why: an issuer among the consumers (thread 0) stalls its warpgroup's next product
+// while it waits for the other warpgroup's releases or reads an item's first keys (a global load,
+// with documents), and lets the warpgroups drift at most a tile apart; the producer lets them
+// drift as far as the stages allow (ptxas: 155 registers, where the consumers carrying the cursor
+// had 164). With two blocks an SM (head_dim 64: 126 registers under ptxas's cap of 128 with 256
+// threads) a ninth warp caps them at 96 (a sub-partition holding five warps) and they spill:
+// thread 0 issues there, as without TMA every thread copies. The dq kernel keeps thread 0 too: a
+// ninth warp, tried, left its consumers 166 of their 170 registers and 32 bytes spilled. By
+// reading the code; not yet timed.
+#define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
+#define FWD_PRODUCER(WG, HD) ((WG) && WG_TMA && FWD_MIN_BLOCKS(WG, HD) == 1)
 #define FWD_THREADS(M, WG, HD) (NTHREADS(M) + (FWD_PRODUCER(WG, HD) ? 32 : 0))
 struct fwd_item {
     int b, h, q0, qlast, kbeg, ntiles;  // rows q0..qlast of head h, batch row b; key tiles from kbeg
@@ -1722,7 +1725,6 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // moved by 2^8 (softmax_tile), the mask's compares skipped on full tiles where they had run
 // predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
 // (wgmma_desc_plus, warpgroup). Not yet timed.
-#define FWD_MIN_BLOCKS(WG, HD) ((WG) && (HD) == 128 ? 1 : 2)
 template <int M, bool WG>
 __global__ static void __launch_bounds__(FWD_THREADS(M, WG, 64), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm);
