@@ -147,8 +147,8 @@
 // (the *_smem functions).
 //
 // Sizes, for the record's softcap shape (B = 1, T = 65536, NH = 6, HD = 128): grids of 512 x 6
-// blocks of 256 threads (the wgmma forward: 3072 blocks of 288 in one dimension, or persistent, 132 on an H100
-// or H200); element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
+// blocks of 256 threads (the wgmma forward: 3072 blocks of 288 in one dimension, or persistent,
+// 132 on an H100 or H200); element offsets in size_t ((b T NH + h) HD + t NH HD < 2^32 here, and
 // anything up to 2^63); token indices and the window arithmetic in int / long long.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -329,14 +329,16 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
     }
 }
 
-// The wgmma kernels' tiles come by TMA (tma_sm90.cuh) with the bf16 element: thread 0 issues a
-// tile group's boxes and its barrier counts their bytes, and every thread waits on the barrier.
+// The wgmma kernels' tiles come by TMA (tma_sm90.cuh) with the bf16 element: thread 0 (in the
+// head_dim 128 forward its producer warp's lane 0: FWD_PRODUCER) issues a tile group's boxes and
+// its barrier counts their bytes, and every consumer thread waits on the barrier.
 // With the fp32 element (the engine copies, it does not round) every thread loads, rounds and
 // stores them (load_rows), and a proxy fence orders the stores before wgmma's reads.
 #define WG_TMA (sizeof(gm_cuda_act) == 2)
 // The barrier ring: tile group j completes on bars[j % WG_BARS] in its phase j / WG_BARS. Group j
-// is issued during tile j - 2, once every warp has waited for group j - 4 (after the stages'
-// releases that follow those waits; the one-pass backward also after tile j - 2's block barrier),
+// is issued during tile j - 2 (by the forward's producer warp as soon as its stages are free),
+// once every warp has waited for group j - 4 (after the stages' releases that follow those waits:
+// a ring of at most WG_BARS stages; the one-pass backward also after tile j - 2's block barrier),
 // so a barrier is armed again only after every wait on its last phase.
 #define WG_BARS 4
 // The mbarriers a wgmma kernel reserves: the ring, then each stage's empty barrier (forward, dq:
@@ -345,6 +347,9 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
 static_assert(WG_BARS + FWD_K_STAGES + FWD_V_STAGES <= WG_MBARS && WG_BARS + DQ_K_STAGES + DQ_V_STAGES <= WG_MBARS &&
                   WG_BARS + QUERY_STAGES <= WG_MBARS,
               "the ring and every stage's empty barrier");
+static_assert(FWD_K_STAGES <= WG_BARS && DQ_K_STAGES <= WG_BARS && QUERY_STAGES <= WG_BARS,
+              "a group is copied after every warp gave back the K (dk/dv: query) stage it reuses, after waiting "
+              "for the group a ring back: at most WG_BARS back, so a barrier is rearmed after every wait on it");
 static_assert(GM_ATTN_QVEC_ROWS % BLOCK_ROWS == 0, "the per-query vectors cover a block's rows past T");
 // The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
 typedef struct {
