@@ -1705,19 +1705,21 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
         gm_grad_write w, const __grid_constant__ attn_tmaps tm
 
 // Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
-// instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps per
-// SM, 162 to 233 registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes before
-// the ring); the M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at head_dim
-// 128 with 16 bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for two
-// blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 220 registers at head_dim
-// 64, and at 128 all 255 without spilling (84 bytes at 5531b1e, 140 at c7fd396, 8 to 136 along the
-// way here: ptxas's allocation at this edge moves with small changes; its 128 output and 64 score
-// registers per thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps
-// per SM, no spill and no serialization (with the swizzled tiles and TMA, 2026-11-28): forward 164
-// registers at head_dim 128 (128 at 64, the cap of its two blocks an SM; 140 and 108 before its
-// work items), dq 170 (138), dk/dv 236 (170; 240 and 174 while its lse and D came by cp.async);
-// with the cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244
-// (C7518, wgmma serialized, from 248).
+// instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps
+// per SM, 162 to 233 registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes
+// before the ring); the M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at
+// head_dim 128 with 16 bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for
+// two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 220 registers at
+// head_dim 64, and at 128 all 255 with 28 bytes spilled (7 values the next tile's copies use,
+// reloaded once a tile before them, cuobjdump -sass; since fd5e1cd, none at f40f733; 84 bytes at
+// 5531b1e, 140 at c7fd396, 8 to 136 along the way: ptxas's allocation at this edge moves with small
+// changes; its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma
+// kernels (WG), one block of 8 warps per SM (and the forward's producer warp), no spill and no
+// serialization (with the swizzled tiles and TMA, 2026-11-28): forward 155 registers at head_dim
+// 128 with its producer warp (164 with thread 0 issuing; 126 at 64, under the cap of 128 of its two
+// blocks an SM; 140 and 108 before its work items), dq 170 (138), dk/dv 236 (170; 240 and 174 while
+// its lse and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
+// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 254 (188), no spill, no serialization (252 and 202 with
 // the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
 // (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
