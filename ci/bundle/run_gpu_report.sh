@@ -176,13 +176,13 @@ st_attention() {  # st_attention NAME FLAGS...
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
 # profile_kernel HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $sections,
-# $bench) on the first launch of the kernel whose demangled name REGEX matches; with range=NAME
+# $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=NAME
 # before it, the first inside attention_gpu's NVTX range NAME (its calls of one form and pass:
 # wgmma-persist-forward launches wgmma's forward kernel).
 profile_kernel() {
     local heading=$1 regex=$2 in_range=()
     shift 2
-    [ -z "${range:-}" ] || in_range=(--nvtx --nvtx-include "$range/")
+    [ -z "${nvtx_range:-}" ] || in_range=(--nvtx --nvtx-include "$nvtx_range/")
     echo "==== $heading"
     "$ncu" $pick "${in_range[@]}" -k "regex:$regex" $sections $bench "$@" >"$work/ncu.txt" 2>&1
     local rc=$?
@@ -219,7 +219,7 @@ st_profile() {
     profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)0>' $record || return
     profile_kernel "the one-pass backward: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)1>' $record || return
     profile_kernel "the wgmma forward: record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
-    range=wgmma-persist-forward profile_kernel "the persistent wgmma forward (wgmma-persist): record mask" \
+    nvtx_range=wgmma-persist-forward profile_kernel "the persistent wgmma forward (wgmma-persist): record mask" \
         'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
     profile_kernel "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' --tmin=16384 --tmax=16384 --window=0
 } >"$out/profile-attention.txt" 2>&1
