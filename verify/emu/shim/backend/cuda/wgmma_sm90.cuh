@@ -128,21 +128,24 @@ template <int N> static inline void wgmma_wait(void) {
     wg.bar->arrive_and_wait();  // every thread's operations are queued and their registers stay put
     for (size_t i = 0; i < done; i++) {
         const emu_wgmma_op &op = emu_wgmma_ops[i];
-        float A[64][16];
-        for (int o = 0; o < 128 && op.a_in_registers; o++) {  // thread o's fragment: rows of warp o / 32
-            const uint32_t *a = (*wg.queue[o])[i].a;
-            const int ow = o / 32, og = o % 32 / 4, ot = o % 4;
-            const int ar[4] = {og, og + 8, og, og + 8}, ak[4] = {2 * ot, 2 * ot, 2 * ot + 8, 2 * ot + 8};
-            for (int r = 0; r < 4; r++)
-                A[16 * ow + ar[r]][ak[r]] = emu_bf16_lo(a[r]), A[16 * ow + ar[r]][ak[r] + 1] = emu_bf16_hi(a[r]);
+        // This thread's two rows of A (16 w + g, + 8) and its two columns of B an n-tile (8 j + 2 tq, + 1),
+        // all it reads: decoded once each, not once a product term.
+        float A[2][16], Bcols[32][2][16];
+        for (int ot = 0; ot < 4 && op.a_in_registers; ot++) {  // the fragments of the quad holding these rows
+            const uint32_t *a = (*wg.queue[32 * w + 4 * g + ot])[i].a;
+            const int ak[4] = {2 * ot, 2 * ot, 2 * ot + 8, 2 * ot + 8};  // registers 0, 2: row g; 1, 3: g + 8
+            for (int r = 0; r < 4; r++) A[r % 2][ak[r]] = emu_bf16_lo(a[r]), A[r % 2][ak[r] + 1] = emu_bf16_hi(a[r]);
         }
-        for (int m = 0; m < 64 && !op.a_in_registers; m++)
-            for (int k = 0; k < 16; k++) A[m][k] = emu_desc_element(op.desc_a, m, k, op.a_mn_major);
+        for (int h = 0; h < 2 && !op.a_in_registers; h++)
+            for (int k = 0; k < 16; k++) A[h][k] = emu_desc_element(op.desc_a, 16 * w + g + 8 * h, k, op.a_mn_major);
+        for (int j = 0; j < op.n / 8; j++)
+            for (int c = 0; c < 2; c++)
+                for (int k = 0; k < 16; k++)
+                    Bcols[j][c][k] = emu_desc_element(op.desc_b, 8 * j + 2 * tq + c, k, op.b_mn_major);
         for (int j = 0; j < op.n / 8; j++)
             for (int e = 0; e < 4; e++) {
-                const int row = 16 * w + g + 8 * (e / 2), col = 8 * j + 2 * tq + (e & 1);
                 double acc = 0;
-                for (int k = 0; k < 16; k++) acc += (double)A[row][k] * emu_desc_element(op.desc_b, col, k, op.b_mn_major);
+                for (int k = 0; k < 16; k++) acc += (double)A[e / 2][k] * Bcols[j][e & 1][k];
                 float &dv = op.d[4 * j + e];
                 dv = (float)((op.scale_d ? dv : 0.0f) + acc);
             }
