@@ -862,7 +862,11 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // o meets every operation of the mma forward in the same order (o rescaled, then P V added, tile
 // by tile), so the results are the same arithmetic. Why three query stages: with two, an item of
 // one tile would have the issuer copy the Q of the item after next into the stage its own warp is
-// still reading, and wait for its own release.
+// still reading, and wait for its own release. (With three, the wait for a query stage's release
+// is implied by the K stage's: an item's first group reuses the K stage of the group three back,
+// given back after the S product of that group, at or after the last S of the item three back,
+// the last read of its Q; a producer skipping it computes the same, tried. The producer warp
+// waits for no release of its own, so two would do there: 32 KB less, not yet needed.)
 #define FWD_Q_STAGES 3
 // With TMA, where it runs one block an SM (head_dim 128: its shared memory), the wgmma forward's
 // block has a producer warp of its own (FlashAttention-3's warp specialization, one warp where it
