@@ -301,11 +301,15 @@ static __host__ __device__ __forceinline__ int tile_at(int r, int col, const int
 static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cuda_act *__restrict__ src, int r0,
                                                  const int R, int T, size_t rs, const int HD, const int NTH,
                                                  const bool sw128 = false) {
-    const int CPR = HD / GM_ACT_VEC;  // chunks per row
+    // Chunks per row, a divisor of NTH (8, 16 or 32 of 128 or 256). This thread's chunk `it` is
+    // row it NTH / CPR + threadIdx.x / CPR, column threadIdx.x % CPR: its rows step by a constant,
+    // so the compiler makes one address and immediate offsets (from it NTH + threadIdx.x, a signed
+    // int, it made and kept an address a chunk: the mma32 forward spilled 7 of them).
+    const int CPR = HD / GM_ACT_VEC, c = threadIdx.x % CPR, row0 = threadIdx.x / CPR;
     if constexpr (sizeof(gm_cuda_act) == 2) {
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            const int r = it * (NTH / CPR) + row0;
             const bool in = r0 + r < T;
             cp_async16(dst + tile_at(r, GM_ACT_VEC * c, HD, sw128),
                        src + (size_t)(in ? r0 + r : 0) * rs + GM_ACT_VEC * c, in ? 16 : 0);
@@ -314,13 +318,13 @@ static __device__ __forceinline__ void load_rows(__nv_bfloat16 *dst, const gm_cu
         uint4 reg[CHUNKS(BLOCK_ROWS, MAX_HD, NTHREADS(2))];  // the most a thread copies
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            const int r = it * (NTH / CPR) + row0;
             reg[it] = r0 + r < T ? *(const uint4 *)(src + (size_t)(r0 + r) * rs + GM_ACT_VEC * c)
                                  : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int it = 0; it < CHUNKS(R, HD, NTH); it++) {
-            const int e = it * NTH + threadIdx.x, r = e / CPR, c = e % CPR;
+            const int r = it * (NTH / CPR) + row0;
             const uint4 x = reg[it];
             *(uint2 *)(dst + tile_at(r, GM_ACT_VEC * c, HD, sw128)) =
                 make_uint2(pack_bf16(__uint_as_float(x.x), __uint_as_float(x.y)),
@@ -777,8 +781,8 @@ static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, 
 
 // mma.sync: each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for
 // two MMAs (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128;
-// M = 1 is 8 warps of 16 rows, also two blocks an SM at head_dim 128 (128 registers, 16 bytes
-// spilled): 16 warps an SM, where run 7's profile found every kernel short of eligible warps with
+// M = 1 is 8 warps of 16 rows, also two blocks an SM at head_dim 128 (128 registers, no spill
+// since load_rows' chunks step by constant rows): 16 warps an SM, where run 7's profile found every kernel short of eligible warps with
 // 8 (one block an SM for this kernel until now; not yet timed).
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
 // waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
@@ -1708,28 +1712,29 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
         int NH, float scale_log2, float scale, gm_attn_mask m, const int32_t *__restrict__ bounds,                   \
         gm_grad_write w, const __grid_constant__ attn_tmaps tm
 
-// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-27, after this session's
-// instruction cuts and the per-call bounds): the mma.sync backward kernels, one block of 8 warps
-// per SM, 162 to 233 registers without spilling (at head_dim 128 they spilled 32 to 1256 bytes
-// before the ring); the M = 1 mma.sync forwards, two blocks of 8 warps per SM, 128 or fewer (at
-// head_dim 128 with 16 bytes spilled; 198 registers at one block an SM). The M = 2 forwards ask for
-// two blocks of 4 warps per SM (2 x 103 KB of shared memory at head_dim 128): 220 registers at
-// head_dim 64, and at 128 all 255 with 28 bytes spilled (7 values the next tile's copies use,
-// reloaded once a tile before them, cuobjdump -sass; since fd5e1cd, none at f40f733; 84 bytes at
-// 5531b1e, 140 at c7fd396, 8 to 136 along the way: ptxas's allocation at this edge moves with small
-// changes; its 128 output and 64 score registers per thread are FlashAttention-2's too). The wgmma
-// kernels (WG), one block of 8 warps per SM (and the forward's producer warp), no spill and no
-// serialization (with the swizzled tiles and TMA, 2026-11-28): forward 155 registers at head_dim
-// 128 with its producer warp (164 with thread 0 issuing; 126 at 64, under the cap of 128 of its two
-// blocks an SM; 140 and 108 before its work items), dq 170 (138), dk/dv 236 (170; 240 and 174 while
-// its lse and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
-// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// Register budgets (nvcc 13.0 -Xptxas -v, sm_90a, bf16 element; 2026-11-28, since load_rows' chunks
+// step by constant rows, the compiler keeping one address where it kept one a chunk): the mma.sync
+// backward kernels, one block of 8 warps per SM, 156 to 224 registers without spilling (162 to 233
+// before; at head_dim 128 they spilled 32 to 1256 bytes before the ring); the M = 1 mma.sync
+// forwards, two blocks of 8 warps per SM, 128 or fewer, no spill (16 bytes at head_dim 128 before;
+// 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x
+// 103 KB of shared memory at head_dim 128): 210 registers at head_dim 64 (220), and at 128 254 with
+// 8 bytes spilled (one 64-bit value reloaded once a tile, cuobjdump -sass; 28 bytes before, 7 chunk
+// addresses, since fd5e1cd; none at f40f733; 84 bytes at 5531b1e, 140 at c7fd396: ptxas's
+// allocation at this edge moves with small changes; its 128 output and 64 score registers per
+// thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps per SM (and the
+// forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
+// 2026-11-28): forward 155 registers at head_dim 128 with its producer warp (164 with thread 0
+// issuing; 126 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
+// items), dq 170 (138), dk/dv 236 (170; 240 and 174 while its lse and D came by cp.async); with the
+// cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma
+// serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 254 (188), no spill, no serialization (252 and 202 with
 // the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
 // (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
 // every float atomic does).
 // Instructions in one pass of the main loop at head_dim 128 (cuobjdump -sass of the sm_90a build;
-// a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and now: mma32
+// a full tile / a partially masked one, with no row's maximum moving), at 5531b1e and 2026-11-27: mma32
 // forward 1645 -> 923 / 1158 (+156 on a tile whose maxima move), 16-row 840 -> 518 / 648 (+78; at
 // two blocks an SM), wgmma forward 826 -> 367 / 492 (+64), wgmma dq 806 -> 359 / 483, dk/dv 1145
 // -> 691 / 817: the scale in the exponent and ex2_ftz, the output's rescale only where a maximum
