@@ -782,8 +782,9 @@ static __device__ __forceinline__ void store_out(gm_cuda_act *__restrict__ out, 
 // mma.sync: each warp owns M m-tiles (16 M query rows): M = 2 loads each K and V fragment once for
 // two MMAs (FlashAttention-2's 4 warps of 32 rows) and fits two blocks in an SM at head_dim 128;
 // M = 1 is 8 warps of 16 rows, also two blocks an SM at head_dim 128 (128 registers, no spill
-// since load_rows' chunks step by constant rows): 16 warps an SM, where run 7's profile found every kernel short of eligible warps with
-// 8 (one block an SM for this kernel until now; not yet timed).
+// since load_rows' chunks step by constant rows): 16 warps an SM, where run 7's profile found
+// every kernel short of eligible warps with 8 (one block an SM for this kernel until then; not yet
+// timed).
 // Key tiles stream through a 2-stage ring, one barrier per tile: at the top of a tile each thread
 // waits for its own copies of that tile (cp.async with a bf16 element; an fp32 one was stored
 // synchronously), and the barrier makes every thread's copies visible and tells that every warp is
