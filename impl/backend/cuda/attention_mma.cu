@@ -1719,7 +1719,7 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // before; at head_dim 128 they spilled 32 to 1256 bytes before the ring); the M = 1 mma.sync
 // forwards, two blocks of 8 warps per SM, 128 or fewer, no spill (16 bytes at head_dim 128 before;
 // 198 registers at one block an SM). The M = 2 forwards ask for two blocks of 4 warps per SM (2 x
-// 103 KB of shared memory at head_dim 128): 210 registers at head_dim 64 (220), and at 128 254 with
+// 103 KB of shared memory at head_dim 128): 210 registers at head_dim 64 (222), and at 128 254 with
 // 8 bytes spilled (one 64-bit value reloaded once a tile, cuobjdump -sass; 28 bytes before, 7 chunk
 // addresses, since fd5e1cd; none at f40f733; 84 bytes at 5531b1e, 140 at c7fd396: ptxas's
 // allocation at this edge moves with small changes; its 128 output and 64 score registers per
