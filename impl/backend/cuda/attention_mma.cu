@@ -880,8 +880,8 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // their tiles. Why: an issuer among the consumers (thread 0) stalls its warpgroup's next product
 // while it waits for the other warpgroup's releases or reads an item's first keys (a global load,
 // with documents), and lets the warpgroups drift at most a tile apart; the producer lets them
-// drift as far as the stages allow (ptxas: 155 registers, where the consumers carrying the cursor
-// had 164). With two blocks an SM (head_dim 64: 126 registers under ptxas's cap of 128 with 256
+// drift as far as the stages allow (ptxas: 157 registers, where the consumers carrying the cursor
+// had 164). With two blocks an SM (head_dim 64: 121 registers under ptxas's cap of 128 with 256
 // threads) a ninth warp caps them at 96 (a sub-partition holding five warps) and they spill:
 // thread 0 issues there, as without TMA every thread copies. The dq kernel keeps thread 0 too: a
 // ninth warp, tried, left its consumers 166 of their 170 registers and 32 bytes spilled. By
@@ -1017,12 +1017,15 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     const int lane = threadIdx.x % 32, wrow = threadIdx.x / 32 * 16, wg = warpgroup();
 
     wg_bars_init(f.bars);
-    fwd_cursor ic = fwd_cursor_start(f);  // the issuer's
-    if (!FWD_PRODUCER(true, HD) && wg_issuer()) fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
+    // The issuer's cursor, made by the issuer alone (its first item's geometry is a global load
+    // with documents): the producer warp's lane 0, or wg_issuer's threads.
+    fwd_cursor ic = {};
+    if (!FWD_PRODUCER(true, HD) && wg_issuer())
+        ic = fwd_cursor_start(f), fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
     __syncthreads();  // the barriers initialized before anyone waits on one (or the producer arms one)
     if (FWD_PRODUCER(true, HD) && threadIdx.x >= NTHREADS(1)) {  // the producer warp
         if (threadIdx.x == NTHREADS(1))
-            while (ic.live) fwd_wg_copy(f, ic, HD);
+            for (ic = fwd_cursor_start(f); ic.live;) fwd_wg_copy(f, ic, HD);
         return;
     }
     // An item's geometry and first keys (global loads, with documents): this lane's row's (lanes
@@ -1725,8 +1728,8 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // allocation at this edge moves with small changes; its 128 output and 64 score registers per
 // thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps per SM (and the
 // forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
-// 2026-11-28): forward 155 registers at head_dim 128 with its producer warp (164 with thread 0
-// issuing; 126 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
+// 2026-11-28): forward 157 registers at head_dim 128 with its producer warp (164 with thread 0
+// issuing; 121 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
 // items), dq 170 (138), dk/dv 236 (170; 240 and 174 while its lse and D came by cp.async); with the
 // cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma
 // serialized, from 248).
