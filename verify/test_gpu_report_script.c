@@ -153,7 +153,8 @@ static char *profile_stage(const char *dir, const char *left_out, int *rc, char 
     snprintf(path, sizeof path, "%s/fake/ncu", dir);
     f = fopen(path, "w");
     cr_assert(f, "%s", path);
-    fprintf(f, "#!/bin/sh\necho \"ncu $*\"\nre=\nwhile [ $# -gt 0 ]; do [ \"$1\" = -k ] && re=${2#regex:}; shift; done\n"
+    fprintf(f, "#!/bin/sh\n[ \"$1\" = --help ] && { echo '  --print-details arg'; exit 0; }\n"
+               "echo \"ncu $*\"\nre=\nwhile [ $# -gt 0 ]; do [ \"$1\" = -k ] && re=${2#regex:}; shift; done\n"
                "grep -E \"$re\" '%s/kernels.txt' | sed 's/^/profiled: /' | grep . || echo '==WARNING== No kernels were profiled.'\n",
             dir);
     fclose(f);
@@ -200,14 +201,15 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
 // one-pass backward and the wgmma forward there, the wgmma forward again inside attention_gpu's
 // NVTX range of the persistent form (its launches of the same kernel), and at plain causal
 // T 16384 the wgmma forward, each selector matching exactly its kernel's name as ncu spells it;
-// the stage's line says exit 0. A selector that matches nothing fails the stage, naming it (at
-// e4790d9 the selectors missed every kernel and the stage said exit 0).
+// the stage's line says exit 0; each section's body printed, as the stand-in's help offers
+// --print-details (the node's ncu does). A selector that matches nothing fails the stage, naming
+// it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
 Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
     char *dir = th_tmpdir(), *prof;
     int rc;
     char *out = profile_stage(dir, NULL, &rc, &prof);
     cr_expect(rc == 0 && strstr(out, "\nprofile: exit 0, "), "exit %d, summary:\n%s", rc, out);
-    const char *want[] = {"--clock-control none", "--kernel-name-base demangled -c 1",
+    const char *want[] = {"--clock-control none", "--print-details all", "--kernel-name-base demangled -c 1",
                           "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0",
                           "profiled: void attn_fwd_128<(int)2, (bool)0>(", "profiled: void attn_dq_128<(bool)1>(",
                           "profiled: void attn_dkdv_128<(bool)1, (bool)0>(",

@@ -204,6 +204,12 @@ st_profile() {
     # per instruction kind (LDGSTS, LDG, STG, LDS, ...): requests, sectors and wavefronts, so the excess
     # sectors and wavefronts run-1772e6e found are placed (the copies into shared memory, or the stores)
     sections+=" --section MemoryWorkloadAnalysis_Tables"
+    # and each section's body, where ncu has the option (2023.2 on; the node's is 2025.3): Warp State
+    # Statistics then lists the cycles a warp spends in each stall reason, and Source Counters the
+    # instructions where warps stall most (run-1772e6e printed only their headers: no eligible warp
+    # 67-76% of cycles, but not why). grep reads the whole help, not -q: under pipefail ncu must not
+    # die of a closed pipe.
+    if "$ncu" --help 2>&1 | grep -- --print-details >/dev/null; then sections+=" --print-details all"; fi
     # The kernels by their template arguments, as ncu's demangled names spell them (run-e4790d9's
     # profile-attention.txt lists them: `void attn_fwd_128<(int)2, (bool)0>(...)` for
     # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`; the dk/dv kernel has since gained its second
