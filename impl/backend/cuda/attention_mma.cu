@@ -119,14 +119,15 @@
 // tiles of 64 (no fragment registers to hold). The forward overlaps a tile's softmax with the
 // previous tile's P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its
 // wgmma unserialized), the dq kernel a tile's P and dS with the previous tile's dQ product; the
-// dk/dv kernel computes a tile's dS^T while its dV product runs (246 registers, no serialization;
-// overlapping its mask and P^T with the previous tile's dK product, tried at c7fd396, made ptxas
-// serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s emulation of wgmma's
-// descriptors, fragment layouts and asynchrony, then right on an H200 at its first run (ecc8627;
-// the overlaps right at their first run too, e4790d9). The tiles come by TMA, and the forward's and
-// dq's warpgroups run apart (stages given back on mbarriers, no block barrier a tile), since
-// 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies)
-// since the day's third session, and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST:
+// dk/dv kernel computes a tile's dS^T while its dV product runs and, with TMA, issues a tile's dK
+// product at the next tile's start, with that tile's S^T and dP^T (DK_LAG: 250 registers, no
+// serialization; overlapping the next tile's mask and P^T with the dK product too, tried at
+// c7fd396, made ptxas serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s
+// emulation of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its
+// first run (ecc8627; the overlaps right at their first run too, e4790d9). The tiles come by TMA,
+// and the forward's and dq's warpgroups run apart (stages given back on mbarriers, no block barrier
+// a tile), since 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by
+// bulk copies) since the day's third session, and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST:
 // fwd_wg_body's work items) and, at head_dim 128, with a producer warp of its own (FWD_PRODUCER):
 // executed under the emulation, not yet on a GPU. Not yet done: a producer warp in the backward
 // kernels (thread 0 issues, between its own products), FlashAttention-3's pingpong
@@ -574,19 +575,27 @@ static __device__ __forceinline__ void mask_tile(float (*s)[4], const int NT, bo
         }
 }
 
+// Columns 2t, 2t + 1 of n-tile n (this lane's, in the accumulator layout) of a per-column vector
+// in shared memory (8-byte aligned): one 8-byte load, where indexing the two floats made ptxas
+// load them one by one (cuobjdump: 16 LDS a tile for each of the dk/dv kernel's lse2 and D).
+static __device__ __forceinline__ float2 col_pair(const float *cols, int n) {
+    return *(const float2 *)(cols + n * 8 + 2 * (threadIdx.x % 4));
+}
+
 // P = 2^(S scale_log2 - lse) over a 16 x 8*NT tile of raw scores, lse in log2 units per row
 // (lse_rows: this lane's rows g and g + 8) or per column (lse_cols: shared, by column); -inf scores
 // give 0. One FFMA and one ex2 a score.
 static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, float scale_log2,
                                                       const float *lse_rows, const float *lse_cols) {
-    const int t = threadIdx.x % 4;
 #pragma unroll
-    for (int n = 0; n < NT; n++)
+    for (int n = 0; n < NT; n++) {
+        const float2 col = lse_cols ? col_pair(lse_cols, n) : make_float2(0.0f, 0.0f);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const float lse = lse_cols ? lse_cols[n * 8 + 2 * t + (e & 1)] : lse_rows[e / 2];
+            const float lse = lse_cols ? (e & 1 ? col.y : col.x) : lse_rows[e / 2];
             s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -lse));
         }
+    }
 }
 
 // One step of the forward's and dq's key ring: waits for key tile k0 (in stage `stage`; at the
@@ -1357,6 +1366,16 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  const int32_t *__restrict__ bounds, gm_grad_write w, const int HD,
                                                  const attn_tmaps *tm, dq_sum ds = {}) {
     static_assert(!DQ || WG, "the one-pass backward is wgmma's");
+    // DK_LAG: a tile's dK product is issued at the start of the next tile, just before that
+    // tile's S^T and dP^T products and its barrier wait, and waited for with them, so that the
+    // tensor cores go from one to the others without the warpgroup's round trip between them (the
+    // barrier wait runs under it); the tile's query stage is given back, and the tile two ahead
+    // copied into it, only then. (Issued at the end of its own tile and waited for in the next,
+    // across the loop's back edge, ptxas serialized the kernel's wgmma: C7515.) With TMA only: the
+    // threads' copies (fp32 element) overwrite that stage after the tile's block barrier, which
+    // the product would still be reading; and not in the one-pass backward, whose dq product
+    // waits for dK's anyway.
+    constexpr bool DK_LAG = WG && WG_TMA && !DQ;
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, WG), QT = QUERY_TILE(HD, WG);
     // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries,
@@ -1428,17 +1447,23 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const int wg = WG ? warpgroup() : 0;
     const int ntiles = dq_sum_tiles(T);  // DQ: the query tiles of a head
     int32_t *passing = nullptr;            // DQ: the semaphore of the tile this block last added to, to pass on
+    // WG: the A side of the product in flight (P^T for dV, then dS^T for dK; with DK_LAG dK's is
+    // issued at the next tile's start)
+    uint32_t pa[QUERY_TILE(64, 0) / 16][4];
+    int last_stage = 0;  // DK_LAG: the stage of the tile before, whose dK product is issued at this one's start
 
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
         const int stage = i % QUERY_STAGES;
+        if constexpr (DK_LAG)
+            if (i > 0) wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);  // dK += dS^T Q of the tile before
         cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
         if constexpr (WG) wg_wait(bars, i);  // wgmma's group i
         // Everyone's copies have landed and tile i - 1 (the stage tile i + 2 goes to) is consumed:
         // a block barrier, but with TMA the warpgroups run apart (the issuer waits for the stage's
         // releases instead), except in the one-pass backward, whose sDS both warpgroups share.
         if constexpr (!WG || !WG_TMA || DQ) __syncthreads();
-        load_tile(i + 2);
-        if constexpr (WG && WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
+        if constexpr (!DK_LAG) load_tile(i + 2);
+        if constexpr (WG && WG_TMA && !DK_LAG) __syncwarp();  // warp 0 whole again after its issuer's waits
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
@@ -1453,7 +1478,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 __syncwarp();  // warp 0 whole again for wgmma's .aligned wait
                 passing = nullptr;
             }
-            wgmma_wait<0>();
+            wgmma_wait<0>();  // with DK_LAG the previous tile's dK product too
+            if constexpr (DK_LAG) {
+                if (i > 0) wg_release(emptyQ, last_stage);  // its Q, dO, lse2 and D read
+                wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
+                load_tile(i + 2);  // into that stage, once the other warpgroup has given it back too
+                __syncwarp();      // warp 0 whole again after its issuer's waits, for wgmma
+            }
             wgmma_hold(&st[0][0], QT / 2), wgmma_hold(&dpt[0][0], QT / 2);
         } else {
             zero(st, QT / 8);
@@ -1464,21 +1495,23 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         // dS^T / scale = P^T (dP^T - D), D by column (query)
         const auto ds_from_p = [&] {
 #pragma unroll
-            for (int n = 0; n < QT / 8; n++)
+            for (int n = 0; n < QT / 8; n++) {
+                const float2 d = col_pair(cD, n);
 #pragma unroll
-                for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - cD[n * 8 + 2 * t + (e & 1)];
+                for (int e = 0; e < 4; e++) st[n][e] *= dpt[n][e] - (e & 1 ? d.y : d.x);
+            }
         };
         if constexpr (WG) {
             // dV += P^T dO runs on the tensor cores while the CUDA cores turn P^T into dS^T: the
             // product reads P^T's packed copy pa, not st (pa is the wgmma's until the wait).
-            uint32_t pa[QUERY_TILE(64, 0) / 16][4];
             pack_a(pa, st);
             wg_xb_issue(dva, pa, cO, HD);
             ds_from_p();
             wgmma_wait<0>();
             wgmma_hold(&dva[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
             pack_a(pa, st);
-            wg_xb_issue(dka, pa, cQ, HD);  // dK += dS^T Q
+            if constexpr (!DK_LAG) wg_xb_issue(dka, pa, cQ, HD);  // dK += dS^T Q
+            last_stage = stage;
             if constexpr (DQ) {
                 // While dK's product runs: dS^T into shared memory, and the wait for the parts of
                 // the tile's dq before this block's (rank of them: the key blocks above this one
@@ -1499,9 +1532,11 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 dq_part_add(ds.dq + head, part, dqp, rank, last, qa, T, rs, scale, w, wg, HD);
                 if (!last) passing = sem;  // passed on after the next barrier
             }
-            wgmma_wait<0>();
-            wg_release(emptyQ, stage);  // the tile's Q, dO, lse2 and D read
-            wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
+            if constexpr (!DK_LAG) {
+                wgmma_wait<0>();
+                wg_release(emptyQ, stage);  // the tile's Q, dO, lse2 and D read
+                wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
+            }
         } else {
             zero(dpt, QT / 8);
             mma_abt(dpt, sV + warp * 16 * P, cO, P, QT / 8, HD / 16, 1);
@@ -1513,6 +1548,11 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     if (DQ && passing) {
         __syncthreads();  // a block's threads agree on passing
         if (threadIdx.x == 0) ordered_release(passing);
+    }
+    if constexpr (DK_LAG) {  // the last tile's dK product (qend > k0: at least one tile)
+        wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);
+        wgmma_wait<0>();
+        wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
     }
 
 #pragma unroll
@@ -1730,10 +1770,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
 // 2026-11-28): forward 157 registers at head_dim 128 with its producer warp (164 with thread 0
 // issuing; 121 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
-// items), dq 170 (138), dk/dv 236 (170; 240 and 174 while its lse and D came by cp.async); with the
-// cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma
-// serialized, from 248).
-// The one-pass backward (dk/dv with DQ): 254 (188), no spill, no serialization (252 and 202 with
+// items), dq 170 (138), dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in
+// that tile, 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
+// swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// The one-pass backward (dk/dv with DQ): 254 (192; 188 before its lse and D were read 8 bytes at a
+// time: col_pair), no spill, no serialization (252 and 202 with
 // the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
 // (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
 // every float atomic does).
