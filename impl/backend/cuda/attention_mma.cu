@@ -119,17 +119,19 @@
 // tiles of 64 (no fragment registers to hold). The forward overlaps a tile's softmax with the
 // previous tile's P V (fwd_wg_body: FlashAttention-3's intra-warpgroup overlap; ptxas keeps its
 // wgmma unserialized), the dq kernel a tile's P and dS with the previous tile's dQ product; the
-// dk/dv kernel computes a tile's dS^T while its dV product runs and, with TMA, issues a tile's dK
-// product at the next tile's start, with that tile's S^T and dP^T (DK_LAG: 250 registers, no
-// serialization; overlapping the next tile's mask and P^T with the dK product too, tried at
-// c7fd396, made ptxas serialize its wgmma at 248 registers: C7518). Written against verify/emu/'s
-// emulation of wgmma's descriptors, fragment layouts and asynchrony, then right on an H200 at its
-// first run (ecc8627; the overlaps right at their first run too, e4790d9). The tiles come by TMA,
-// and the forward's and dq's warpgroups run apart (stages given back on mbarriers, no block barrier
-// a tile), since 2026-11-28, with the 128-byte swizzle; the dk/dv kernel's too (its lse2 and D by
-// bulk copies) since the day's third session, and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST:
-// fwd_wg_body's work items) and, at head_dim 128, with a producer warp of its own (FWD_PRODUCER):
-// executed under the emulation, not yet on a GPU. Not yet done: a producer warp in the backward
+// dk/dv kernel computes a tile's P^T while its dP^T product runs and dS^T while its dV product
+// runs, and, with TMA, issues a tile's dK product at the next tile's start, before that tile's S^T
+// and dP^T (DK_LAG: 250 registers, no serialization; overlapping the next tile's mask and P^T with
+// the dK product, tried at c7fd396, made ptxas serialize its wgmma at 248 registers: C7518).
+// Written against verify/emu/'s emulation of wgmma's descriptors, fragment layouts and
+// asynchrony, then right on an H200 at its first run (ecc8627; the overlaps right at their first
+// run too, e4790d9). The tiles come by TMA, and the forward's and dq's warpgroups run apart
+// (stages given back on mbarriers, no block barrier a tile), since 2026-11-28, with the 128-byte
+// swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies) since the day's third session,
+// and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST: fwd_wg_body's work items)
+// and, at head_dim 128, with a producer warp of its own (FWD_PRODUCER); the dk/dv kernel's dK and
+// dP^T products run under its CUDA cores' work since the day's fifth: executed under the
+// emulation, not yet on a GPU. Not yet done: a producer warp in the backward
 // kernels (thread 0 issues, between its own products), FlashAttention-3's pingpong
 // schedule between the warpgroups, and the one-pass backward apart (its dS^T is both warpgroups',
 // one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
@@ -583,17 +585,19 @@ static __device__ __forceinline__ float2 col_pair(const float *cols, int n) {
 }
 
 // P = 2^(S scale_log2 - lse) over a 16 x 8*NT tile of raw scores, lse in log2 units per row
-// (lse_rows: this lane's rows g and g + 8) or per column (lse_cols: shared, by column); -inf scores
-// give 0. One FFMA and one ex2 a score.
-static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, float scale_log2,
-                                                      const float *lse_rows, const float *lse_cols) {
+// (this lane's rows g and g + 8: lse[0], lse[1]) or, by_column, per column (shared, by column); -inf
+// scores give 0. One FFMA and one ex2 a score. (by_column a constant, not lse's rows or columns
+// given as NULL: ptxas then kept a trap for a NULL column vector, and in the dk/dv kernel a wgmma
+// wait before it, C7517.)
+static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int NT, float scale_log2, const float *lse,
+                                                      const bool by_column) {
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        const float2 col = lse_cols ? col_pair(lse_cols, n) : make_float2(0.0f, 0.0f);
+        const float2 col = by_column ? col_pair(lse, n) : make_float2(lse[0], lse[1]);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const float lse = lse_cols ? (e & 1 ? col.y : col.x) : lse_rows[e / 2];
-            s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -lse));
+            const float x = by_column ? (e & 1 ? col.y : col.x) : (e / 2 ? col.y : col.x);
+            s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -x));
         }
     }
 }
@@ -639,12 +643,13 @@ static __device__ __forceinline__ uint32_t sw128_k_bytes(int ks) { return ks / 4
 // first row) and the 64-row streamed tile B from shared memory (sw128 slabs), K-major: SBO the next
 // 8 rows (1024 bytes on), columns 16 ks.. at sw128_k_bytes(ks) from the slab. With s2: a second,
 // independent product s2 = A2 B2^T issued behind the first (the backward's S and dP), so the tensor
-// cores run both before the one wait. Issued and committed as one group (s, s2 the wgmma's until a
-// wait completes it).
+// cores run both before the one wait. Issued and committed as one group, or with `apart` as two,
+// s's then s2's, so that a wait for s alone lets s2's product run on (s, s2 the wgmma's until a
+// wait completes their group).
 static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bfloat16 *A, const __nv_bfloat16 *B,
                                                     const int HD, float (*s2)[4] = nullptr,
                                                     const __nv_bfloat16 *A2 = nullptr,
-                                                    const __nv_bfloat16 *B2 = nullptr) {
+                                                    const __nv_bfloat16 *B2 = nullptr, bool apart = false) {
     const uint32_t lbo = 16, sbo = 1024;  // LBO unused (K-major, swizzled), 1 as CUTLASS sets it
     float *d = &s[0][0], *d2 = s2 ? &s2[0][0] : nullptr;
     wgmma_hold(d, KEY_TILE / 2);
@@ -656,6 +661,7 @@ static __device__ __forceinline__ void wg_abt_issue(float (*s)[4], const __nv_bf
         wgmma_m64n64k16_ss<0, 0>(d, wgmma_desc_plus(da, sw128_k_bytes(ks)), wgmma_desc_plus(db, sw128_k_bytes(ks)),
                                  ks > 0);
     if (d2) {
+        if (apart) wgmma_commit();
         const uint64_t da2 = wgmma_desc(A2, lbo, sbo), db2 = wgmma_desc(B2, lbo, sbo);
 #pragma unroll
         for (int ks = 0; ks < HD / 16; ks++)
@@ -1198,7 +1204,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, NULL);  // P
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, false);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
             if (j > 0) wg_release(emptyK, (j - 1) % DQ_K_STAGES);
@@ -1219,7 +1225,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             zero(s, KEY_TILE / 8);
             mma_abt(s, sQ + warp * 16 * P, cK, P, KEY_TILE / 8, HD / 16, 1);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
-            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, NULL);  // P
+            exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, false);  // P
             zero(dp, KEY_TILE / 8);
             mma_abt(dp, sO + warp * 16 * P, cV, P, KEY_TILE / 8, HD / 16, 1);
             times_dp_minus_d(s, dp, Drow);  // dS / scale
@@ -1471,27 +1477,27 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
 
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
-        if constexpr (WG) {  // S^T and dP^T together, the warpgroup's 64 keys
-            wg_abt_issue(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO);
+        if constexpr (WG) {  // S^T, then dP^T, the warpgroup's 64 keys: two groups, P^T made under dP^T's
+            wg_abt_issue(st, sK + wg * 64 * HD, cQ, HD, dpt, sV + wg * 64 * HD, cO, true);
             if (DQ && passing) {  // the last tile's parts, added by every thread before the barrier
                 if (threadIdx.x == 0) ordered_release(passing);  // its fence while the products run
                 __syncwarp();  // warp 0 whole again for wgmma's .aligned wait
                 passing = nullptr;
             }
-            wgmma_wait<0>();  // with DK_LAG the previous tile's dK product too
+            wgmma_wait<1>();  // S^T (with DK_LAG the previous tile's dK product too); dP^T's runs on
             if constexpr (DK_LAG) {
                 if (i > 0) wg_release(emptyQ, last_stage);  // its Q, dO, lse2 and D read
                 wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
                 load_tile(i + 2);  // into that stage, once the other warpgroup has given it back too
                 __syncwarp();      // warp 0 whole again after its issuer's waits, for wgmma
             }
-            wgmma_hold(&st[0][0], QT / 2), wgmma_hold(&dpt[0][0], QT / 2);
+            wgmma_hold(&st[0][0], QT / 2);
         } else {
             zero(st, QT / 8);
             mma_abt(st, sK + warp * 16 * P, cQ, P, QT / 8, HD / 16, 1);
         }
         mask_tile(st, QT / 8, full, T, k0 + warp * 16, qa, sBound + warp * 16, false);
-        exp2_minus_lse(st, QT / 8, scale_log2, NULL, cL);  // P^T
+        exp2_minus_lse(st, QT / 8, scale_log2, cL, true);  // P^T
         // dS^T / scale = P^T (dP^T - D), D by column (query)
         const auto ds_from_p = [&] {
 #pragma unroll
@@ -1506,6 +1512,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             // product reads P^T's packed copy pa, not st (pa is the wgmma's until the wait).
             pack_a(pa, st);
             wg_xb_issue(dva, pa, cO, HD);
+            wgmma_wait<1>();  // dP^T (dV's product runs on)
+            wgmma_hold(&dpt[0][0], QT / 2);
             ds_from_p();
             wgmma_wait<0>();
             wgmma_hold(&dva[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
