@@ -1372,9 +1372,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                                                  const int32_t *__restrict__ bounds, gm_grad_write w, const int HD,
                                                  const attn_tmaps *tm, dq_sum ds = {}) {
     static_assert(!DQ || WG, "the one-pass backward is wgmma's");
-    // DK_LAG: a tile's dK product is issued at the start of the next tile, just before that
-    // tile's S^T and dP^T products and its barrier wait, and waited for with them, so that the
-    // tensor cores go from one to the others without the warpgroup's round trip between them (the
+    // DK_LAG: a tile's dK product is issued at the start of the next tile, before that tile's
+    // barrier wait and its S^T and dP^T products, and waited for with S^T's, so that the tensor
+    // cores go from one to the others without the warpgroup's round trip between them (the
     // barrier wait runs under it); the tile's query stage is given back, and the tile two ahead
     // copied into it, only then. (Issued at the end of its own tile and waited for in the next,
     // across the loop's back edge, ptxas serialized the kernel's wgmma: C7515.) With TMA only: the
