@@ -1189,8 +1189,6 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             const int k0 = kbeg + j * KEY_TILE;
             wg_wait(bars, j);  // group j; group j + 1 may be in flight
             if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
-            wg_copy(j + 2);
-            if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
             const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             wg_abt_issue(s, sQw, cK, HD, dp, sOw, sV + j % DQ_V_STAGES * KEY_TILE * P);
@@ -1201,6 +1199,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                 wgmma_wait<0>();
             }
             wg_release(emptyV, j % DQ_V_STAGES);  // V_j read (dP_j); K_j is read once more, by dQ's product
+            // Group j + 2, into K_{j-2}'s and V_{j-1}'s stages (given back in tile j - 1), issued
+            // under dQ's product: where it came before the tile's products, the issuer's waits
+            // for the other warpgroup's releases and its TMA issue held up its warpgroup's S and dP.
+            wg_copy(j + 2);
+            if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma's wait
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
