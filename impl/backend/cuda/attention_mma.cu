@@ -867,17 +867,17 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // first group also its Q, into FWD_Q_STAGES (3) query stages), copied two groups ahead (across
 // items too: the issuer's cursor, fwd_cursor) in rings of FWD_K_STAGES (3) and FWD_V_STAGES (4:
 // V_{g-1} is read through tile g) stages. Per tile j of an item (group g):
-//   wait for group g (group g + 1 may be in flight: wg_wait);
-//   with TMA at head_dim 64, thread 0 copies group g + 2 once every warp has given its stages back
-//   (K_{g-1} after S_{g-1}, V_{g-2} after P_{g-2} V_{g-2}, and for an item's first group the query
-//   stage of the item three back after its last product: wg_reuse; at head_dim 128 the producer
-//   warp copies each group after the same releases, FWD_PRODUCER); with the threads' copies (fp32)
-//   a block barrier first, after which every warpgroup is done with those stages, and every
-//   thread copies;
+//   wait for group g (group g + 1 may be in flight: wg_wait); with the threads' copies (fp32) a
+//   block barrier, after which every warpgroup is done with the stages group g + 2 goes to;
 //   issue S_j = Q K_j^T, then (j > 0) P_{j-1} V_{j-1} (P_{j-1} in the A fragments pa); wait for S_j
-//   only (wgmma's groups complete in order) and give K_j back; mask S_j and take its softmax (new
-//   max, sums, P_j), touching no register of the product in flight; wait for it and give V_{j-1}
-//   back; rescale o to the new max; pack P_j into pa.
+//   only (wgmma's groups complete in order) and give K_j back;
+//   under P_{j-1} V_{j-1}, copy group g + 2: with TMA at head_dim 64 thread 0, once every warp has
+//   given its stages back (K_{g-1} after S_{g-1}, V_{g-2} after P_{g-2} V_{g-2}, and for an item's
+//   first group the query stage of the item three back after its last product: wg_reuse), with
+//   the fp32 element every thread (at head_dim 128 with TMA the producer warp copies each group
+//   after the same releases instead, FWD_PRODUCER);
+//   mask S_j and take its softmax (new max, sums, P_j), touching no register of the product in
+//   flight; wait for it and give V_{j-1} back; rescale o to the new max; pack P_j into pa.
 // After the item's last tile, P V of it, V and Q given back, and the item's out and lse stored.
 // o meets every operation of the mma forward in the same order (o rescaled, then P V added, tile
 // by tile), so the results are the same arithmetic. Why three query stages: with two, an item of
@@ -987,10 +987,6 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
     const int P = TILE_PITCH(HD, true), k0 = x.kbeg + j * KEY_TILE, wrow = threadIdx.x / 32 * 16;
     wg_wait(f.bars, g);
     if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
-    if (!FWD_PRODUCER(true, HD)) {
-        if (wg_issuer()) fwd_wg_copy(f, ic, HD);
-        if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
-    }
     float s[KEY_TILE / 8][4];
     wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
@@ -1000,6 +996,13 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
         wgmma_wait<0>();
     }
     wg_release(f.emptyK, g % FWD_K_STAGES);
+    // Without the producer warp: group g + 2 (into K_{g-1}'s and V_{g-2}'s stages, given back in
+    // tile j - 1), under P_{j-1} V_{j-1}, so that the issuer's waits and copies do not hold up the
+    // warpgroup's products, as in the dq kernel.
+    if (!FWD_PRODUCER(true, HD)) {
+        if (wg_issuer()) fwd_wg_copy(f, ic, HD);
+        if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma's wait
+    }
     wgmma_hold(&s[0][0], KEY_TILE / 2);
     const bool full = tile_full(x.q0, k0, KEY_TILE, last_first <= k0);
     mask_tile(s, KEY_TILE / 8, full, f.T, x.q0 + wrow, k0, sBound + wrow, true);
@@ -1471,8 +1474,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         // a block barrier, but with TMA the warpgroups run apart (the issuer waits for the stage's
         // releases instead), except in the one-pass backward, whose sDS both warpgroups share.
         if constexpr (!WG || !WG_TMA || DQ) __syncthreads();
-        if constexpr (!DK_LAG) load_tile(i + 2);
-        if constexpr (WG && WG_TMA && !DK_LAG) __syncwarp();  // warp 0 whole again after its issuer's waits
+        if constexpr (!WG || !WG_TMA) load_tile(i + 2);  // every thread's copies (with TMA, below)
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
@@ -1491,8 +1493,13 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             if constexpr (DK_LAG) {
                 if (i > 0) wg_release(emptyQ, last_stage);  // its Q, dO, lse2 and D read
                 wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
-                load_tile(i + 2);  // into that stage, once the other warpgroup has given it back too
-                __syncwarp();      // warp 0 whole again after its issuer's waits, for wgmma
+            }
+            if constexpr (WG_TMA) {
+                // Into tile i - 1's stage, once both warpgroups have given it back (with DK_LAG
+                // just above), under dP^T's product: its issuer's waits and TMA issue do not hold
+                // up the warpgroup's products.
+                load_tile(i + 2);
+                __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
             }
             wgmma_hold(&st[0][0], QT / 2);
         } else {
@@ -1784,8 +1791,9 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // items), dq 170 (138), dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in
 // that tile, 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
 // swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
-// The one-pass backward (dk/dv with DQ): 254 (192; 188 before its lse and D were read 8 bytes at a
-// time: col_pair), no spill, no serialization (252 and 202 with
+// The one-pass backward (dk/dv with DQ): 252 (202; 254 and 192 with its copies issued before its
+// S^T and dP^T products, 188 at head_dim 64 before its lse and D were read 8 bytes at a time:
+// col_pair), no spill, no serialization (252 and 202 with
 // the core-matrix copies); its dq's fp32 partial sums added by 16-byte float atomics
 // (ATOMG.E.ADD.F32x4 with no destination: a reduction in L2, subnormal sums flushed to zero, as
 // every float atomic does).
