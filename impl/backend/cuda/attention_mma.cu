@@ -593,10 +593,10 @@ static __device__ __forceinline__ void exp2_minus_lse(float (*s)[4], const int N
                                                       const bool by_column) {
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        const float2 col = by_column ? col_pair(lse, n) : make_float2(lse[0], lse[1]);
+        const float2 col = by_column ? col_pair(lse, n) : make_float2(0.0f, 0.0f);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const float x = by_column ? (e & 1 ? col.y : col.x) : (e / 2 ? col.y : col.x);
+            const float x = by_column ? (e & 1 ? col.y : col.x) : lse[e / 2];
             s[n][e] = ex2_ftz(fmaf(s[n][e], scale_log2, -x));
         }
     }
@@ -896,7 +896,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // while it waits for the other warpgroup's releases or reads an item's first keys (a global load,
 // with documents), and lets the warpgroups drift at most a tile apart; the producer lets them
 // drift as far as the stages allow (ptxas: 157 registers, where the consumers carrying the cursor
-// had 164). With two blocks an SM (head_dim 64: 121 registers under ptxas's cap of 128 with 256
+// had 164). With two blocks an SM (head_dim 64: 120 registers under ptxas's cap of 128 with 256
 // threads) a ninth warp caps them at 96 (a sub-partition holding five warps) and they spill:
 // thread 0 issues there, as without TMA every thread copies. The dq kernel keeps thread 0 too: a
 // ninth warp, tried, left its consumers 166 of their 170 registers and 32 bytes spilled. By
@@ -1462,7 +1462,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // WG: the A side of the product in flight (P^T for dV, then dS^T for dK; with DK_LAG dK's is
     // issued at the next tile's start)
     uint32_t pa[QUERY_TILE(64, 0) / 16][4];
-    int last_stage = 0;  // DK_LAG: the stage of the tile before, whose dK product is issued at this one's start
+    // DK_LAG: the stage of the tile before, whose dK product is issued at this one's start (kept, not
+    // (i - 1) % QUERY_STAGES: ptxas computed that remainder again, 9 instructions a tile, cuobjdump)
+    int last_stage = 0;
 
     for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
         const int stage = i % QUERY_STAGES;
@@ -1787,7 +1789,7 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps per SM (and the
 // forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
 // 2026-11-28): forward 157 registers at head_dim 128 with its producer warp (164 with thread 0
-// issuing; 121 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
+// issuing; 120 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
 // items), dq 170 (138), dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in
 // that tile, 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
 // swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
