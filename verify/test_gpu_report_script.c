@@ -138,9 +138,10 @@ static const char *const NCU_KERNELS[] = {
 // Runs the profile stage with stand-ins into dir/rep: an nvidia-smi that lists a GPU and an ncu that
 // writes down its arguments and matches its -k regex (grep -E, which reads these selectors as ncu's
 // regex does) against NCU_KERNELS but the one starting with `left_out` (NULL: none), printing each
-// match or, like ncu, "No kernels were profiled" (and exit 0). Returns the summary, *rc the script's exit status, *prof the
-// stage's profile-attention.txt.
-static char *profile_stage(const char *dir, const char *left_out, int *rc, char **prof) {
+// match or, like ncu, "No kernels were profiled" (and exit 0), and printing a report's source page
+// unless `source_fails` (then one error line, exit 1). Returns the summary, *rc the script's exit
+// status, *prof the stage's profile-attention.txt.
+static char *profile_stage(const char *dir, const char *left_out, bool source_fails, int *rc, char **prof) {
     char path[4300], cmd[9000], *out, *err;
     snprintf(path, sizeof path, "%s/kernels.txt", dir);
     FILE *f = fopen(path, "w");
@@ -153,10 +154,23 @@ static char *profile_stage(const char *dir, const char *left_out, int *rc, char 
     snprintf(path, sizeof path, "%s/fake/ncu", dir);
     f = fopen(path, "w");
     cr_assert(f, "%s", path);
-    fprintf(f, "#!/bin/sh\n[ \"$1\" = --help ] && { echo '  --print-details arg'; exit 0; }\n"
-               "echo \"ncu $*\"\nre=\nwhile [ $# -gt 0 ]; do [ \"$1\" = -k ] && re=${2#regex:}; shift; done\n"
-               "grep -E \"$re\" '%s/kernels.txt' | sed 's/^/profiled: /' | grep . || echo '==WARNING== No kernels were profiled.'\n",
-            dir);
+    // -o REP: the matches into REP.ncu-rep; -i REP: the report printed, or with --page source a
+    // CSV of its kernel's "instructions" (the source page's header and one row naming the kernel).
+    fprintf(f,
+            "#!/bin/sh\n[ \"$1\" = --help ] && { echo '  --print-details arg'; echo '  --print-source arg'; exit 0; }\n"
+            "args=\"$*\" re= rep= imp= page=\n"
+            "while [ $# -gt 0 ]; do case $1 in -k) re=${2#regex:};; -o) rep=$2;; -i) imp=$2;; --page) page=$2;; esac; "
+            "shift; done\n"
+            "[ \"$page\" = source ] || echo \"ncu $args\"\n"
+            "if [ -n \"$imp\" ]; then\n"
+            "  [ \"$page\" = source ] || { cat \"$imp\"; exit 0; }\n"
+            "  %s\n"
+            "  echo '\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\"'\n"
+            "  sed 's/^profiled: \\(.*\\)/\"0\",\"\\1\",\"1\"/' \"$imp\"; exit 0\n"
+            "fi\n"
+            "grep -E \"$re\" '%s/kernels.txt' | sed 's/^/profiled: /' > \"$rep.ncu-rep\"\n"
+            "[ -s \"$rep.ncu-rep\" ] || { rm -f \"$rep.ncu-rep\"; echo '==WARNING== No kernels were profiled.'; }\n",
+            source_fails ? "echo '==ERROR== stand-in: no source page' >&2; exit 1" : ":", dir);
     fclose(f);
     snprintf(cmd, sizeof cmd,
              "printf '#!/bin/sh\\necho \"GPU 0: stand-in (UUID: GPU-0)\"\\n' > '%s/fake/nvidia-smi' "
@@ -202,14 +216,15 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
 // NVTX range of the persistent form (its launches of the same kernel), and at plain causal
 // T 16384 the wgmma forward, each selector matching exactly its kernel's name as ncu spells it;
 // the stage's line says exit 0; each section's body printed, as the stand-in's help offers
-// --print-details (the node's ncu does). A selector that matches nothing fails the stage, naming
+// --print-details (the node's ncu does), and each report's source page (SASS with sampled stalls,
+// --print-source) beside the text as profile-sass-NAME.csv.gz. A selector that matches nothing fails the stage, naming
 // it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
 Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
     char *dir = th_tmpdir(), *prof;
     int rc;
-    char *out = profile_stage(dir, NULL, &rc, &prof);
+    char *out = profile_stage(dir, NULL, false, &rc, &prof);
     cr_expect(rc == 0 && strstr(out, "\nprofile: exit 0, "), "exit %d, summary:\n%s", rc, out);
-    const char *want[] = {"--clock-control none", "--print-details all", "--kernel-name-base demangled -c 1",
+    const char *want[] = {"--clock-control none", "--print-details all", "--kernel-name-base demangled -c 1", " -f -o ",
                           "--tmin=65536 --tmax=65536 --doc_len=700", "--tmin=16384 --tmax=16384 --window=0",
                           "profiled: void attn_fwd_128<(int)2, (bool)0>(", "profiled: void attn_dq_128<(bool)1>(",
                           "profiled: void attn_dkdv_128<(bool)1, (bool)0>(",
@@ -223,13 +238,45 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     for (const char *p = prof; (p = strstr(p, "--nvtx-include")); p++) in_range++;
     cr_expect_eq(profiled, 7, "7 kernels profiled, one a selector:\n%s", prof);
     cr_expect_eq(in_range, 1, "one ncu run inside an NVTX range:\n%s", prof);
-    cr_expect_eq(th_count_lines(prof), 21, "7 headings, 7 ncu runs, 7 kernels:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 35,
+                 "7 headings, 7 ncu runs, 7 reports printed (the command and its kernel), 7 source pages:\n%s", prof);
+    // each kernel's source page beside it, named in the text, holding that kernel's rows
+    const struct {
+        const char *name, *kernel;
+    } pages[] = {{"fwd-mma32", "attn_fwd_128<(int)2, (bool)0>"},
+                 {"dq-wgmma", "attn_dq_128<(bool)1>"},
+                 {"dkdv-wgmma", "attn_dkdv_128<(bool)1, (bool)0>"},
+                 {"bwd-onepass", "attn_dkdv_128<(bool)1, (bool)1>"},
+                 {"fwd-wgmma", "attn_fwd_128<(int)1, (bool)1>"},
+                 {"fwd-wgmma-persist", "attn_fwd_128<(int)1, (bool)1>"},
+                 {"fwd-wgmma-causal", "attn_fwd_128<(int)1, (bool)1>"}};
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        char cmd[4600], line[200], *csv, *err;
+        snprintf(line, sizeof line, "\nper instruction: profile-sass-%s.csv.gz (2 lines)\n", pages[i].name);
+        cr_expect(strstr(prof, line), "no '%s' in profile-attention.txt:\n%s", line + 1, prof);
+        snprintf(cmd, sizeof cmd, "gzip -dc '%s/rep/profile-sass-%s.csv.gz'", dir, pages[i].name);
+        cr_expect_eq(th_run(cmd, &csv, &err), 0, "%s: %s", cmd, err);
+        cr_expect(!strncmp(csv, "\"Address\",\"Source\",", 19) && strstr(csv, pages[i].kernel), "%s:\n%s", cmd, csv);
+        free(csv), free(err);
+    }
     free(out), free(prof);
 
     // without the wgmma dq kernel: its selector fails the stage
-    out = profile_stage(dir, "void attn_dq_128<(bool)1>", &rc, &prof);
+    out = profile_stage(dir, "void attn_dq_128<(bool)1>", false, &rc, &prof);
     cr_expect(rc != 0 && strstr(out, "\nprofile: exit 1, "), "exit %d, summary:\n%s", rc, out);
     cr_expect(strstr(prof, "profile: no kernel matched 'attn_dq_128<\\(bool\\)1>'"), "%s", prof);
+    free(out), free(prof);
+
+    // source pages that cannot be printed: every kernel still has its run and its text, each says
+    // why its page is missing, and the stage fails at the end
+    out = profile_stage(dir, NULL, true, &rc, &prof);
+    cr_expect(rc != 0 && strstr(out, "\nprofile: exit 1, "), "exit %d, summary:\n%s", rc, out);
+    int missing = 0;
+    for (const char *p = prof; (p = strstr(p, "\nprofile: no per-instruction samples for ")); p++) missing++;
+    cr_expect_eq(missing, 7, "%s", prof);
+    cr_expect(strstr(prof, "fwd-wgmma-causal: ==ERROR== stand-in: no source page\n"), "%s", prof);
+    cr_expect(strstr(prof, "profiled: void attn_fwd_128<(int)1, (bool)1>(") && !strstr(prof, "\nper instruction: "),
+              "%s", prof);
     free(out), free(prof);
     th_rmtree(dir);
 }

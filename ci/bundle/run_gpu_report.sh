@@ -37,9 +37,10 @@
 #                     of mean 700) the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels, the
 #                     one-pass backward and the wgmma forward, plain and persistent (wgmma-persist: the
 #                     same kernel, told apart by attention_gpu's NVTX range), at plain causal T 16384
-#                     the wgmma forward: speed of light,
-#                     occupancy, warp stall reasons, memory, instruction mix, source counters
-#                                                                            -> profile-attention.txt
+#                     the wgmma forward: speed of light, occupancy, warp stall reasons, memory,
+#                     instruction mix, source counters        -> profile-attention.txt; and each
+#                     kernel's SASS with the warp stalls sampled at each instruction (where ncu
+#                     prints a report's source page)                      -> profile-sass-NAME.csv.gz
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -175,16 +176,18 @@ st_attention() {  # st_attention NAME FLAGS...
     shift
     "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
 }
-# profile_kernel HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $sections,
-# $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=NAME
-# before it, the first inside attention_gpu's NVTX range NAME (its calls of one form and pass:
-# wgmma-persist-forward launches wgmma's forward kernel).
+# profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
+# $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
+# before it, the first inside attention_gpu's NVTX range RANGE (its calls of one form and pass:
+# wgmma-persist-forward launches wgmma's forward kernel). The report, kept in $work/NAME.ncu-rep, is
+# printed ($print) into profile-attention.txt and, where $per_instruction, its source page goes to
+# profile-sass-NAME.csv.gz: each SASS instruction with its sampled warp stalls.
 profile_kernel() {
-    local heading=$1 regex=$2 in_range=()
-    shift 2
+    local name=$1 heading=$2 regex=$3 in_range=()
+    shift 3
     [ -z "${nvtx_range:-}" ] || in_range=(--nvtx --nvtx-include "$nvtx_range/")
     echo "==== $heading"
-    "$ncu" $pick "${in_range[@]}" -k "regex:$regex" $sections $bench "$@" >"$work/ncu.txt" 2>&1
+    "$ncu" $pick "${in_range[@]}" -k "regex:$regex" $collect -f -o "$work/$name" $bench "$@" >"$work/ncu.txt" 2>&1
     local rc=$?
     cat "$work/ncu.txt"
     [ "$rc" = 0 ] || return "$rc"
@@ -192,42 +195,65 @@ profile_kernel() {
         echo "profile: no kernel matched '$regex'"
         return 1
     fi
+    "$ncu" -i "$work/$name.ncu-rep" $print || return
+    [ -n "$per_instruction" ] || return 0
+    if "$ncu" -i "$work/$name.ncu-rep" --page source --csv --print-source sass >"$work/$name.csv" 2>"$work/ncu.err" &&
+        gzip -c "$work/$name.csv" >"$out/profile-sass-$name.csv.gz"; then
+        echo "per instruction: profile-sass-$name.csv.gz ($(wc -l <"$work/$name.csv") lines)"
+    else
+        echo "profile: no per-instruction samples for $name: $(tail -1 "$work/ncu.err")"
+        sass_failed=1
+    fi
 }
 # One ncu pass per kernel (-c 1: its first launch, the bench's warm-up call), each over a whole
 # attention_gpu run at one length (its naive kernels are not profiled). Why: the windowed masks run
 # at ~55% of plain causal's TFLOP/s per tile (reports/gpu-h200/), and the stall reasons say why.
 st_profile() {
     # --clock-control none: ncu's default locks the clocks, and the card's settings are not ours to change
-    local sections="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
-    sections+=" --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
-    sections+=" --section InstructionStats --section SourceCounters"
+    local collect="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy"
+    collect+=" --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+    collect+=" --section InstructionStats --section SourceCounters"
     # per instruction kind (LDGSTS, LDG, STG, LDS, ...): requests, sectors and wavefronts, so the excess
     # sectors and wavefronts run-1772e6e found are placed (the copies into shared memory, or the stores)
-    sections+=" --section MemoryWorkloadAnalysis_Tables"
-    # and each section's body, where ncu has the option (2023.2 on; the node's is 2025.3): Warp State
+    collect+=" --section MemoryWorkloadAnalysis_Tables"
+    # Each section's body, where ncu has the option (2023.2 on; the node's is 2025.3): Warp State
     # Statistics then lists the cycles a warp spends in each stall reason, and Source Counters the
     # instructions where warps stall most (run-1772e6e printed only their headers: no eligible warp
-    # 67-76% of cycles, but not why). grep reads the whole help, not -q: under pipefail ncu must not
-    # die of a closed pipe.
-    if "$ncu" --help 2>&1 | grep -- --print-details >/dev/null; then sections+=" --print-details all"; fi
+    # 67-76% of cycles, but not why). And, where ncu prints a report's source page, every SASS
+    # instruction with the warp stalls sampled at it (Source Counters' sampling): which wait a tile's
+    # time goes to (the wgmma products', the TMA barriers', a shuffle's), read against the kernel's
+    # SASS from the same build (cuobjdump -sass). grep reads the whole help, not -q: under pipefail
+    # ncu must not die of a closed pipe.
+    local print="" per_instruction="" sass_failed="" help
+    help=$("$ncu" --help 2>&1)
+    if echo "$help" | grep -- --print-details >/dev/null; then print="--print-details all"; fi
+    if echo "$help" | grep -- --print-source >/dev/null; then per_instruction=1; else
+        echo "profile: this ncu has no --print-source: no per-instruction samples"
+    fi
     # The kernels by their template arguments, as ncu's demangled names spell them (run-e4790d9's
     # profile-attention.txt lists them: `void attn_fwd_128<(int)2, (bool)0>(...)` for
     # attn_fwd_128<M, WG>, `attn_dq_128<(bool)1>`; the dk/dv kernel has since gained its second
     # argument, attn_dkdv_128<WG, DQ>), the first launch of each: the forms
     # impl/backend/cuda/attention.cu's automatic choice runs at these shapes, and the one-pass
     # backward (DQ), not chosen automatically until timed. A selector that matches nothing (ncu then
-    # says so and exits 0) fails the stage.
+    # says so and exits 0) fails the stage, as a source page that cannot be printed does once every
+    # kernel has had its run.
     local bench="$GM_BIN/bench/attention_gpu --preset=softcap --reps=1 --out=$work/profile --name=p"
     local pick="--kernel-name-base demangled -c 1" record="--tmin=65536 --tmax=65536 --doc_len=700"
-    profile_kernel "the 32-rows-a-warp forward: record mask (T 65536, window 14, documents of mean 700)" \
+    profile_kernel fwd-mma32 "the 32-rows-a-warp forward: record mask (T 65536, window 14, documents of mean 700)" \
         'attn_fwd_128<\(int\)2, \(bool\)0>' $record || return
-    profile_kernel "the wgmma dq kernel: record mask" 'attn_dq_128<\(bool\)1>' $record || return
-    profile_kernel "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)0>' $record || return
-    profile_kernel "the one-pass backward: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)1>' $record || return
-    profile_kernel "the wgmma forward: record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
-    nvtx_range=wgmma-persist-forward profile_kernel "the persistent wgmma forward (wgmma-persist): record mask" \
-        'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
-    profile_kernel "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' --tmin=16384 --tmax=16384 --window=0
+    profile_kernel dq-wgmma "the wgmma dq kernel: record mask" 'attn_dq_128<\(bool\)1>' $record || return
+    profile_kernel dkdv-wgmma "the wgmma dk/dv kernel: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)0>' $record ||
+        return
+    profile_kernel bwd-onepass "the one-pass backward: record mask" 'attn_dkdv_128<\(bool\)1, \(bool\)1>' $record ||
+        return
+    profile_kernel fwd-wgmma "the wgmma forward: record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
+    nvtx_range=wgmma-persist-forward profile_kernel fwd-wgmma-persist \
+        "the persistent wgmma forward (wgmma-persist): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record ||
+        return
+    profile_kernel fwd-wgmma-causal "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' \
+        --tmin=16384 --tmax=16384 --window=0 || return
+    [ -z "$sass_failed" ]
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {
     python3 "$GM_ROOT/bench/gpu_rates.py" "$out" "$out/rates.csv" &&
