@@ -631,6 +631,13 @@ static __device__ __forceinline__ key_stage key_ring_step(__nv_bfloat16 *sK, __n
 // across the warp: the descriptors built from it then stay in uniform registers, where a value it
 // takes as per-thread goes through R2UR for each wgmma (cuobjdump -sass).
 static __device__ __forceinline__ int warpgroup(void) { return __shfl_sync(GM_FULL_MASK, (int)threadIdx.x / 128, 0); }
+// This thread's warp, broadcast the same way: a branch on it is one ptxas knows each warp takes
+// whole, so that the code after it keeps the uniform datapath. Branching on threadIdx.x instead (the
+// head_dim-128 forward's producer warp, up to 2026-11-28) left the consumers' loop after it on
+// per-thread registers: each wgmma descriptor a 64-bit add with carry and R2URs, ~12 instructions
+// a product where a uniform add is one; a full tile 395 instructions a thread where it is 296
+// (cuobjdump -sass), registers 157 where they are 146.
+static __device__ __forceinline__ int warp_index(void) { return __shfl_sync(GM_FULL_MASK, (int)threadIdx.x / 32, 0); }
 
 // Byte offset in a sw128 slab of row 0's columns 16 ks.. (a K-major product's step ks): panel
 // 16 ks / 64 (8192 bytes each), then 32 bytes a step inside the row (the swizzle's XOR is the
@@ -895,7 +902,7 @@ static __device__ __forceinline__ void fwd_mma_body(gm_cuda_act *__restrict__ ou
 // their tiles. Why: an issuer among the consumers (thread 0) stalls its warpgroup's next product
 // while it waits for the other warpgroup's releases or reads an item's first keys (a global load,
 // with documents), and lets the warpgroups drift at most a tile apart; the producer lets them
-// drift as far as the stages allow (ptxas: 157 registers, where the consumers carrying the cursor
+// drift as far as the stages allow (ptxas: 146 registers, where the consumers carrying the cursor
 // had 164). With two blocks an SM (head_dim 64: 120 registers under ptxas's cap of 128 with 256
 // threads) a ninth warp caps them at 96 (a sub-partition holding five warps) and they spill:
 // thread 0 issues there, as without TMA every thread copies. The dq kernel keeps thread 0 too: a
@@ -1041,7 +1048,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     if (!FWD_PRODUCER(true, HD) && wg_issuer())
         ic = fwd_cursor_start(f), fwd_wg_copy(f, ic, HD), fwd_wg_copy(f, ic, HD);
     __syncthreads();  // the barriers initialized before anyone waits on one (or the producer arms one)
-    if (FWD_PRODUCER(true, HD) && threadIdx.x >= NTHREADS(1)) {  // the producer warp
+    if (FWD_PRODUCER(true, HD) && warp_index() == NTHREADS(1) / 32) {  // the producer warp (warp_index: why)
         if (threadIdx.x == NTHREADS(1))
             for (ic = fwd_cursor_start(f); ic.live;) fwd_wg_copy(f, ic, HD);
         return;
@@ -1788,11 +1795,12 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // allocation at this edge moves with small changes; its 128 output and 64 score registers per
 // thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps per SM (and the
 // forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
-// 2026-11-28): forward 157 registers at head_dim 128 with its producer warp (164 with thread 0
-// issuing; 120 at 64, under the cap of 128 of its two blocks an SM; 140 and 108 before its work
-// items), dq 170 (138), dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in
-// that tile, 240 and 174 while its lse and D came by cp.async); with the cp.async copies of the
-// swizzled tiles 154, 191, 246; at c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// 2026-11-28): forward 146 registers at head_dim 128 with its producer warp (157 while the producer
+// was told apart by threadIdx.x, warp_index; 164 with thread 0 issuing; 120 at 64, under the cap
+// of 128 of its two blocks an SM; 140 and 108 before its work items), dq 170 (138), dk/dv 250
+// (186; 236 and 170 with each tile's dK product waited for in that tile, 240 and 174 while its lse
+// and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
+// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 252 (202; 254 and 192 with its copies issued before its
 // S^T and dP^T products, 188 at head_dim 64 before its lse and D were read 8 bytes at a time:
 // col_pair), no spill, no serialization (252 and 202 with
@@ -1806,7 +1814,9 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // -> 691 / 817: the scale in the exponent and ex2_ftz, the output's rescale only where a maximum
 // moved by 2^8 (softmax_tile), the mask's compares skipped on full tiles where they had run
 // predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
-// (wgmma_desc_plus, warpgroup). Not yet timed.
+// (wgmma_desc_plus, warpgroup). At 0a42429 the wgmma forward's full tile took 395 (per-thread
+// descriptors after the producer's branch on threadIdx.x, see warp_index); 296 since. Not yet
+// timed.
 template <int M, bool WG>
 __global__ static void __launch_bounds__(FWD_THREADS(M, WG, 64), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm);
