@@ -2,7 +2,8 @@
 // (attention_naive.cu), their forward also with 32 query rows per warp (GM_CUDA_ATTN_MMA32, with
 // mma's backward), on an sm_90 GPU their forward and backward on Hopper's wgmma (GM_CUDA_ATTN_WGMMA)
 // and the one-pass backward (GM_CUDA_ATTN_WGMMA1, its forward wgmma's and not timed again) and the
-// persistent forward (GM_CUDA_ATTN_WGMMA_PERSIST, its backward wgmma's and not timed again), and
+// persistent forward (GM_CUDA_ATTN_WGMMA_PERSIST, its backward wgmma's and not timed again) and the
+// forward with its warpgroups taking turns (GM_CUDA_ATTN_WGMMA_PINGPONG, likewise), and
 // where the mask is plain causal (--window=0, no documents) cuDNN's fused attention
 // (attention_cudnn.cu) beside them when it runs here (else one line says why), forward and
 // backward, at a preset's per-GPU attention shape (softcap: B = 1, 6 heads of 128, blocks of 128,
@@ -55,13 +56,23 @@ enum { MAX_REPS = 100, MAX_T_STEPS = 16 };
 #define SAMPLE_S 0.02  // a sample lasts at least this long
 
 // mma32: the forward only (its backward is mma's code); wgmma where it runs (an sm_90 GPU), and there
-// wgmma1 the backward only (its forward is wgmma's) and wgmma-persist the forward only (its backward
-// is wgmma's); cuDNN's fused attention where the mask is plain causal and cuDNN runs here.
-enum { IMPL_MMA, IMPL_NAIVE, IMPL_MMA32, IMPL_WGMMA, IMPL_WGMMA1, IMPL_WGMMA_PERSIST, IMPL_CUDNN, MAX_IMPLS };
-static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {GM_CUDA_ATTN_MMA,    GM_CUDA_ATTN_NAIVE,
-                                                   GM_CUDA_ATTN_MMA32,  GM_CUDA_ATTN_WGMMA,
-                                                   GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA_PERSIST,
-                                                   GM_CUDA_ATTN_CUDNN};
+// wgmma1 the backward only (its forward is wgmma's) and wgmma-persist and wgmma-pingpong the
+// forward only (their backward is wgmma's); cuDNN's fused attention where the mask is plain causal
+// and cuDNN runs here.
+enum {
+    IMPL_MMA,
+    IMPL_NAIVE,
+    IMPL_MMA32,
+    IMPL_WGMMA,
+    IMPL_WGMMA1,
+    IMPL_WGMMA_PERSIST,
+    IMPL_WGMMA_PINGPONG,
+    IMPL_CUDNN,
+    MAX_IMPLS
+};
+static const gm_cuda_attn_impl IMPLS[MAX_IMPLS] = {
+    GM_CUDA_ATTN_MMA,    GM_CUDA_ATTN_NAIVE,         GM_CUDA_ATTN_MMA32,          GM_CUDA_ATTN_WGMMA,
+    GM_CUDA_ATTN_WGMMA1, GM_CUDA_ATTN_WGMMA_PERSIST, GM_CUDA_ATTN_WGMMA_PINGPONG, GM_CUDA_ATTN_CUDNN};
 #define NAME(i) gm_cuda_attn_name(IMPLS[i])  // as GM_CUDA_ATTN spells it
 
 typedef struct {
@@ -77,7 +88,8 @@ typedef struct {
 
 // Whether implementation i is timed in pass p (0 forward, 1 backward).
 static int timed(const bench *b, int i, int p) {
-    return b->on[i] && !((i == IMPL_MMA32 || i == IMPL_WGMMA_PERSIST) && p == 1) && !(i == IMPL_WGMMA1 && p == 0);
+    const int forward_only = i == IMPL_MMA32 || i == IMPL_WGMMA_PERSIST || i == IMPL_WGMMA_PINGPONG;
+    return b->on[i] && !(forward_only && p == 1) && !(i == IMPL_WGMMA1 && p == 0);
 }
 
 typedef struct {
@@ -225,11 +237,16 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         [IMPL_WGMMA_PERSIST] = "The wgmma forward on persistent blocks (wgmma-persist: as many blocks as the GPU "
                                "holds, each walking many blocks of 128 queries, the next one's copies under the last "
                                "one's tiles; bitwise wgmma's results; its backward is wgmma's, not timed again)",
+        [IMPL_WGMMA_PINGPONG] = "The wgmma forward with its warpgroups taking turns to issue their products "
+                                "(wgmma-pingpong: FlashAttention-3's pingpong, one warpgroup's softmax under the "
+                                "other's products; bitwise wgmma's results; its backward is wgmma's, not timed again)",
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;
-        // beside mma, but the one-pass backward and the persistent forward beside what they replace (wgmma's)
-        const int base = i == IMPL_WGMMA1 || i == IMPL_WGMMA_PERSIST ? IMPL_WGMMA : IMPL_MMA;
+        // beside mma, but the one-pass backward and the persistent and pingpong forwards beside what they
+        // replace (wgmma's)
+        const int base =
+            i == IMPL_WGMMA1 || i == IMPL_WGMMA_PERSIST || i == IMPL_WGMMA_PINGPONG ? IMPL_WGMMA : IMPL_MMA;
         const char *nm = NAME(i), *bn = NAME(base);
         OUT(&f, "\n%s, the same inputs; `%s / %s`: %s's time over its; `out diff`: ||out_%s - out_naive|| / "
                 "||out_naive||.\n\n", about[i], bn, nm, bn, nm);
@@ -348,7 +365,8 @@ int main(int argc, char **argv) {
 
     // cuDNN is timed beside ours where the mask is plain causal and a forward and a backward at tmin run.
     b.on[IMPL_MMA] = b.on[IMPL_NAIVE] = b.on[IMPL_MMA32] = 1;
-    b.on[IMPL_WGMMA] = b.on[IMPL_WGMMA1] = b.on[IMPL_WGMMA_PERSIST] = gm_cuda_attn_wgmma_ready(b.be);
+    b.on[IMPL_WGMMA] = b.on[IMPL_WGMMA1] = b.on[IMPL_WGMMA_PERSIST] = b.on[IMPL_WGMMA_PINGPONG] =
+        gm_cuda_attn_wgmma_ready(b.be);
     if (!b.on[IMPL_WGMMA]) fprintf(stderr, "attention_gpu: wgmma not timed: not an sm_90 GPU with the sm_90a build\n");
     if (gm_cuda_attn_plain_causal(b.mask)) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);

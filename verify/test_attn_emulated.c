@@ -37,7 +37,7 @@ static int count(const char *s, const char *what) {
 
 // attn_emu with the environment `env` (a shell assignment, or "") on `args` (one case, or "": the
 // default ones): each of its `cases` cases passes, with the forms bitwise alike (the persistent
-// forward on one block in every case).
+// forward and the pingpong one on one block in every case).
 static void expect_cases_pass(const char *env, const char *args, int cases) {
     const char *prog = th_testprog_path("attn_emu");
     REQUIRE_ATTN_EMU(prog);
@@ -47,8 +47,12 @@ static void expect_cases_pass(const char *env, const char *args, int cases) {
     cr_expect_eq(rc, 0, "%s: exit %d\n%s%s", cmd, rc, out, err);
     cr_expect_eq(count(out, "  PASS"), cases, "%s: not %d passing case(s):\n%s", cmd, cases, out);
     static const char *const alike[] = {
-        "mma32  out, lse bitwise the 16-row forward's",       "wgmma  out, lse bitwise the 16-row forward's",
-        "wgmma-persist 1  out, lse bitwise the 16-row forward's", "wgmma  dq, dk, dv bitwise the mma backward's",
+        "mma32  out, lse bitwise the 16-row forward's",
+        "wgmma  out, lse bitwise the 16-row forward's",
+        "wgmma-persist 1  out, lse bitwise the 16-row forward's",
+        "wgmma-pingpong  out, lse bitwise the 16-row forward's",
+        "wgmma-pingpong 1  out, lse bitwise the 16-row forward's",
+        "wgmma  dq, dk, dv bitwise the mma backward's",
         "1pass  dk, dv bitwise the wgmma backward's"};
     for (size_t i = 0; i < sizeof alike / sizeof alike[0]; i++)
         cr_expect_eq(count(out, alike[i]), cases, "%s: not %d times \"%s\":\n%s", cmd, cases, alike[i], out);
@@ -128,6 +132,8 @@ Test(attn_emulated, a_wrong_instruction_fails, .timeout = 120) {
         {"GM_EMU_FAULT=swizzle_base", "1 70 1 64 16 3 0", "copies a box to shared byte 128, off the swizzle's 1024"},
         {"GM_EMU_FAULT=tma_parity GM_EMU_HANG_S=2", "1 70 1 64 16 3 0", "which nothing completed in 2 s"},
         {"GM_EMU_FAULT=sum_order", "1 300 1 64 16 3 0", "for rank 1, which reads 0 and cannot change"},
+        {"GM_EMU_FAULT=named_arrive GM_EMU_HANG_S=2", "1 70 1 64 16 3 0",
+         "which nothing completed in 2 s (255 of 256 threads arrived): a GPU would hang"},
     };
     for (size_t f = 0; f < sizeof stops / sizeof stops[0]; f++) {
         char cmd[4300], *out, *err;

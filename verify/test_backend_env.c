@@ -27,7 +27,8 @@ static void expect_refused(const char *var, const char *value, const char *takes
 
 // One form, or FWD,BWD: a wrong name on either side of the comma, or a third part, is refused.
 Test(backend_env, unknown_attention_form_refused) {
-    const char *takes = "a form, or FWD,BWD; forms: auto, naive, mma, mma32, wgmma, wgmma1, wgmma-persist, cudnn";
+    const char *takes = "a form, or FWD,BWD; forms: auto, naive, mma, mma32, wgmma, wgmma1, wgmma-persist, "
+                        "wgmma-pingpong, cudnn";
     const char *const bad[] = {"wgmma2", "auto,wgmma2", "wgmma2,auto", "auto,", ",mma", "mma,mma,mma", "MMA"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_refused("GM_CUDA_ATTN", bad[i], takes);
 }

@@ -817,6 +817,16 @@ Test(cuda_attn_wgmma, persistent_forward_same_bits) {
                              "persistent vs a block an item");
 }
 
+// The wgmma forward with its warpgroups taking turns to issue their products
+// (GM_CUDA_ATTN_WGMMA_PINGPONG: named barriers, one per warpgroup's turn) does the wgmma forward's
+// arithmetic in the same order: the same bits. A turn passed or taken wrongly would hang the block
+// (the emulation stops there: attn_emulated/a_wrong_instruction_fails).
+Test(cuda_attn_wgmma, pingpong_forward_same_bits) {
+    REQUIRE_WGMMA();
+    expect_same_forward_bits(SAME_BITS_CASES, SAME_BITS_CASES_N, GM_CUDA_ATTN_WGMMA, GM_CUDA_ATTN_WGMMA_PINGPONG,
+                             "warpgroups taking turns vs not");
+}
+
 // GM_CUDA_WGMMA=off (read when the backend is made: set before this test's process makes it) keeps
 // the wgmma forms from running on any GPU: none ready, none chosen, a wgmma form asked for by name
 // refused, saying why. The GPU report's fallback when its first wgmma check fails.
@@ -833,6 +843,7 @@ Test(cuda_attn_wgmma, turned_off_by_the_environment) {
     }
     expect_refused(GM_CUDA_ATTN_WGMMA, 128, 0, 1.0, "GM_CUDA_WGMMA not off");
     expect_refused(GM_CUDA_ATTN_WGMMA_PERSIST, 128, 0, 1.0, "GM_CUDA_WGMMA not off");
+    expect_refused(GM_CUDA_ATTN_WGMMA_PINGPONG, 128, 0, 1.0, "GM_CUDA_WGMMA not off");
 }
 
 // GM_CUDA_ATTN pins the backend's attention: with wgmma,wgmma1 its attn_fwd runs wgmma's forward

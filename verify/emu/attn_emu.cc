@@ -48,10 +48,12 @@ thread_local std::vector<size_t> emu_wgmma_groups;
 emu_warp *emu_warps;
 emu_warpgroup *emu_warpgroups;
 std::barrier<> *emu_block_bar;
+emu_named_barrier *emu_named_barriers;
 
 // Runs body as every thread of every block of grid, one block at a time, shared memory poisoned
 // (NaN bytes) before each. A thread that ends with cp.async copies it never waited for aborts, and
-// so does a block that ends with TMA copies no thread waited for.
+// so does a block that ends with TMA copies no thread waited for, or with a named barrier that some
+// threads arrived at and too few to complete it.
 static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
@@ -60,6 +62,8 @@ static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
                 std::barrier<> block_bar(nthreads);
                 std::vector<emu_warp> warps(nthreads / 32);
                 std::vector<emu_warpgroup> groups((nthreads + 127) / 128);
+                std::vector<emu_named_barrier> named(EMU_NAMED_BARRIERS);
+                emu_named_barriers = named.data();
                 for (emu_warp &w : warps) w.bar = new std::barrier<>(32);
                 for (emu_warpgroup &g : groups) g.bar = new std::barrier<>(128);
                 emu_block_bar = &block_bar, emu_warps = warps.data(), emu_warpgroups = groups.data();
@@ -82,6 +86,13 @@ static void launch(dim3 grid, int nthreads, const std::function<void()> &body) {
                         abort();
                     }
                 emu_mbars.clear();
+                for (int id = 0; id < EMU_NAMED_BARRIERS; id++)
+                    if (named[id].arrived) {
+                        fprintf(stderr,
+                                "attn_emu: block (%u, %u, %u) ended with %d threads arrived at named barrier %d\n", bx,
+                                by, bz, named[id].arrived, id);
+                        abort();
+                    }
                 for (emu_warp &w : warps) delete w.bar;
                 for (emu_warpgroup &g : groups) delete g.bar;
             }
@@ -161,21 +172,30 @@ static int run_case(const attn_case &c, unsigned seed) {
     double worst = 0;  // the largest relative error; NaN once any is NaN
     auto note = [&worst](double rel) { worst = worst != worst ? worst : rel > worst || rel != rel ? rel : worst; };
     int failed = 0;
-    // Forwards: mma with 16 rows a warp, 32 rows a warp (bitwise the same), wgmma (a block an item)
-    // and wgmma on persistent blocks (bitwise the same): one block walking every item (the query
-    // stages given back and used again from the fourth), and two (their rounds taken in a snake).
-    std::vector<gm_cuda_act> out(n), out32(n), outw(n), outp(n), outp2(n);
-    std::vector<float> lse(nl), lse32(nl), lsew(nl), lsep(nl), lsep2(nl);
+    // Forwards: mma with 16 rows a warp, 32 rows a warp (bitwise the same), wgmma (a block an item),
+    // wgmma on persistent blocks (bitwise the same): one block walking every item (the query stages
+    // given back and used again from the fourth), and two (their rounds taken in a snake); and
+    // wgmma with its warpgroups taking turns (bitwise the same), a block an item and one block.
+    std::vector<gm_cuda_act> out(n), out32(n), outw(n), outp(n), outp2(n), outt(n), outt1(n);
+    std::vector<float> lse(nl), lse32(nl), lsew(nl), lsep(nl), lsep2(nl), lset(nl), lset1(nl);
     const unsigned items = (unsigned)(B * NH) * grid.x;
-    launch(grid, NTHREADS(1), [&] { fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
-    launch(grid, NTHREADS(2), [&] { fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm); });
-    const auto wgmma_forward = [&](unsigned blocks, std::vector<gm_cuda_act> &o, std::vector<float> &l) {
+    launch(grid, NTHREADS(1), [&] {
+        fwd_body<1, false>(out.data(), lse.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm,
+                           false);
+    });
+    launch(grid, NTHREADS(2), [&] {
+        fwd_body<2, false>(out32.data(), lse32.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm,
+                           false);
+    });
+    const auto wgmma_forward = [&](unsigned blocks, std::vector<gm_cuda_act> &o, std::vector<float> &l, bool turns) {
         launch(dim3(blocks), FWD_THREADS(1, true, HD), [&] {
-            fwd_body<1, true>(o.data(), l.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm);
+            fwd_body<1, true>(o.data(), l.data(), q.data(), k.data(), v.data(), B, T, NH, sl2, m, bounds, HD, &tm,
+                              turns);
         });
     };
-    wgmma_forward(items, outw, lsew), wgmma_forward(1, outp, lsep);
-    if (items > 2) wgmma_forward(2, outp2, lsep2);
+    wgmma_forward(items, outw, lsew, false), wgmma_forward(1, outp, lsep, false);
+    if (items > 2) wgmma_forward(2, outp2, lsep2, false);
+    wgmma_forward(items, outt, lset, true), wgmma_forward(1, outt1, lset1, true);
     note(report("mma", "out", widen(out), rout));
     note(report("mma", "lse", lse, rlse));
     note(report("wgmma", "out", widen(outw), rout));
@@ -190,6 +210,7 @@ static int run_case(const attn_case &c, unsigned seed) {
     };
     failed += !same(out32, lse32, "mma32") + !same(outw, lsew, "wgmma") + !same(outp, lsep, "wgmma-persist 1");
     if (items > 2) failed += !same(outp2, lsep2, "wgmma-persist 2");
+    failed += !same(outt, lset, "wgmma-pingpong") + !same(outt1, lset1, "wgmma-pingpong 1");
     // Backwards on the mma forward's out and lse: the per-query vectors as attention.cu's pass
     // computes them (attention.cuh: D = rowsum(dout out), lse2 = lse log2(e), padded to Tq).
     const int Tq = gm_cuda_attn_qvec_len(T, 1);

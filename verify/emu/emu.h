@@ -18,10 +18,14 @@
 #include <cusolverDn.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <barrier>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 // The device code is read as CUDA C++ (act_elem.cuh's device helpers) with every qualifier empty.
@@ -124,11 +128,47 @@ extern emu_warpgroup *emu_warpgroups;  // the running block's
 // swizzle), swizzle_base (the wgmma kernels' tiles start 128 bytes past the swizzle's boundary),
 // tma_parity (a TMA barrier waited on for the other phase), wgmma_write (thread 5 changes an
 // accumulator of each wgmma it issues, as a kernel writing one in flight would) or sum_order (the
-// one-pass backward's work indices handed out last first: shim/backend/cuda/ordered_sum.cuh);
-// unset, none.
+// one-pass backward's work indices handed out last first: shim/backend/cuda/ordered_sum.cuh) or
+// named_arrive (below); unset, none.
 static inline bool emu_fault(const char *name) {
     static const char *const set = getenv("GM_EMU_FAULT");
     return set && !strcmp(set, name);
+}
+
+// The block's named barriers (bar.sync / bar.arrive id, count: wgmma_sm90.cuh's named_bar_*): one
+// completes when `count` threads have arrived since it last did, releasing those that wait there.
+// A wait that nothing completes within GM_EMU_HANG_S seconds (default 20, as the TMA barriers'),
+// or a block that ends with one part arrived (attn_emu.cc's launch), stops the emulation. With
+// GM_EMU_FAULT=named_arrive thread 5 never arrives without waiting (the turn it passes is lost).
+struct emu_named_barrier {
+    std::mutex mu;
+    std::condition_variable done;
+    int arrived = 0;
+    unsigned completions = 0;
+};
+#define EMU_NAMED_BARRIERS 16
+extern emu_named_barrier *emu_named_barriers;  // the running block's
+static inline void emu_named_bar(int id, int count, bool wait) {
+    if (id < 1 || id >= EMU_NAMED_BARRIERS || count <= 0 || count % 32) {
+        fprintf(stderr, "attn_emu: named barrier %d of %d threads: not a barrier the kernels may use\n", id, count);
+        abort();
+    }
+    if (!wait && threadIdx.x == 5 && emu_fault("named_arrive")) return;
+    static const char *const hang = getenv("GM_EMU_HANG_S");
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(hang ? atoi(hang) : 20);
+    emu_named_barrier &b = emu_named_barriers[id];
+    std::unique_lock<std::mutex> lock(b.mu);
+    const unsigned seen = b.completions;
+    if (++b.arrived == count) {
+        b.arrived = 0, b.completions++;
+        b.done.notify_all();
+    } else if (wait && !b.done.wait_until(lock, limit, [&] { return b.completions != seen; })) {
+        fprintf(stderr,
+                "attn_emu: thread %u waits at named barrier %d, which nothing completed in %s s (%d of %d threads "
+                "arrived): a GPU would hang\n",
+                threadIdx.x, id, hang ? hang : "20", b.arrived, count);
+        abort();
+    }
 }
 
 #endif

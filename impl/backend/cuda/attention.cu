@@ -67,10 +67,14 @@ static int cudnn_declined(gm_cuda_ctx *c, gm_cuda_attn_impl impl, const char *wh
     return 0;
 }
 
+// Whether impl is one of the wgmma forms (attention_mma.cu's WG kernels; sm_90a).
+static bool wgmma_form(int impl) {
+    return impl == GM_CUDA_ATTN_WGMMA || impl == GM_CUDA_ATTN_WGMMA1 || impl == GM_CUDA_ATTN_WGMMA_PERSIST ||
+           impl == GM_CUDA_ATTN_WGMMA_PINGPONG;
+}
 // Whether impl is one of the tensor-core kernels' forms (attention_mma.cu).
 static bool tensor_cores(int impl) {
-    return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || impl == GM_CUDA_ATTN_WGMMA ||
-           impl == GM_CUDA_ATTN_WGMMA1 || impl == GM_CUDA_ATTN_WGMMA_PERSIST;
+    return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || wgmma_form(impl);
 }
 
 // The tensor-core form the automatic choice runs, from their times side by side on an H200
@@ -93,7 +97,8 @@ static bool tensor_cores(int impl) {
 // The one-pass backward (GM_CUDA_ATTN_WGMMA1: 5 products a pair where wgmma's two kernels take 7,
 // dq summed over the key blocks behind a semaphore a query tile) is not chosen until a GPU has timed
 // it beside wgmma's (bench/attention_gpu's wgmma1 column); nor the wgmma forward on persistent
-// blocks (GM_CUDA_ATTN_WGMMA_PERSIST; its wgmma-persist column).
+// blocks (GM_CUDA_ATTN_WGMMA_PERSIST; its wgmma-persist column), nor with its warpgroups taking
+// turns (GM_CUDA_ATTN_WGMMA_PINGPONG; its wgmma-pingpong column).
 // Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
 // causal ones, which cuDNN serves where present). Every figure above predates the changes after
 // 1772e6e (reports/gpu-h200/README.md: fewer instructions a tile in every form, the wgmma and dk/dv
@@ -126,8 +131,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
                      "needs head_dim 64 or 128, 16-byte aligned tensors and a positive scale");
         return -1;
     }
-    if ((impl == GM_CUDA_ATTN_WGMMA || impl == GM_CUDA_ATTN_WGMMA1 || impl == GM_CUDA_ATTN_WGMMA_PERSIST) &&
-        !gm_cuda_attn_wgmma_runs(c)) {
+    if (wgmma_form(impl) && !gm_cuda_attn_wgmma_runs(c)) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma)",
                      "needs an sm_90 GPU (H100, H200), a build with CUDA_ARCH=sm_90a and GM_CUDA_WGMMA not off");
         return -1;
@@ -152,11 +156,11 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
     const void *ptrs[] = {o, qa, ka, va};
     const int which = pick(c, impl, 0, B, T, NH, HD, scale, mask, ptrs, 4);
     if (tensor_cores(which)) {
-        const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32           ? GM_ATTN_FWD_MMA32
-                                      : which == GM_CUDA_ATTN_WGMMA_PERSIST ? GM_ATTN_FWD_WGMMA_PERSIST
-                                      : which == GM_CUDA_ATTN_WGMMA || which == GM_CUDA_ATTN_WGMMA1
-                                          ? GM_ATTN_FWD_WGMMA
-                                          : GM_ATTN_FWD_MMA16;
+        const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32            ? GM_ATTN_FWD_MMA32
+                                      : which == GM_CUDA_ATTN_WGMMA_PERSIST  ? GM_ATTN_FWD_WGMMA_PERSIST
+                                      : which == GM_CUDA_ATTN_WGMMA_PINGPONG ? GM_ATTN_FWD_WGMMA_PINGPONG
+                                      : wgmma_form(which)                    ? GM_ATTN_FWD_WGMMA
+                                                                             : GM_ATTN_FWD_MMA16;
         gm_cuda_attn_mma_fwd(c, form, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
     }
     if (which == GM_CUDA_ATTN_NAIVE) gm_cuda_attn_naive_fwd(c, o, lse, qa, ka, va, B, T, NH, HD, scale, mask);
@@ -200,9 +204,8 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     attn_qvec_kernel<<<(unsigned)((nrows + 7) / 8), 256, 0, c->stream>>>(D, lse2, lse, doa, oa, T, Tq, NH, HD, nrows);
     GM_CU_LAUNCHED(c);
     if (tc) {  // mma32: mma's
-        const gm_attn_bwd_form form = which == GM_CUDA_ATTN_WGMMA || which == GM_CUDA_ATTN_WGMMA_PERSIST
-                                          ? GM_ATTN_BWD_WGMMA
-                                      : which == GM_CUDA_ATTN_WGMMA1 ? GM_ATTN_BWD_ONEPASS
+        const gm_attn_bwd_form form = which == GM_CUDA_ATTN_WGMMA1 ? GM_ATTN_BWD_ONEPASS
+                                      : wgmma_form(which)            ? GM_ATTN_BWD_WGMMA
                                                                      : GM_ATTN_BWD_MMA;
         gm_cuda_attn_mma_bwd(c, form, dqa, dka, dva, dqkv_write, doa, qa, ka, va, lse2, D, B, T, NH, HD, scale, mask);
     } else {

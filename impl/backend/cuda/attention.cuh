@@ -37,8 +37,15 @@ int gm_cuda_attn_mma_fits(int HD, const void *const *ptrs, int n);
 // The tensor-core forward's forms (attention_mma.cu): mma.sync with 16 query rows per warp (8 warps
 // a block, one block an SM) or 32 (4 warps a block, FlashAttention-2's shape, two an SM at head_dim
 // 128), or wgmma (sm_90a: two warpgroups of 64 rows; only where gm_cuda_attn_wgmma_runs), a block
-// for each 128 queries of a head or (PERSIST) as many blocks as the GPU holds, each walking many.
-typedef enum { GM_ATTN_FWD_MMA16, GM_ATTN_FWD_MMA32, GM_ATTN_FWD_WGMMA, GM_ATTN_FWD_WGMMA_PERSIST } gm_attn_fwd_form;
+// for each 128 queries of a head or (PERSIST) as many blocks as the GPU holds, each walking many,
+// or (PINGPONG) a block for each 128 queries with the warpgroups taking turns to issue products.
+typedef enum {
+    GM_ATTN_FWD_MMA16,
+    GM_ATTN_FWD_MMA32,
+    GM_ATTN_FWD_WGMMA,
+    GM_ATTN_FWD_WGMMA_PERSIST,
+    GM_ATTN_FWD_WGMMA_PINGPONG
+} gm_attn_fwd_form;
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m);

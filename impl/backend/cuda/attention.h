@@ -40,7 +40,10 @@ extern "C" {
 // GM_CUDA_ATTN_WGMMA_PERSIST: WGMMA's forward on persistent blocks (as many as the GPU holds, each
 // walking many blocks of 128 queries, the next one's copies under the last one's tiles; bitwise
 // the same results) and WGMMA's backward; where WGMMA runs, not chosen automatically until a GPU
-// has timed it. The automatic choice among the first three is gm_cuda_attn_auto_form's.
+// has timed it. GM_CUDA_ATTN_WGMMA_PINGPONG: WGMMA's forward with its two warpgroups taking turns
+// to issue their products (FlashAttention-3's pingpong; bitwise the same results) and WGMMA's
+// backward; likewise where WGMMA runs and not chosen automatically until timed. The automatic
+// choice among the first three is gm_cuda_attn_auto_form's.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,
@@ -49,7 +52,8 @@ typedef enum {
     GM_CUDA_ATTN_MMA32 = 4,
     GM_CUDA_ATTN_WGMMA = 5,
     GM_CUDA_ATTN_WGMMA1 = 6,
-    GM_CUDA_ATTN_WGMMA_PERSIST = 7
+    GM_CUDA_ATTN_WGMMA_PERSIST = 7,
+    GM_CUDA_ATTN_WGMMA_PINGPONG = 8
 } gm_cuda_attn_impl;
 
 // An implementation's name, as GM_CUDA_ATTN and bench/attention_gpu spell it ("?" for a value
@@ -64,13 +68,14 @@ static inline const char *gm_cuda_attn_name(gm_cuda_attn_impl impl) {
     case GM_CUDA_ATTN_WGMMA: return "wgmma";
     case GM_CUDA_ATTN_WGMMA1: return "wgmma1";
     case GM_CUDA_ATTN_WGMMA_PERSIST: return "wgmma-persist";
+    case GM_CUDA_ATTN_WGMMA_PINGPONG: return "wgmma-pingpong";
     }
     return "?";
 }
 // The implementation named by the n characters at s (gm_cuda_attn_name's spelling) into *impl: 0,
 // or -1 where they name none.
 static inline int gm_cuda_attn_parse(const char *s, size_t n, gm_cuda_attn_impl *impl) {
-    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA_PERSIST; i++) {
+    for (int i = GM_CUDA_ATTN_AUTO; i <= GM_CUDA_ATTN_WGMMA_PINGPONG; i++) {
         const char *name = gm_cuda_attn_name((gm_cuda_attn_impl)i);
         if (strlen(name) == n && !strncmp(s, name, n)) return *impl = (gm_cuda_attn_impl)i, 0;
     }
@@ -84,7 +89,7 @@ static inline int gm_cuda_attn_parse_pair(const char *s, gm_cuda_attn_impl *fwd,
                ? -1
                : 0;
 }
-#define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, wgmma-persist, cudnn"
+#define GM_CUDA_ATTN_NAMES "auto, naive, mma, mma32, wgmma, wgmma1, wgmma-persist, wgmma-pingpong, cudnn"
 
 // The one mask cuDNN's fused attention expresses (GM_CUDA_ATTN_CUDNN): causal, one document, no
 // window.

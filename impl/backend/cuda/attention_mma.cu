@@ -130,11 +130,12 @@
 // swizzle; the dk/dv kernel's too (its lse2 and D by bulk copies) since the day's third session,
 // and the forward also on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST: fwd_wg_body's work items)
 // and, at head_dim 128, with a producer warp of its own (FWD_PRODUCER); the dk/dv kernel's dK and
-// dP^T products run under its CUDA cores' work since the day's fifth: executed under the
-// emulation, not yet on a GPU. Not yet done: a producer warp in the backward
-// kernels (thread 0 issues, between its own products), FlashAttention-3's pingpong
-// schedule between the warpgroups, and the one-pass backward apart (its dS^T is both warpgroups',
-// one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
+// dP^T products run under its CUDA cores' work since the day's fifth, and the forward's
+// warpgroups can take turns to issue their products (FlashAttention-3's pingpong,
+// GM_CUDA_ATTN_WGMMA_PINGPONG, wg_turn_wait) since the sixth: executed under the emulation, not yet
+// on a GPU. Not yet done: a producer warp in the backward kernels (thread 0 issues, between its own
+// products), the pingpong in the backward, and the one-pass backward apart (its dS^T is both
+// warpgroups', one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
 // (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
 // (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go along rows). Up to
 // 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
@@ -935,6 +936,7 @@ struct fwd_wg_state {
     gm_attn_mask m;
     int B, T, NH, items;
     float scale_log2;
+    bool turns;  // the warpgroups take turns to issue their products (wg_turn_wait)
 };
 // The block's item of round n: items n gridDim.x .. (n + 1) gridDim.x - 1, taken in blockIdx.x
 // order in even rounds and in reverse in odd ones (a snake). Why: the items come longest first, so
@@ -985,21 +987,40 @@ static __device__ __forceinline__ void fwd_wg_copy(const fwd_wg_state &f, fwd_cu
     c.n++;
     fwd_cursor_enter(f, c);
 }
-// Tile j (group g) of item x: sQw the warpgroup's 64 rows of its queries; sBound the warp's rows'
-// first keys (mask_tile), last_first the item's last row's (tile_full).
+// FlashAttention-3's pingpong (GM_CUDA_ATTN_WGMMA_PINGPONG): warpgroup wg issues a tile's products
+// only in its turn, which the other warpgroup passes it once it has issued its own, so that the
+// tensor cores take one warpgroup's products whole while the other makes its softmax, where
+// without turns the two may issue at once and both wait for products that share the tensor cores.
+// Named barrier WG_TURN_BAR + wg is wg's turn: its 128 threads wait there, the other's 128 arrive.
+// Warpgroup 1 passes warpgroup 0 the first turn and warpgroup 0 takes the one left after the last
+// tile, so that each barrier completes as often as it is arrived at (both walk the same tiles).
+#define WG_TURN_BAR 1
+static __device__ __forceinline__ void wg_turn_wait(int wg) {
+    if (wg == 0) named_bar_sync<WG_TURN_BAR, 256>();
+    else named_bar_sync<WG_TURN_BAR + 1, 256>();
+}
+static __device__ __forceinline__ void wg_turn_pass(int wg) {
+    if (wg == 0) named_bar_arrive<WG_TURN_BAR + 1, 256>();
+    else named_bar_arrive<WG_TURN_BAR, 256>();
+}
+// Tile j (group g) of item x, by warpgroup wg: sQw its 64 rows of the queries; sBound the warp's
+// rows' first keys (mask_tile), last_first the item's last row's (tile_full).
 static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cursor &ic, const fwd_item &x, int j,
-                                                   int g, const __nv_bfloat16 *sQw, const int32_t *sBound,
+                                                   int g, int wg, const __nv_bfloat16 *sQw, const int32_t *sBound,
                                                    int last_first, float (*o)[4], uint32_t (*pa)[4], float *mrow,
                                                    float *lrow, const int HD) {
     const int P = TILE_PITCH(HD, true), k0 = x.kbeg + j * KEY_TILE, wrow = threadIdx.x / 32 * 16;
     wg_wait(f.bars, g);
     if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
     float s[KEY_TILE / 8][4];
+    if (f.turns) wg_turn_wait(wg);
     wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
     if (j > 0) {
         wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
+        if (f.turns) wg_turn_pass(wg);
         wgmma_wait<1>();  // S_j; P_{j-1} V_{j-1} runs on
     } else {
+        if (f.turns) wg_turn_pass(wg);
         wgmma_wait<0>();
     }
     wg_release(f.emptyK, g % FWD_K_STAGES);
@@ -1028,7 +1049,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
                                                    const gm_cuda_act *__restrict__ v, int B, int T, int NH,
                                                    float scale_log2, gm_attn_mask m,
                                                    const int32_t *__restrict__ bounds, const int HD,
-                                                   const attn_tmaps *tm) {
+                                                   const attn_tmaps *tm, bool turns) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, true);
     fwd_wg_state f;
@@ -1039,6 +1060,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     int32_t *sBound = (int32_t *)(f.bars + WG_MBARS);  // each warp's rows' first keys, written by the warp
     f.q = q, f.k = k, f.v = v, f.tm = tm, f.bounds = bounds, f.m = m;
     f.B = B, f.T = T, f.NH = NH, f.items = B * NH * ((T + BLOCK_ROWS - 1) / BLOCK_ROWS), f.scale_log2 = scale_log2;
+    f.turns = turns;
     const int lane = threadIdx.x % 32, wrow = threadIdx.x / 32 * 16, wg = warpgroup();
 
     wg_bars_init(f.bars);
@@ -1070,6 +1092,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         return r;
     };
     int g = 0;  // the group of the block's next tile
+    if (turns && wg == 1) wg_turn_pass(wg);  // warpgroup 0's first turn
     item_rows cur = rows_of(min(fwd_item_of(0), f.items - 1));  // (a block past the items: never made)
     for (int n = 0, it = fwd_item_of(0); it < f.items; it = fwd_item_of(++n)) {
         const fwd_item x = cur.x;
@@ -1083,7 +1106,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         uint32_t pa[KEY_TILE / 16][4];
         zero(o, HD / 8);
         for (int j = 0; j < x.ntiles; j++, g++)
-            fwd_wg_tile(f, ic, x, j, g, sQw, sBound, last_first, o, pa, mrow, lrow, HD);
+            fwd_wg_tile(f, ic, x, j, g, wg, sQw, sBound, last_first, o, pa, mrow, lrow, HD);
         wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);  // P V of the last tile
         if (fwd_item_of(n + 1) < f.items) cur = rows_of(fwd_item_of(n + 1));
         wgmma_wait<0>();
@@ -1092,19 +1115,21 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
         store_out<1>(out, lse, o, mrow, lrow, x.b, x.h, x.q0, wrow, T, NH, ((size_t)x.b * T * NH + x.h) * HD, HD);
     }
+    if (turns && wg == 0) wg_turn_wait(wg);  // the turn warpgroup 1 passed after its last tile
 }
 
 // The forward of either kind (the kernels' and the host emulation's entry): mma.sync on a grid
-// (ceil(T / 128), NH, B), wgmma on a grid of its items or fewer (persistent blocks).
+// (ceil(T / 128), NH, B), wgmma on a grid of its items or fewer (persistent blocks), its
+// warpgroups taking turns where `turns` (wg_turn_wait).
 template <int M, bool WG>
 static __device__ __forceinline__ void fwd_body(gm_cuda_act *__restrict__ out, float *__restrict__ lse,
                                                 const gm_cuda_act *__restrict__ q, const gm_cuda_act *__restrict__ k,
                                                 const gm_cuda_act *__restrict__ v, int B, int T, int NH,
                                                 float scale_log2, gm_attn_mask m, const int32_t *__restrict__ bounds,
-                                                const int HD, const attn_tmaps *tm) {
+                                                const int HD, const attn_tmaps *tm, bool turns) {
     static_assert(!WG || M == 1, "wgmma: a warp's 16 rows");
-    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, HD, tm);
-    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD), (void)tm, (void)B;
+    if constexpr (WG) fwd_wg_body(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, HD, tm, turns);
+    else fwd_mma_body<M>(out, lse, q, k, v, T, NH, scale_log2, m, bounds, HD), (void)tm, (void)B, (void)turns;
 }
 
 // dS / scale = P (dP - D) over the dq kernel's 16 x KEY_TILE tile: s holds P and becomes dS / scale;
@@ -1774,7 +1799,7 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 #define FWD_ARGS                                                                                                     \
     gm_cuda_act *__restrict__ out, float *__restrict__ lse, const gm_cuda_act *__restrict__ q,                       \
         const gm_cuda_act *__restrict__ k, const gm_cuda_act *__restrict__ v, int T, int NH, float scale_log2,       \
-        gm_attn_mask m, const int32_t *__restrict__ bounds, const __grid_constant__ attn_tmaps tm, int B
+        gm_attn_mask m, const int32_t *__restrict__ bounds, const __grid_constant__ attn_tmaps tm, int B, int turns
 // The backward kernels' inputs, after their outputs. tm: the wgmma forms' tensor maps (the
 // others' are zeros, never read); a kernel parameter, which TMA reads where it lies.
 #define BWD_INPUTS                                                                                                   \
@@ -1815,15 +1840,15 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // moved by 2^8 (softmax_tile), the mask's compares skipped on full tiles where they had run
 // predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
 // (wgmma_desc_plus, warpgroup). At 0a42429 the wgmma forward's full tile took 395 (per-thread
-// descriptors after the producer's branch on threadIdx.x, see warp_index); 296 since. Not yet
-// timed.
+// descriptors after the producer's branch on threadIdx.x, see warp_index); 296 since, 298 with
+// the two branches past the pingpong's turns (wg_turn_wait). Not yet timed.
 template <int M, bool WG>
 __global__ static void __launch_bounds__(FWD_THREADS(M, WG, 64), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm);
+    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm, turns != 0);
 }
 template <int M, bool WG>
 __global__ static void __launch_bounds__(FWD_THREADS(M, WG, 128), FWD_MIN_BLOCKS(WG, 128)) attn_fwd_128(FWD_ARGS) {
-    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 128, &tm);
+    fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 128, &tm, turns != 0);
 }
 template <bool WG>
 __global__ static void __launch_bounds__(BWD_THREADS, 1) attn_dq_64(gm_cuda_act *__restrict__ dq, BWD_INPUTS) {
@@ -1963,9 +1988,11 @@ static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t s
     return (unsigned)min(items, sms * *per_sm);
 }
 
-// One forward kernel on `grid` (persist: as many blocks as the GPU holds, at most `items`).
+// One forward kernel on `grid` (persist: as many blocks as the GPU holds, at most `items`; turns:
+// the wgmma forward's warpgroups taking turns).
 template <int M, bool WG>
-static void fwd_launch(gm_cuda_ctx *c, bool persist, dim3 grid, size_t items, int HD, gm_cuda_act *out, float *lse,
+static void fwd_launch(gm_cuda_ctx *c, bool persist, bool turns, dim3 grid, size_t items, int HD, gm_cuda_act *out,
+                       float *lse,
                        const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH,
                        float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
     static int per_sm[2];  // head_dim 64, 128: persistent_blocks' blocks an SM
@@ -1973,14 +2000,15 @@ static void fwd_launch(gm_cuda_ctx *c, bool persist, dim3 grid, size_t items, in
     const size_t smem = fwd_smem(HD, WG);
     const int nth = FWD_THREADS(M, WG, HD);
     if (persist) grid.x = persistent_blocks(c, kern, nth, smem, items, &per_sm[HD == 128]);
-    LAUNCH(c, kern, grid, nth, smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B);
+    LAUNCH(c, kern, grid, nth, smem, out, lse, q, k, v, T, NH, sl2, m, bounds, tm, B, (int)turns);
 }
 
 void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *out, float *lse, const gm_cuda_act *q,
                           const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH, int HD, double scale,
                           gm_attn_mask m) {
     const int nqb = (T + BLOCK_ROWS - 1) / BLOCK_ROWS;
-    const bool wg = form == GM_ATTN_FWD_WGMMA || form == GM_ATTN_FWD_WGMMA_PERSIST;
+    const bool wg =
+        form == GM_ATTN_FWD_WGMMA || form == GM_ATTN_FWD_WGMMA_PERSIST || form == GM_ATTN_FWD_WGMMA_PINGPONG;
     const size_t items = (size_t)B * NH * nqb;  // the wgmma forward's (fwd_item)
     if (wg && items > 0x3fffffff) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma forward)", "more than 2^30 - 1 blocks of 128 queries");
@@ -1994,11 +2022,11 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
     if (!ok) return;
     if (form == GM_ATTN_FWD_MMA32)
-        fwd_launch<2, false>(c, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+        fwd_launch<2, false>(c, false, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
     else if (wg)
-        fwd_launch<1, true>(c, form == GM_ATTN_FWD_WGMMA_PERSIST, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m,
-                            bounds, tm);
-    else fwd_launch<1, false>(c, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+        fwd_launch<1, true>(c, form == GM_ATTN_FWD_WGMMA_PERSIST, form == GM_ATTN_FWD_WGMMA_PINGPONG, grid, items, HD,
+                            out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+    else fwd_launch<1, false>(c, false, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
 }
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,

@@ -1,7 +1,8 @@
 // The warpgroup PTX instructions of the Hopper attention (attention_mma.cu's WGMMA form), sm_90a
 // only: wgmma.mma_async (bf16 operands, fp32 accumulators) with shared-memory matrix descriptors,
-// its fence, commit and wait (for every group, or for all but the newest), and the proxy fence that
-// makes shared-memory writes of the threads (cp.async) visible to wgmma's reads. Kept apart, like
+// its fence, commit and wait (for every group, or for all but the newest), the proxy fence that
+// makes shared-memory writes of the threads (cp.async) visible to wgmma's reads, and the named
+// barriers on which the forward's warpgroups take turns to issue their products. Kept apart, like
 // mma_sm80.cuh, so that a host emulation (verify/emu/shim/backend/cuda/wgmma_sm90.cuh) can replace
 // this one file.
 //
@@ -80,6 +81,18 @@ static __device__ __forceinline__ void wgmma_hold(float *d, const int n) {
 static __device__ __forceinline__ void wgmma_hold_a(uint32_t *a, const int n) {
 #pragma unroll
     for (int i = 0; i < n; i++) asm volatile("" : "+r"(a[i])::"memory");
+}
+// Named barrier ID (1 to 15: 0 is __syncthreads') of THREADS threads, a multiple of 32 counted
+// across the block: wait there until that many have arrived (sync), or arrive and go on (arrive).
+// The ID a constant, so that ptxas reserves that barrier only (a register ID reserves all 16, which
+// caps the blocks an SM). The wgmma forward's warpgroups hand each other the turn to issue their
+// products so (attention_mma.cu, wg_turn_wait / wg_turn_pass); every thread of a warp takes the
+// same one.
+template <int ID, int THREADS> static __device__ __forceinline__ void named_bar_sync(void) {
+    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+template <int ID, int THREADS> static __device__ __forceinline__ void named_bar_arrive(void) {
+    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
 }
 // Shared-memory writes of the generic proxy (stores, cp.async) before reads by wgmma (async proxy).
 static __device__ __forceinline__ void fence_proxy_async(void) {

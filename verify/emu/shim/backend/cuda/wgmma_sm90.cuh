@@ -66,6 +66,8 @@ static inline unsigned char *swizzle_base(unsigned char *p) {
     return p + ((0u - (uint32_t)(p - smem)) & 1023u) + (emu_fault("swizzle_base") ? 128 : 0);
 }
 static inline uint64_t wgmma_desc_plus(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+template <int ID, int THREADS> static inline void named_bar_sync(void) { emu_named_bar(ID, THREADS, true); }
+template <int ID, int THREADS> static inline void named_bar_arrive(void) { emu_named_bar(ID, THREADS, false); }
 static inline void wgmma_fence(void) {}
 static inline void fence_proxy_async(void) {}
 static inline void wgmma_hold(float *, const int) {}
