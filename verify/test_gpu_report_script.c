@@ -213,12 +213,13 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
 // The profile stage as a GPU node runs it: one ncu run per attention kernel the automatic choice
 // runs at the record's mask (the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels), the
 // one-pass backward and the wgmma forward there, the wgmma forward again inside attention_gpu's
-// NVTX range of the persistent form (its launches of the same kernel), and at plain causal
-// T 16384 the wgmma forward, each selector matching exactly its kernel's name as ncu spells it;
-// the stage's line says exit 0; each section's body printed, as the stand-in's help offers
-// --print-details (the node's ncu does), and each report's source page (SASS with sampled stalls,
-// --print-source) beside the text as profile-sass-NAME.csv.gz. A selector that matches nothing fails the stage, naming
-// it (at e4790d9 the selectors missed every kernel and the stage said exit 0).
+// NVTX ranges of the persistent and the pingpong forms (their launches of the same kernel), and at
+// plain causal T 16384 the wgmma forward, each selector matching exactly its kernel's name as ncu
+// spells it; the stage's line says exit 0; each section's body printed, as the stand-in's help
+// offers --print-details (the node's ncu does), and each report's source page (SASS with sampled
+// stalls, --print-source) beside the text as profile-sass-NAME.csv.gz. A selector that matches
+// nothing fails the stage, naming it (at e4790d9 the selectors missed every kernel and the stage
+// said exit 0).
 Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 120) {
     char *dir = th_tmpdir(), *prof;
     int rc;
@@ -230,16 +231,17 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
                           "profiled: void attn_dkdv_128<(bool)1, (bool)0>(",
                           "profiled: void attn_dkdv_128<(bool)1, (bool)1>(",
                           "profiled: void attn_fwd_128<(int)1, (bool)1>(",
-                          "--nvtx --nvtx-include wgmma-persist-forward/ -k regex:attn_fwd_128<"};
+                          "--nvtx --nvtx-include wgmma-persist-forward/ -k regex:attn_fwd_128<",
+                          "--nvtx --nvtx-include wgmma-pingpong-forward/ -k regex:attn_fwd_128<"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_expect(strstr(prof, want[i]), "no '%s' in profile-attention.txt:\n%s", want[i], prof);
     int profiled = 0, in_range = 0;
     for (const char *p = prof; (p = strstr(p, "\nprofiled: ")); p++) profiled++;
     for (const char *p = prof; (p = strstr(p, "--nvtx-include")); p++) in_range++;
-    cr_expect_eq(profiled, 7, "7 kernels profiled, one a selector:\n%s", prof);
-    cr_expect_eq(in_range, 1, "one ncu run inside an NVTX range:\n%s", prof);
-    cr_expect_eq(th_count_lines(prof), 35,
-                 "7 headings, 7 ncu runs, 7 reports printed (the command and its kernel), 7 source pages:\n%s", prof);
+    cr_expect_eq(profiled, 8, "8 kernels profiled, one a selector:\n%s", prof);
+    cr_expect_eq(in_range, 2, "two ncu runs inside an NVTX range:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 40,
+                 "8 headings, 8 ncu runs, 8 reports printed (the command and its kernel), 8 source pages:\n%s", prof);
     // each kernel's source page beside it, named in the text, holding that kernel's rows
     const struct {
         const char *name, *kernel;
@@ -249,6 +251,7 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
                  {"bwd-onepass", "attn_dkdv_128<(bool)1, (bool)1>"},
                  {"fwd-wgmma", "attn_fwd_128<(int)1, (bool)1>"},
                  {"fwd-wgmma-persist", "attn_fwd_128<(int)1, (bool)1>"},
+                 {"fwd-wgmma-pingpong", "attn_fwd_128<(int)1, (bool)1>"},
                  {"fwd-wgmma-causal", "attn_fwd_128<(int)1, (bool)1>"}};
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
         char cmd[4600], line[200], *csv, *err;
@@ -273,7 +276,7 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     cr_expect(rc != 0 && strstr(out, "\nprofile: exit 1, "), "exit %d, summary:\n%s", rc, out);
     int missing = 0;
     for (const char *p = prof; (p = strstr(p, "\nprofile: no per-instruction samples for ")); p++) missing++;
-    cr_expect_eq(missing, 7, "%s", prof);
+    cr_expect_eq(missing, 8, "%s", prof);
     cr_expect(strstr(prof, "fwd-wgmma-causal: ==ERROR== stand-in: no source page\n"), "%s", prof);
     cr_expect(strstr(prof, "profiled: void attn_fwd_128<(int)1, (bool)1>(") && !strstr(prof, "\nper instruction: "),
               "%s", prof);

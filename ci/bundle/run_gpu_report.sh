@@ -35,8 +35,9 @@
 #   profile           Nsight Compute (ncu, where the node has it) on the attention kernels the automatic
 #                     choice runs at head_dim 128: at the record's mask (T 65536, window 14, documents
 #                     of mean 700) the 32-rows-a-warp forward, the wgmma dq and dk/dv kernels, the
-#                     one-pass backward and the wgmma forward, plain and persistent (wgmma-persist: the
-#                     same kernel, told apart by attention_gpu's NVTX range), at plain causal T 16384
+#                     one-pass backward and the wgmma forward, plain, persistent and taking turns
+#                     (wgmma-persist, wgmma-pingpong: the same kernel, told apart by attention_gpu's
+#                     NVTX range), at plain causal T 16384
 #                     the wgmma forward: speed of light, occupancy, warp stall reasons, memory,
 #                     instruction mix, source counters        -> profile-attention.txt; and each
 #                     kernel's SASS with the warp stalls sampled at each instruction (where ncu
@@ -179,9 +180,10 @@ st_attention() {  # st_attention NAME FLAGS...
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
 # before it, the first inside attention_gpu's NVTX range RANGE (its calls of one form and pass:
-# wgmma-persist-forward launches wgmma's forward kernel). The report, kept in $work/NAME.ncu-rep, is
-# printed ($print) into profile-attention.txt and, where $per_instruction, its source page goes to
-# profile-sass-NAME.csv.gz: each SASS instruction with its sampled warp stalls.
+# wgmma-persist-forward and wgmma-pingpong-forward launch wgmma's forward kernel). The report, kept
+# in $work/NAME.ncu-rep, is printed ($print) into profile-attention.txt and, where $per_instruction,
+# its source page goes to profile-sass-NAME.csv.gz: each SASS instruction with its sampled warp
+# stalls.
 profile_kernel() {
     local name=$1 heading=$2 regex=$3 in_range=()
     shift 3
@@ -250,6 +252,9 @@ st_profile() {
     profile_kernel fwd-wgmma "the wgmma forward: record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record || return
     nvtx_range=wgmma-persist-forward profile_kernel fwd-wgmma-persist \
         "the persistent wgmma forward (wgmma-persist): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record ||
+        return
+    nvtx_range=wgmma-pingpong-forward profile_kernel fwd-wgmma-pingpong \
+        "the wgmma forward taking turns (wgmma-pingpong): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record ||
         return
     profile_kernel fwd-wgmma-causal "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' \
         --tmin=16384 --tmax=16384 --window=0 || return
@@ -398,7 +403,9 @@ sanitizer_why() {
 # shapes are small enough for a simulator. The sanitizers come last and take what is left, racecheck
 # first: memcheck and synccheck passed there (at d81bddf), racecheck never finished. On the H200 at
 # 34feab9 (reports/gpu-h200/summary.txt): GPU tests 65 s (37 tests), kernels 15 and 18 s, step
-# comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s.
+# comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s. The
+# profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
+# imports each report twice (its text, its source page): 150 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
 if grep -qE '^wgmma-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
@@ -417,7 +424,7 @@ stage attention-docs 45 20 gpu_why st_attention attention-docs --doc_len=700 --r
 stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
-stage profile 90 30 ncu_why st_profile
+stage profile 150 30 ncu_why st_profile
 stage racecheck 120 30 sanitizer_why st_racecheck
 stage memcheck 150 30 sanitizer_why st_memcheck
 stage synccheck 120 30 sanitizer_why st_synccheck
