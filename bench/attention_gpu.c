@@ -16,8 +16,12 @@
 // 2026-11-26 at commit d81bddf (reports/gpu-h100/); every figure in its reports comes from running it.
 //
 //   build/bench/attention_gpu [--preset=softcap] [--tmin=1024] [--tmax=65536] [--window=<blocks>]
-//                             [--doc_len=0] [--reps=10] [--out=reports/bench] [--name=gpu-attention-softcap]
+//                             [--doc_len=0] [--reps=10] [--skip=FORM,...] [--out=reports/bench]
+//                             [--name=gpu-attention-softcap]
 //
+// --skip leaves forms out (GM_CUDA_ATTN's names; not mma, the base, nor naive, the reference;
+// wgmma's dependants go with it, being timed beside it): the GPU report leaves wgmma-pingpong out
+// where its check failed on the node, so that a form that hangs costs its check, not every stage.
 // --window defaults to the preset's final window (0: plain causal); --doc_len=L > 0 adds a
 // document mask with EOT-opened documents of exponential lengths of mean L (the pairs are then
 // counted on the host, exactly). Method: inputs N(0, 1) made once at tmax (shorter T use a
@@ -274,9 +278,30 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
     free(hw);
 }
 
+// The forms --skip names (a comma-separated list) into skip[]; one error line and exit on a name
+// that is no form, or names mma or naive, or an empty item.
+static void parse_skip(const char *list, int skip[MAX_IMPLS]) {
+    for (const char *p = list;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        gm_cuda_attn_impl impl;
+        int found = -1;
+        if (len && !gm_cuda_attn_parse(p, len, &impl))
+            for (int i = IMPL_MMA32; i < MAX_IMPLS; i++)
+                if (IMPLS[i] == impl) found = i;
+        if (found < 0)
+            gm_die("--skip=%s: '%.*s' is not a form it may leave out (mma32, wgmma, wgmma1, wgmma-persist, "
+                   "wgmma-pingpong, cudnn)",
+                   list, (int)len, p);
+        skip[found] = 1;
+        if (!comma) return;
+        p = comma + 1;
+    }
+}
+
 static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
-           "                     [--out=DIR] [--name=BASE]\n"
+           "                     [--skip=FORM,...] [--out=DIR] [--name=BASE]\n"
            "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp; both passes also on wgmma\n"
            "  on an sm_90 GPU, the one-pass backward and the persistent forward; cuDNN on a plain causal mask),\n"
            "  forward and backward, at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes\n"
@@ -288,6 +313,8 @@ static void usage(void) {
            "  --window    sliding window in blocks, 0 = plain causal (default the preset's final window)\n"
            "  --doc_len   mean document length of a document mask, 0 = none (default 0)\n"
            "  --reps      timed samples per (T, kernel) (default 10)\n"
+           "  --skip      forms left out (mma32, wgmma, wgmma1, wgmma-persist, wgmma-pingpong, cudnn; wgmma's\n"
+           "              dependants with it)\n"
            "  --out       report folder (default reports/bench)\n"
            "  --name      report file base (default gpu-attention-<preset>)\n");
 }
@@ -296,7 +323,7 @@ int main(int argc, char **argv) {
     gm_runtime_init(argc, argv);
     if (gm_help_requested(argc, argv)) return usage(), 0;
     const char *preset = "softcap", *out = "reports/bench", *name = NULL;
-    int tmin = 1024, tmax = 65536, window = -1, doc_len = 0, reps = 10;
+    int tmin = 1024, tmax = 65536, window = -1, doc_len = 0, reps = 10, skip[MAX_IMPLS] = {0};
     for (int i = 1; i < argc;) {
         const char *key, *val;
         gm_arg_next(argc, argv, &i, &key, &val);
@@ -306,10 +333,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(key, "window")) window = (int)gm_arg_int(key, val, 0, 1 << 20);
         else if (!strcmp(key, "doc_len")) doc_len = (int)gm_arg_int(key, val, 0, 1 << 24);
         else if (!strcmp(key, "reps")) reps = (int)gm_arg_int(key, val, 1, MAX_REPS);
+        else if (!strcmp(key, "skip")) parse_skip(val, skip);
         else if (!strcmp(key, "out")) out = val;
         else if (!strcmp(key, "name")) name = val;
         else
-            gm_die("--%s: unknown flag (known: --preset, --tmin, --tmax, --window, --doc_len, --reps, --out, --name)", key);
+            gm_die("--%s: unknown flag (known: --preset, --tmin, --tmax, --window, --doc_len, --reps, --skip, --out, "
+                   "--name)",
+                   key);
     }
     if (tmin > tmax) gm_die("--tmin=%d is above --tmax=%d", tmin, tmax);
     char why[256];
@@ -368,7 +398,11 @@ int main(int argc, char **argv) {
     b.on[IMPL_WGMMA] = b.on[IMPL_WGMMA1] = b.on[IMPL_WGMMA_PERSIST] = b.on[IMPL_WGMMA_PINGPONG] =
         gm_cuda_attn_wgmma_ready(b.be);
     if (!b.on[IMPL_WGMMA]) fprintf(stderr, "attention_gpu: wgmma not timed: not an sm_90 GPU with the sm_90a build\n");
-    if (gm_cuda_attn_plain_causal(b.mask)) {
+    if (skip[IMPL_WGMMA]) skip[IMPL_WGMMA1] = skip[IMPL_WGMMA_PERSIST] = skip[IMPL_WGMMA_PINGPONG] = 1;
+    for (int i = 0; i < MAX_IMPLS; i++)
+        if (skip[i] && (b.on[i] || i == IMPL_CUDNN)) fprintf(stderr, "attention_gpu: %s not timed: --skip\n", NAME(i));
+    for (int i = 0; i < MAX_IMPLS; i++) b.on[i] &= !skip[i];
+    if (gm_cuda_attn_plain_causal(b.mask) && !skip[IMPL_CUDNN]) {
         call(&b, IMPL_CUDNN, 0, tmin), call(&b, IMPL_CUDNN, 1, tmin);
         if (b.be->sync(b.be)) fprintf(stderr, "attention_gpu: cuDNN not timed: %s\n", gm_error());
         else b.on[IMPL_CUDNN] = 1;

@@ -196,6 +196,25 @@ Test(flags, a_value_never_swallows_the_next_flag) {
     free(dir);
 }
 
+// bench/attention_gpu --skip leaves forms out of the timing (the GPU report, where a form failed
+// its check on the node): a name that is no form, the base (mma) or the reference (naive), or an
+// empty item is one line naming the flag and the item, before the GPU is looked for.
+Test(flags, attention_bench_skips_only_forms_it_may) {
+    if (!th_file_exists(th_bin_path("bench/attention_gpu"))) cr_skip_test("bench/attention_gpu not built");
+    static const struct {
+        const char *args, *want;
+    } CASES[] = {
+        {"--skip=bogus", "attention_gpu: error: --skip=bogus: 'bogus' is not a form it may leave out (mma32, "},
+        {"--skip=wgmma,mma", "--skip=wgmma,mma: 'mma' is not a form it may leave out"},
+        {"--skip=naive", "'naive' is not a form it may leave out"},
+        {"--skip=auto", "'auto' is not a form it may leave out"},
+        {"--skip=", "--skip=: '' is not a form it may leave out"},
+        {"--skip=wgmma,,cudnn", "--skip=wgmma,,cudnn: '' is not a form it may leave out"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        th_expect_refused("bench/attention_gpu", CASES[i].args, CASES[i].want, 1);
+}
+
 // `--steps=3 ... --steps=30` trained 30 steps and `make_data --vocab=300 ... --vocab=512` built a
 // vocab of 512, without a word: every program refuses a flag given twice, in either spelling and
 // either form (--key=value, --key value), naming it and both values, before doing anything.

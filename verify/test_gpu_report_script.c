@@ -17,10 +17,11 @@
 #include "helpers.h"
 
 // The script's stages, in its order.
-static const char *const STAGES[] = {"wgmma-check",     "gpu-suite",      "kernels-softcap",  "kernels-normuon",
-                                     "step-compare",    "peers",          "backend-compare",  "attention-window",
-                                     "attention-docs",  "kernels-wgmma1", "predict",          "attention-causal",
-                                     "profile",         "racecheck",      "memcheck",         "synccheck"};
+static const char *const STAGES[] = {"wgmma-check",      "pingpong-check", "gpu-suite",      "kernels-softcap",
+                                     "kernels-normuon",  "step-compare",   "peers",          "backend-compare",
+                                     "attention-window", "attention-docs", "kernels-wgmma1", "predict",
+                                     "attention-causal", "profile",        "racecheck",      "memcheck",
+                                     "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
@@ -207,6 +208,38 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
                      "%s", summary);
     cr_expect(strstr(p, "\nkernels-wgmma1: skipped: GM_CUDA_WGMMA=off\n"), "%s", summary);
     free(out), free(err), free(summary);
+    th_rmtree(dir);
+}
+
+// Where pingpong-check fails (its test finds no driver, a failure under GM_REQUIRE_GPU=1, with an
+// nvidia-smi that lists an sm_90 GPU), the summary says so after its line and the later stages
+// leave wgmma-pingpong out: attention_gpu runs with --skip=wgmma-pingpong (its log's first line).
+// wgmma stays on.
+Test(gpu_report_script, a_failed_pingpong_check_leaves_pingpong_out, .timeout = 120) {
+    char *dir = th_tmpdir(), cmd[9000], path[4300], line[512], *out, *err;
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/fake' && printf '#!/bin/sh\\nif [ \"$1\" = -L ]; then echo \"GPU 0: stand-in (UUID: "
+             "GPU-0)\"; else echo 9.0; fi\\n' > '%s/fake/nvidia-smi' && chmod +x '%s/fake/nvidia-smi' "
+             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages pingpong-check,attention-window",
+             dir, dir, dir, dir, script(), dir);
+    const int rc = th_run(cmd, &out, &err);
+    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s%s", rc, out, err);
+    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
+    char *summary = read_file(path);
+    const char *p = next_line(summary, line, sizeof line);  // info
+    p = next_line(p, line, sizeof line);
+    cr_expect_str_eq(line, "wgmma-check: skipped: not in --stages", "%s", summary);
+    p = next_line(p, line, sizeof line);
+    cr_expect(!strncmp(line, "pingpong-check: exit ", 21) && strncmp(line, "pingpong-check: exit 0,", 23), "'%s'\n%s",
+              line, summary);
+    p = next_line(p, line, sizeof line);
+    cr_expect_str_eq(line, "pingpong-check: failed, so every later stage leaves wgmma-pingpong out", "%s", summary);
+    cr_expect(strstr(p, "\nattention-window: exit 0, "), "%s", summary);
+    snprintf(path, sizeof path, "%s/rep/attention-window.log", dir);
+    char *log = read_file(path);
+    cr_expect(!strncmp(log, "attention_gpu --preset=softcap ", 31) && strstr(log, " --skip=wgmma-pingpong\n"), "%s",
+              log);
+    free(out), free(err), free(summary), free(log);
     th_rmtree(dir);
 }
 

@@ -16,6 +16,11 @@
 #                     bits (an sm_90 GPU): where it fails or times out, every later stage runs with
 #                     GM_CUDA_WGMMA=off (the mma.sync kernels), so that a wgmma kernel that is wrong
 #                     or hangs on its first GPU costs this stage's minute, not every stage's limit
+#   pingpong-check    the wgmma forward with its warpgroups taking turns on named barriers
+#                     (wgmma-pingpong), alone (an sm_90 GPU, wgmma on): where it fails or times out,
+#                     every later stage leaves that form out (attention_gpu --skip, the test in the
+#                     suites and sanitizers, the profile's run), so that a turn the GPU never
+#                     completes costs this stage, not every stage that would run the form
 #   gpu-suite         the GPU tests (suites cuda_*) with GM_REQUIRE_GPU=1, as run_gpu_suite.sh's gpu step
 #   kernels-softcap   bench/kernels at the record's per-GPU step (B 1, T 65536)  -> kernels-softcap.{csv,md}
 #   kernels-normuon   the same for normuon                                        -> kernels-normuon.{csv,md}
@@ -61,8 +66,8 @@ usage="usage: $me OUTDIR [--budget-s N] [--stages A,B,...]"
 fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
-ALL_STAGES="wgmma-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare attention-window
-attention-docs kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
+ALL_STAGES="wgmma-check pingpong-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare
+attention-window attention-docs kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -124,8 +129,8 @@ elif lib=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c._
 fi
 export cudnn_where
 
-# The GPU suites the sanitizers run: all but cuda_fault, whose test faults on purpose.
-export SANITIZED_SUITES='cuda_!(fault)/*'
+# The GPU suites memcheck runs (their names' pattern): all but cuda_fault, whose test faults on purpose.
+export SANITIZED_SUITES='cuda_!(fault)'
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 export sanitizer ncu
@@ -153,9 +158,12 @@ st_wgmma_check() {
     local tests='parts_one_at_a_time|masks_and_head_dims|persistent_forward_same_bits'
     GM_REQUIRE_GPU=1 "$V" --filter "cuda_attn_wgmma/@($tests)" --jobs 1 --verbose
 }
+st_pingpong_check() { GM_REQUIRE_GPU=1 "$V" --filter 'cuda_attn_wgmma/pingpong_forward_same_bits' --jobs 1 --verbose; }
+# The GPU tests a stage runs: every one, or all but the pingpong form's once pingpong-check failed.
+tests_run() { [ -z "${GM_ATTN_SKIP:-}" ] && echo '*' || echo '!(pingpong_forward_same_bits)'; }
 st_gpu_suite() {
-    GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" --filter '@(cuda_*|cudnn_*)/*' \
-        --jobs 1 --verbose
+    GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" \
+        --filter "@(cuda_*|cudnn_*)/$(tests_run)" --jobs 1 --verbose
 }
 st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form (GM_CUDA_ATTN), in the files' name
     GM_CUDA_ATTN=auto${2:+,$2} "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 \
@@ -173,9 +181,11 @@ st_backend_compare() {
     "$GM_BIN/bench/backend_compare" --backend=cuda --ref=cpu-bf16 --shapes=all --out="$out/backend-compare.md"
 }
 st_attention() {  # st_attention NAME FLAGS...
-    local name=$1
+    local name=$1 args
     shift
-    "$GM_BIN/bench/attention_gpu" --preset=softcap --out="$out" --name="$name" "$@"
+    args=(--preset=softcap --out="$out" --name="$name" "$@" ${GM_ATTN_SKIP:+--skip=$GM_ATTN_SKIP})
+    echo "attention_gpu ${args[*]}"
+    "$GM_BIN/bench/attention_gpu" "${args[@]}"
 }
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
@@ -253,9 +263,13 @@ st_profile() {
     nvtx_range=wgmma-persist-forward profile_kernel fwd-wgmma-persist \
         "the persistent wgmma forward (wgmma-persist): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record ||
         return
-    nvtx_range=wgmma-pingpong-forward profile_kernel fwd-wgmma-pingpong \
-        "the wgmma forward taking turns (wgmma-pingpong): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' $record ||
-        return
+    if [ -n "${GM_ATTN_SKIP:-}" ]; then
+        echo "profile: wgmma-pingpong left out (pingpong-check failed)"
+    else
+        nvtx_range=wgmma-pingpong-forward profile_kernel fwd-wgmma-pingpong \
+            "the wgmma forward taking turns (wgmma-pingpong): record mask" 'attn_fwd_128<\(int\)1, \(bool\)1>' \
+            $record || return
+    fi
     profile_kernel fwd-wgmma-causal "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' \
         --tmin=16384 --tmax=16384 --window=0 || return
     [ -z "$sass_failed" ]
@@ -286,21 +300,23 @@ sanitize() {  # sanitize TOOL FILTER
 st_racecheck() {
     local rc=0
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 \
-        sanitize racecheck 'cuda_attn_@(mma|wgmma)/!(record_shape_window_14|counting_long_windows)' || rc=1
+        sanitize racecheck \
+        "cuda_attn_@(mma|wgmma)/!(record_shape_window_14|counting_long_windows${GM_ATTN_SKIP:+|pingpong_forward_same_bits})" ||
+        rc=1
     # (a test all of whose cases are above 3e6, e.g. Newton-Schulz's, is skipped, not failed)
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=3e6 GM_GPU_TEST_EMPTY_SKIPS=1 \
         sanitize racecheck 'cuda_!(fault|attn_mma|attn_wgmma|attn_cudnn)/*' || rc=1
     return $rc
 }
-st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES"; }
+st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_run)"; }
 # synccheck leaves cuDNN's suite out too: on the H200 at e4790d9 it reported a divergent barrier at
 # one instruction of cuDNN's generated sm90 backward kernel (cudnn_generated_fort_native_sdpa_sm90_
 # flash_bprop_wgmma_*, +0x4520; 320 reports, every one there) and that kernel's launch then failed,
 # failing both cuDNN tests (reports/gpu-h200/run-e4790d9/synccheck.log); every other suite, ours,
 # ran clean.
-st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck 'cuda_!(fault|attn_cudnn)/*'; }
-export -f st_info st_wgmma_check st_gpu_suite st_kernels st_step_compare st_peers st_backend_compare st_attention \
-    profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
+st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
+export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite st_kernels st_step_compare st_peers \
+    st_backend_compare st_attention profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
@@ -412,6 +428,11 @@ if grep -qE '^wgmma-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
     export GM_CUDA_WGMMA=off
     echo "wgmma-check: failed, so every later stage runs with GM_CUDA_WGMMA=off (the mma.sync kernels)" |
         tee -a "$out/summary.txt"
+fi
+stage pingpong-check 45 15 hopper_why st_pingpong_check
+if grep -qE '^pingpong-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
+    export GM_ATTN_SKIP=wgmma-pingpong
+    echo "pingpong-check: failed, so every later stage leaves wgmma-pingpong out" | tee -a "$out/summary.txt"
 fi
 stage gpu-suite 150 60 gpu_why st_gpu_suite
 stage kernels-softcap 60 20 gpu_why st_kernels softcap
