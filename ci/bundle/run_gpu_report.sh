@@ -223,7 +223,8 @@ profile_kernel() {
 st_profile() {
     # --clock-control none: ncu's default locks the clocks, and the card's settings are not ours to change
     local collect="--clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy"
-    collect+=" --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis"
+    collect+=" --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis"
+    collect+=" --section MemoryWorkloadAnalysis"
     collect+=" --section InstructionStats --section SourceCounters"
     # per instruction kind (LDGSTS, LDG, STG, LDS, ...): requests, sectors and wavefronts, so the excess
     # sectors and wavefronts run-1772e6e found are placed (the copies into shared memory, or the stores)
@@ -298,11 +299,9 @@ sanitize() {  # sanitize TOOL FILTER
 # the rest of the stage's time there (reports/gpu-h200/run-ecc8627/racecheck.log); memcheck still
 # runs it.
 st_racecheck() {
-    local rc=0
-    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 \
-        sanitize racecheck \
-        "cuda_attn_@(mma|wgmma)/!(record_shape_window_14|counting_long_windows${GM_ATTN_SKIP:+|pingpong_forward_same_bits})" ||
-        rc=1
+    local rc=0 left_out='record_shape_window_14|counting_long_windows'
+    [ -z "${GM_ATTN_SKIP:-}" ] || left_out+='|pingpong_forward_same_bits'
+    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 sanitize racecheck "cuda_attn_@(mma|wgmma)/!($left_out)" || rc=1
     # (a test all of whose cases are above 3e6, e.g. Newton-Schulz's, is skipped, not failed)
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=3e6 GM_GPU_TEST_EMPTY_SKIPS=1 \
         sanitize racecheck 'cuda_!(fault|attn_mma|attn_wgmma|attn_cudnn)/*' || rc=1

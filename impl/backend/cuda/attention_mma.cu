@@ -135,9 +135,10 @@
 // GM_CUDA_ATTN_WGMMA_PINGPONG, wg_turn_wait) since the sixth: executed under the emulation, not yet
 // on a GPU. Not yet done: a producer warp in the backward kernels (thread 0 issues, between its own
 // products), the pingpong in the backward, and the one-pass backward apart (its dS^T is both
-// warpgroups', one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one block of 8 warps an SM
-// (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's global sectors excess
-// (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies go along rows). Up to
+// warpgroups', one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one
+// block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's
+// global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies
+// go along rows). Up to
 // 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
 // conflict-free stores filled 8 rows down first, so a quarter-warp's reads covered half of each
 // 32-byte sector; the swizzled rows are copied along rows, whole lines (executed under the
@@ -1992,9 +1993,8 @@ static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t s
 // the wgmma forward's warpgroups taking turns).
 template <int M, bool WG>
 static void fwd_launch(gm_cuda_ctx *c, bool persist, bool turns, dim3 grid, size_t items, int HD, gm_cuda_act *out,
-                       float *lse,
-                       const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T, int NH,
-                       float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
+                       float *lse, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T,
+                       int NH, float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
     static int per_sm[2];  // head_dim 64, 128: persistent_blocks' blocks an SM
     const auto kern = HD == 64 ? attn_fwd_64<M, WG> : attn_fwd_128<M, WG>;
     const size_t smem = fwd_smem(HD, WG);
