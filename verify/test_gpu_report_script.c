@@ -185,20 +185,28 @@ static char *profile_stage(const char *dir, const char *left_out, bool source_fa
     return out;
 }
 
-// Where wgmma-check fails (here its tests find no driver, which GM_REQUIRE_GPU=1 makes a failure,
-// under an nvidia-smi that lists an sm_90 GPU), the summary says so after its line and every later
-// stage runs with GM_CUDA_WGMMA=off: a stage that needs the wgmma forms says so and skips.
-Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
-    char *dir = th_tmpdir(), cmd[9000], path[4300], line[512], *out, *err;
+// Runs `stages` of the script into dir/rep under a stand-in nvidia-smi that lists an sm_90 GPU (no
+// driver here: a GPU test then fails under GM_REQUIRE_GPU=1). Returns the summary, *rc the exit.
+static char *run_on_sm90(const char *dir, const char *stages, int *rc) {
+    char cmd[9000], path[4300], *out, *err;
     snprintf(cmd, sizeof cmd,
              "mkdir -p '%s/fake' && printf '#!/bin/sh\\nif [ \"$1\" = -L ]; then echo \"GPU 0: stand-in (UUID: "
              "GPU-0)\"; else echo 9.0; fi\\n' > '%s/fake/nvidia-smi' && chmod +x '%s/fake/nvidia-smi' "
-             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages wgmma-check,kernels-wgmma1",
-             dir, dir, dir, dir, script(), dir);
-    const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s%s", rc, out, err);
+             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages %s",
+             dir, dir, dir, dir, script(), dir, stages);
+    *rc = th_run(cmd, &out, &err);
+    free(out), free(err);
     snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
-    char *summary = read_file(path);
+    return read_file(path);
+}
+
+// Where wgmma-check fails (its tests find no driver), the summary says so after its line and every
+// later stage runs with GM_CUDA_WGMMA=off: a stage that needs the wgmma forms says so and skips.
+Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
+    char *dir = th_tmpdir(), line[512];
+    int rc;
+    char *summary = run_on_sm90(dir, "wgmma-check,kernels-wgmma1", &rc);
+    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s", rc, summary);
     const char *p = next_line(summary, line, sizeof line);  // info
     p = next_line(p, line, sizeof line);
     cr_expect(!strncmp(line, "wgmma-check: exit ", 18) && strncmp(line, "wgmma-check: exit 0,", 20),
@@ -207,25 +215,18 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
     cr_expect_str_eq(line, "wgmma-check: failed, so every later stage runs with GM_CUDA_WGMMA=off (the mma.sync kernels)",
                      "%s", summary);
     cr_expect(strstr(p, "\nkernels-wgmma1: skipped: GM_CUDA_WGMMA=off\n"), "%s", summary);
-    free(out), free(err), free(summary);
+    free(summary);
     th_rmtree(dir);
 }
 
-// Where pingpong-check fails (its test finds no driver, a failure under GM_REQUIRE_GPU=1, with an
-// nvidia-smi that lists an sm_90 GPU), the summary says so after its line and the later stages
-// leave wgmma-pingpong out: attention_gpu runs with --skip=wgmma-pingpong (its log's first line).
-// wgmma stays on.
+// Where pingpong-check fails (its test finds no driver), the summary says so after its line and the
+// later stages leave wgmma-pingpong out: attention_gpu runs with --skip=wgmma-pingpong (its log's
+// first line). wgmma stays on.
 Test(gpu_report_script, a_failed_pingpong_check_leaves_pingpong_out, .timeout = 120) {
-    char *dir = th_tmpdir(), cmd[9000], path[4300], line[512], *out, *err;
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s/fake' && printf '#!/bin/sh\\nif [ \"$1\" = -L ]; then echo \"GPU 0: stand-in (UUID: "
-             "GPU-0)\"; else echo 9.0; fi\\n' > '%s/fake/nvidia-smi' && chmod +x '%s/fake/nvidia-smi' "
-             "&& PATH='%s/fake':\"$PATH\" bash '%s' '%s/rep' --stages pingpong-check,attention-window",
-             dir, dir, dir, dir, script(), dir);
-    const int rc = th_run(cmd, &out, &err);
-    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s%s", rc, out, err);
-    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
-    char *summary = read_file(path);
+    char *dir = th_tmpdir(), path[4300], line[512];
+    int rc;
+    char *summary = run_on_sm90(dir, "pingpong-check,attention-window", &rc);
+    cr_expect_eq(rc, 1, "exit %d (one stage failed)\n%s", rc, summary);
     const char *p = next_line(summary, line, sizeof line);  // info
     p = next_line(p, line, sizeof line);
     cr_expect_str_eq(line, "wgmma-check: skipped: not in --stages", "%s", summary);
@@ -239,7 +240,7 @@ Test(gpu_report_script, a_failed_pingpong_check_leaves_pingpong_out, .timeout = 
     char *log = read_file(path);
     cr_expect(!strncmp(log, "attention_gpu --preset=softcap ", 31) && strstr(log, " --skip=wgmma-pingpong\n"), "%s",
               log);
-    free(out), free(err), free(summary), free(log);
+    free(summary), free(log);
     th_rmtree(dir);
 }
 
