@@ -274,8 +274,19 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     for (const char *p = prof; (p = strstr(p, "--nvtx-include")); p++) in_range++;
     cr_expect_eq(profiled, 8, "8 kernels profiled, one a selector:\n%s", prof);
     cr_expect_eq(in_range, 2, "two ncu runs inside an NVTX range:\n%s", prof);
-    cr_expect_eq(th_count_lines(prof), 40,
-                 "8 headings, 8 ncu runs, 8 reports printed (the command and its kernel), 8 source pages:\n%s", prof);
+    cr_expect_eq(th_count_lines(prof), 41,
+                 "8 headings, 8 ncu runs, 8 reports printed (the command and its kernel), 8 source pages, their "
+                 "summary:\n%s",
+                 prof);
+    // the pages summed (the stand-in's one instruction a page, named after its kernel)
+    cr_expect(strstr(prof, "\nper instruction, summed: profile-sass-summary.txt\n"), "%s", prof);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/rep/profile-sass-summary.txt", dir);
+    char *sum = read_file(path);
+    cr_expect(strstr(sum, "profile-sass-dq-wgmma.csv.gz: 1 instructions, 1 samples\n") &&
+                  strstr(sum, "  100.0%  0  void attn_dq_128<(bool)1>("),
+              "%s", sum);
+    free(sum);
     // each kernel's source page beside it, named in the text, holding that kernel's rows
     const struct {
         const char *name, *kernel;
@@ -312,7 +323,7 @@ Test(gpu_report_script, profile_runs_ncu_on_the_attention_kernels, .timeout = 12
     for (const char *p = prof; (p = strstr(p, "\nprofile: no per-instruction samples for ")); p++) missing++;
     cr_expect_eq(missing, 8, "%s", prof);
     cr_expect(strstr(prof, "fwd-wgmma-causal: ==ERROR== stand-in: no source page\n"), "%s", prof);
-    cr_expect(strstr(prof, "profiled: void attn_fwd_128<(int)1, (bool)1>(") && !strstr(prof, "\nper instruction: "),
+    cr_expect(strstr(prof, "profiled: void attn_fwd_128<(int)1, (bool)1>(") && !strstr(prof, "\nper instruction"),
               "%s", prof);
     free(out), free(prof);
     th_rmtree(dir);
@@ -510,3 +521,8 @@ Test(gpu_report_script, peers_parts_run_on_a_stand_in_torch, .timeout = 300) {
     free(md), free(csv), free(err);
     th_rmtree(dir);
 }
+
+// bench/ncu_sass_summary.py, which the profile stage runs on its source pages, on pages written in
+// the shape of ncu's CSV: verify/ncu_sass_summary_check.py.
+Test(ncu_sass_summary, kinds_and_top) { th_py_check("verify/ncu_sass_summary_check.py", "kinds_and_top"); }
+Test(ncu_sass_summary, bad_input) { th_py_check("verify/ncu_sass_summary_check.py", "bad_input"); }

@@ -47,6 +47,7 @@
 #                     instruction mix, source counters        -> profile-attention.txt; and each
 #                     kernel's SASS with the warp stalls sampled at each instruction (where ncu
 #                     prints a report's source page)                      -> profile-sass-NAME.csv.gz
+#                     and those samples summed by instruction kind      -> profile-sass-summary.txt
 #   racecheck         compute-sanitizer racecheck on the GPU tests, sized down (see st_racecheck)
 #   memcheck, synccheck  compute-sanitizer on the GPU tests, as run_gpu_suite.sh runs them
 # A stage gets min(its limit, what is left of the budget); one that would get less than its
@@ -273,6 +274,17 @@ st_profile() {
     fi
     profile_kernel fwd-wgmma-causal "the wgmma forward: plain causal T 16384" 'attn_fwd_128<\(int\)1, \(bool\)1>' \
         --tmin=16384 --tmax=16384 --window=0 || return
+    # The source pages read: each kernel's samples by instruction kind and its most sampled
+    # instructions (bench/ncu_sass_summary.py), the pages themselves kept whatever it says.
+    if ls "$out"/profile-sass-*.csv.gz >/dev/null 2>&1; then
+        if python3 "$GM_ROOT/bench/ncu_sass_summary.py" "$out"/profile-sass-*.csv.gz >"$work/summary.txt" \
+            2>"$work/summary.err"; then
+            mv "$work/summary.txt" "$out/profile-sass-summary.txt"
+            echo "per instruction, summed: profile-sass-summary.txt"
+        else
+            echo "profile: no summary of the per-instruction samples: $(tail -1 "$work/summary.err")"
+        fi
+    fi
     [ -z "$sass_failed" ]
 } >"$out/profile-attention.txt" 2>&1
 st_predict() {
