@@ -303,9 +303,9 @@ static void usage(void) {
     printf("usage: attention_gpu [--preset=NAME] [--tmin=T] [--tmax=T] [--window=BLOCKS] [--doc_len=L] [--reps=N]\n"
            "                     [--skip=FORM,...] [--out=DIR] [--name=BASE]\n"
            "  GPU attention, tensor cores vs naive (the forward also with 32 rows a warp; both passes also on wgmma\n"
-           "  on an sm_90 GPU, the one-pass backward and the persistent forward; cuDNN on a plain causal mask),\n"
-           "  forward and backward, at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax; writes\n"
-           "  OUT/NAME.csv and .md.\n"
+           "  on an sm_90 GPU, the one-pass backward and the persistent and pingpong forwards; cuDNN on a plain\n"
+           "  causal mask), forward and backward, at the preset's per-GPU shape for T = tmin, 2 tmin, ... tmax;\n"
+           "  writes OUT/NAME.csv and .md.\n"
            "  Without a GPU: one line, exit 0.\n"
            "  --preset    whose attention shape (default softcap)\n"
            "  --tmin      shortest sequence (default 1024)\n"
@@ -313,8 +313,8 @@ static void usage(void) {
            "  --window    sliding window in blocks, 0 = plain causal (default the preset's final window)\n"
            "  --doc_len   mean document length of a document mask, 0 = none (default 0)\n"
            "  --reps      timed samples per (T, kernel) (default 10)\n"
-           "  --skip      forms left out (mma32, wgmma, wgmma1, wgmma-persist, wgmma-pingpong, cudnn; wgmma's\n"
-           "              dependants with it)\n"
+           "  --skip      forms left out, comma-separated (default none): mma32, wgmma (with wgmma1,\n"
+           "              wgmma-persist, wgmma-pingpong), wgmma1, wgmma-persist, wgmma-pingpong, cudnn\n"
            "  --out       report folder (default reports/bench)\n"
            "  --name      report file base (default gpu-attention-<preset>)\n");
 }
