@@ -221,7 +221,8 @@ Test(gpu_report_script, a_failed_wgmma_check_turns_wgmma_off, .timeout = 120) {
 
 // Where pingpong-check fails (its test finds no driver), the summary says so after its line and the
 // later stages leave wgmma-pingpong out: attention_gpu runs with --skip=wgmma-pingpong (its log's
-// first line). wgmma stays on.
+// first line; the bench itself then finds no GPU, or under the sanitizers' build is not there).
+// wgmma stays on.
 Test(gpu_report_script, a_failed_pingpong_check_leaves_pingpong_out, .timeout = 120) {
     char *dir = th_tmpdir(), path[4300], line[512];
     int rc;
@@ -235,7 +236,7 @@ Test(gpu_report_script, a_failed_pingpong_check_leaves_pingpong_out, .timeout = 
               line, summary);
     p = next_line(p, line, sizeof line);
     cr_expect_str_eq(line, "pingpong-check: failed, so every later stage leaves wgmma-pingpong out", "%s", summary);
-    cr_expect(strstr(p, "\nattention-window: exit 0, "), "%s", summary);
+    cr_expect(strstr(p, "\nattention-window: exit "), "%s", summary);
     snprintf(path, sizeof path, "%s/rep/attention-window.log", dir);
     char *log = read_file(path);
     cr_expect(!strncmp(log, "attention_gpu --preset=softcap ", 31) && strstr(log, " --skip=wgmma-pingpong\n"), "%s",
