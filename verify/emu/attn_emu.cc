@@ -18,9 +18,10 @@
 // Per case one line per output and implementation: max |error| / max |reference|, bounded by 2e-2
 // (bf16's unit roundoff is 3.9e-3: the inputs are bf16 values, the kernels round P and dS to bf16
 // as MMA operands and every output at its store); the 32-row and the wgmma forward (each of its
-// forms: a block an item, persistent, taking turns) must equal the 16-row one bit for bit, the wgmma backward the mma one and the one-pass backward's dk and dv the
-// wgmma one's (the same operations in the same order); "PASS" or "FAIL" per case, then "<n>
-// failed"; exit status 1 when any failed.
+// forms: a block an item, persistent, taking turns) must equal the 16-row one bit for bit, the
+// wgmma backward the mma one and the one-pass backward's dk and dv the wgmma one's (the same
+// operations in the same order); "PASS" or "FAIL" per case, then "<n> failed"; exit status 1 when
+// any failed.
 #include "emu.h"
 
 alignas(1024) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 184 KB)
