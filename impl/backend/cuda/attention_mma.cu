@@ -1016,6 +1016,8 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
     float s[KEY_TILE / 8][4];
     if (f.turns) wg_turn_wait(wg);
     wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
+    // (the turn passed inside each branch: passed after them, behind its own `if (j > 0)`, ptxas
+    // serialized the kernel's wgmma, C7514)
     if (j > 0) {
         wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
         if (f.turns) wg_turn_pass(wg);
@@ -1989,12 +1991,13 @@ static unsigned persistent_blocks(gm_cuda_ctx *c, Kernel kern, int nth, size_t s
     return (unsigned)min(items, sms * *per_sm);
 }
 
-// One forward kernel on `grid` (persist: as many blocks as the GPU holds, at most `items`; turns:
-// the wgmma forward's warpgroups taking turns).
+// One forward kernel of `form` on `grid` (PERSIST: as many blocks as the GPU holds, at most
+// `items`; PINGPONG: the wgmma forward's warpgroups taking turns).
 template <int M, bool WG>
-static void fwd_launch(gm_cuda_ctx *c, bool persist, bool turns, dim3 grid, size_t items, int HD, gm_cuda_act *out,
+static void fwd_launch(gm_cuda_ctx *c, gm_attn_fwd_form form, dim3 grid, size_t items, int HD, gm_cuda_act *out,
                        float *lse, const gm_cuda_act *q, const gm_cuda_act *k, const gm_cuda_act *v, int B, int T,
                        int NH, float sl2, gm_attn_mask m, const int32_t *bounds, const attn_tmaps &tm) {
+    const bool persist = form == GM_ATTN_FWD_WGMMA_PERSIST, turns = form == GM_ATTN_FWD_WGMMA_PINGPONG;
     static int per_sm[2];  // head_dim 64, 128: persistent_blocks' blocks an SM
     const auto kern = HD == 64 ? attn_fwd_64<M, WG> : attn_fwd_128<M, WG>;
     const size_t smem = fwd_smem(HD, WG);
@@ -2022,11 +2025,9 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
     if (!ok) return;
     if (form == GM_ATTN_FWD_MMA32)
-        fwd_launch<2, false>(c, false, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
-    else if (wg)
-        fwd_launch<1, true>(c, form == GM_ATTN_FWD_WGMMA_PERSIST, form == GM_ATTN_FWD_WGMMA_PINGPONG, grid, items, HD,
-                            out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
-    else fwd_launch<1, false>(c, false, false, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+        fwd_launch<2, false>(c, form, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+    else if (wg) fwd_launch<1, true>(c, form, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
+    else fwd_launch<1, false>(c, form, grid, items, HD, out, lse, q, k, v, B, T, NH, sl2, m, bounds, tm);
 }
 
 void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq, gm_cuda_act *dk, gm_cuda_act *dv,
