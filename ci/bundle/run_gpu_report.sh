@@ -159,9 +159,10 @@ st_wgmma_check() {
     local tests='parts_one_at_a_time|masks_and_head_dims|persistent_forward_same_bits'
     GM_REQUIRE_GPU=1 "$V" --filter "cuda_attn_wgmma/@($tests)" --jobs 1 --verbose
 }
-st_pingpong_check() { GM_REQUIRE_GPU=1 "$V" --filter 'cuda_attn_wgmma/pingpong_forward_same_bits' --jobs 1 --verbose; }
+export PINGPONG_TEST=pingpong_forward_same_bits  # (cuda_attn_wgmma's) pingpong-check's, left out where it failed
+st_pingpong_check() { GM_REQUIRE_GPU=1 "$V" --filter "cuda_attn_wgmma/$PINGPONG_TEST" --jobs 1 --verbose; }
 # The GPU tests a stage runs: every one, or all but the pingpong form's once pingpong-check failed.
-tests_run() { [ -z "${GM_ATTN_SKIP:-}" ] && echo '*' || echo '!(pingpong_forward_same_bits)'; }
+tests_run() { [ -z "${GM_ATTN_SKIP:-}" ] && echo '*' || echo "!($PINGPONG_TEST)"; }
 st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" \
         --filter "@(cuda_*|cudnn_*)/$(tests_run)" --jobs 1 --verbose
@@ -312,7 +313,7 @@ sanitize() {  # sanitize TOOL FILTER
 # runs it.
 st_racecheck() {
     local rc=0 left_out='record_shape_window_14|counting_long_windows'
-    [ -z "${GM_ATTN_SKIP:-}" ] || left_out+='|pingpong_forward_same_bits'
+    [ -z "${GM_ATTN_SKIP:-}" ] || left_out+="|$PINGPONG_TEST"
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 sanitize racecheck "cuda_attn_@(mma|wgmma)/!($left_out)" || rc=1
     # (a test all of whose cases are above 3e6, e.g. Newton-Schulz's, is skipped, not failed)
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=3e6 GM_GPU_TEST_EMPTY_SKIPS=1 \
@@ -435,13 +436,15 @@ sanitizer_why() {
 # imports each report twice (its text, its source page): 150 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
-if grep -qE '^wgmma-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
+# Whether stage NAME failed or timed out (its line in summary.txt).
+stage_failed() { grep -qE "^$1: (exit [1-9]|timed out)" "$out/summary.txt"; }
+if stage_failed wgmma-check; then
     export GM_CUDA_WGMMA=off
     echo "wgmma-check: failed, so every later stage runs with GM_CUDA_WGMMA=off (the mma.sync kernels)" |
         tee -a "$out/summary.txt"
 fi
 stage pingpong-check 45 15 hopper_why st_pingpong_check
-if grep -qE '^pingpong-check: (exit [1-9]|timed out)' "$out/summary.txt"; then
+if stage_failed pingpong-check; then
     export GM_ATTN_SKIP=wgmma-pingpong
     echo "pingpong-check: failed, so every later stage leaves wgmma-pingpong out" | tee -a "$out/summary.txt"
 fi
