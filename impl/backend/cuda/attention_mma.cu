@@ -85,6 +85,13 @@
 //   7.21 the run before, plain causal 33.5 / 93.6 against 31.7 / 89.6, the step's record mask
 //   1.40 / 3.37 against 1.34 / 3.40): a skipping warp still waits at the tile's barrier, and the
 //   classification sits between that barrier and the first MMA.
+//   With the wgmma kernels' warpgroups apart (TMA: no block barrier a tile) each warpgroup walks
+//   only the tiles its own 64 rows (keys in dk/dv) see, a span fixed once an item or block
+//   (fwd_wg_span; not the one-pass backward, whose warpgroups share dS^T), and passes the others
+//   with a wait and its stages' release: no classification a tile, and tile_full asks of the
+//   warpgroup's rows. By a count of tiles (the bench's documents of mean 700, window 14, T 65536;
+//   not a measurement): 7% fewer warpgroup-tiles in the forward and in dk/dv, 40% fewer with an
+//   element mask (without documents 1.8% and 50%); not yet timed.
 // Padding: rows past T are loaded as zeros; their lse2 is +inf (P = 0) in the backward, keys past
 // T are always masked (causal), and nothing past T is stored.
 //
@@ -1004,12 +1011,64 @@ static __device__ __forceinline__ void wg_turn_pass(int wg) {
     if (wg == 0) named_bar_arrive<WG_TURN_BAR + 1, 256>();
     else named_bar_arrive<WG_TURN_BAR, 256>();
 }
-// Tile j (group g) of item x, by warpgroup wg: sQw its 64 rows of the queries; sBound the warp's
-// rows' first keys (mask_tile), last_first the item's last row's (tile_full).
+// The key tiles [jlo, jhi) of an item that warpgroup wg's 64 rows (from q0 + 64 wg) see (an empty
+// span where they are all past T), and tile_full's rows: from full_row0 (the warpgroup's first,
+// or the item's where some of its rows are past T) to its last row inside T, whose first key is
+// last_first. Why the item's first row there: rows past T are masked wherever the item's tiles
+// are not all seen (mask_tile), and their scores weigh in the rescale a warp's rows take together
+// (softmax_tile), so for the forms to stay bitwise alike they are masked exactly as in the mma
+// forward's blocks of 128. Why a span a warpgroup, where the item's tiles are those its 128 rows
+// see: the first warpgroup's rows end 64 before the item's diagonal tile, with documents the
+// second's often start in a later document than the first's, and the warpgroups run apart, so a
+// tile one of them passes is time saved (the header's count), not a wait at a block barrier.
+struct fwd_wg_span {
+    int jlo, jhi, full_row0, last_first;
+};
+// FWD_TRAIL: whether a span may end before the item's last tile. Not where thread 0 issues the
+// TMA copies (head_dim 64): a pass after the span copies (fwd_wg_pass), and with that branch on
+// thread 0 between the items' spans ptxas took the tile loop off the uniform datapath (737 -> 806
+// instructions, cuobjdump -sass); the first warpgroup computes its last, fully masked, tile there.
+#define FWD_TRAIL(HD) (FWD_PRODUCER(true, HD) || !WG_TMA)
+static __device__ __forceinline__ fwd_wg_span fwd_wg_span_of(const fwd_item &x, const gm_attn_mask *m,
+                                                             const int32_t *lo, int wg, int T, const int HD) {
+    fwd_wg_span sp;
+    const int r0 = x.q0 + 64 * wg, rlast = min(r0 + 63, x.qlast);
+    // A valid row sees its own key, so jlo < jhi; the first row's first key is the warpgroup's
+    // earliest (bounds are nondecreasing along the rows), at or after x.kbeg. Rows all past T:
+    // every tile passed before the span (the second warpgroup's, which holds no issuer).
+    const bool valid = r0 <= rlast;
+    sp.jlo = valid ? token_bound(m, lo, r0, T, true) / KEY_TILE - x.kbeg / KEY_TILE : x.ntiles;
+    sp.jhi = valid && FWD_TRAIL(HD) ? (rlast - x.kbeg) / KEY_TILE + 1 : x.ntiles;
+    sp.full_row0 = r0 + 63 <= x.qlast ? r0 : x.q0;
+    sp.last_first = valid ? token_bound(m, lo, rlast, T, true) : 0;
+    return sp;
+}
+// A tile (group g) outside warpgroup wg's span: waited for, as a computed one is, before its
+// stages are given back (so that a warp never gives a stage back for its next use before every
+// warp has for this one), its turn taken where the warpgroups take turns, and, where `issue`, the
+// issuer's copy made; no product. The tiles before a span need no issue with TMA: the issuer,
+// thread 0, is warpgroup 0's, whose span starts at the item's first tile (its first row's); and
+// with the issuer's branch in their loop, ptxas took the span's loop after it off the uniform
+// datapath (its descriptors per-thread, R2UR before each wgmma: the dq kernel's loop 496 -> 605
+// instructions, cuobjdump -sass).
+static __device__ __forceinline__ void fwd_wg_pass(const fwd_wg_state &f, fwd_cursor &ic, int g, int wg, bool issue,
+                                                   const int HD) {
+    wg_wait(f.bars, g);
+    if constexpr (!WG_TMA) __syncthreads();  // the block's one barrier a tile, as fwd_wg_tile's
+    if (f.turns) wg_turn_wait(wg), wg_turn_pass(wg);
+    wg_release(f.emptyK, g % FWD_K_STAGES), wg_release(f.emptyV, g % FWD_V_STAGES);
+    if (issue && !FWD_PRODUCER(true, HD)) {
+        if (wg_issuer()) fwd_wg_copy(f, ic, HD);
+        if constexpr (WG_TMA) __syncwarp();
+    }
+}
+// Tile j (group g) of item x, inside warpgroup wg's span sp, by the warpgroup: sQw its 64 rows of
+// the queries; sBound the warp's rows' first keys (mask_tile); lag: a tile of the span before
+// this one, whose P V is issued here.
 static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cursor &ic, const fwd_item &x, int j,
-                                                   int g, int wg, const __nv_bfloat16 *sQw, const int32_t *sBound,
-                                                   int last_first, float (*o)[4], uint32_t (*pa)[4], float *mrow,
-                                                   float *lrow, const int HD) {
+                                                   int g, bool lag, int wg, const fwd_wg_span &sp,
+                                                   const __nv_bfloat16 *sQw, const int32_t *sBound, float (*o)[4],
+                                                   uint32_t (*pa)[4], float *mrow, float *lrow, const int HD) {
     const int P = TILE_PITCH(HD, true), k0 = x.kbeg + j * KEY_TILE, wrow = threadIdx.x / 32 * 16;
     wg_wait(f.bars, g);
     if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
@@ -1018,7 +1077,7 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
     wg_abt_issue(s, sQw, f.sK + g % FWD_K_STAGES * KEY_TILE * P, HD);
     // (the turn passed inside each branch: passed after them, behind its own `if (j > 0)`, ptxas
     // serialized the kernel's wgmma, C7514)
-    if (j > 0) {
+    if (lag) {
         wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);
         if (f.turns) wg_turn_pass(wg);
         wgmma_wait<1>();  // S_j; P_{j-1} V_{j-1} runs on
@@ -1035,12 +1094,12 @@ static __device__ __forceinline__ void fwd_wg_tile(const fwd_wg_state &f, fwd_cu
         if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma's wait
     }
     wgmma_hold(&s[0][0], KEY_TILE / 2);
-    const bool full = tile_full(x.q0, k0, KEY_TILE, last_first <= k0);
+    const bool full = tile_full(sp.full_row0, k0, KEY_TILE, sp.last_first <= k0);
     mask_tile(s, KEY_TILE / 8, full, f.T, x.q0 + wrow, k0, sBound + wrow, true);
     float corr[2];
     const bool moved = softmax_tile(s, f.scale_log2, mrow, lrow, corr);
     wgmma_wait<0>();  // P_{j-1} V_{j-1}: o and pa are the threads' again
-    if (j > 0) wg_release(f.emptyV, (g - 1) % FWD_V_STAGES);
+    if (lag) wg_release(f.emptyV, (g - 1) % FWD_V_STAGES);
     wgmma_hold(&o[0][0], HD / 2);
     wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
     if (moved) rescale_row(o, 0, corr[0], HD), rescale_row(o, 1, corr[1], HD);
@@ -1079,11 +1138,12 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         return;
     }
     // An item's geometry and first keys (global loads, with documents): this lane's row's (lanes
-    // 0-15: the warp's 16 rows) and the item's last row's (tile_full). Read for the next item under
-    // the current one's last product and stores, so that their latency is not the next item's.
+    // 0-15: the warp's 16 rows) and the warpgroup's span. Read for the next item under the current
+    // one's last product and stores, so that their latency is not the next item's.
     struct item_rows {
         fwd_item x;
-        int row_first, last_first;
+        fwd_wg_span sp;
+        int row_first;
     };
     const auto rows_of = [&](int it) {
         item_rows r;
@@ -1091,7 +1151,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         const int32_t *lo = bounds_of(bounds, T, B, r.x.b, true);
         const int row = r.x.q0 + wrow + lane;
         r.row_first = lane < 16 && row < T ? token_bound(&m, lo, row, T, true) : 0;
-        r.last_first = token_bound(&m, lo, r.x.qlast, T, true);
+        r.sp = fwd_wg_span_of(r.x, &m, lo, wg, T, HD);
         return r;
     };
     int g = 0;  // the group of the block's next tile
@@ -1099,7 +1159,7 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
     item_rows cur = rows_of(min(fwd_item_of(0), f.items - 1));  // (a block past the items: never made)
     for (int n = 0, it = fwd_item_of(0); it < f.items; it = fwd_item_of(++n)) {
         const fwd_item x = cur.x;
-        const int last_first = cur.last_first;
+        const fwd_wg_span sp = cur.sp;
         // The warp's 16 rows' first keys (mask_tile reads a warp's own rows only: no block barrier),
         // written after the warp's last read of the previous item's.
         if (lane < 16) sBound[wrow + lane] = cur.row_first;
@@ -1108,12 +1168,20 @@ static __device__ __forceinline__ void fwd_wg_body(gm_cuda_act *__restrict__ out
         float o[MAX_HD / 8][4], mrow[2] = {-INFINITY, -INFINITY}, lrow[2] = {0.0f, 0.0f};
         uint32_t pa[KEY_TILE / 16][4];
         zero(o, HD / 8);
-        for (int j = 0; j < x.ntiles; j++, g++)
-            fwd_wg_tile(f, ic, x, j, g, wg, sQw, sBound, last_first, o, pa, mrow, lrow, HD);
-        wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);  // P V of the last tile
-        if (fwd_item_of(n + 1) < f.items) cur = rows_of(fwd_item_of(n + 1));
+        int j = 0;
+        for (; j < sp.jlo; j++, g++) fwd_wg_pass(f, ic, g, wg, !WG_TMA, HD);
+        for (; j < sp.jhi; j++, g++)
+            fwd_wg_tile(f, ic, x, j, g, j > sp.jlo, wg, sp, sQw, sBound, o, pa, mrow, lrow, HD);
+        const bool spanned = sp.jhi > sp.jlo;
+        if (spanned) wg_xb_issue(o, pa, f.sV + (g - 1) % FWD_V_STAGES * KEY_TILE * P, HD);  // P V of its last tile
+        cur = rows_of(min(fwd_item_of(n + 1), f.items - 1));  // (past the last item: never used)
         wgmma_wait<0>();
-        wg_release(f.emptyV, (g - 1) % FWD_V_STAGES), wg_release(f.emptyQ, n % FWD_Q_STAGES);
+        if (spanned) wg_release(f.emptyV, (g - 1) % FWD_V_STAGES);
+        // The tiles past the span after its last product's wait: with the threads' copies (fp32),
+        // each pass's copies may overwrite a V stage two tiles back.
+        if (FWD_TRAIL(HD))
+            for (; j < x.ntiles; j++, g++) fwd_wg_pass(f, ic, g, wg, true, HD);
+        wg_release(f.emptyQ, n % FWD_Q_STAGES);
         wgmma_hold(&o[0][0], HD / 2);
         wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
         store_out<1>(out, lse, o, mrow, lrow, x.b, x.h, x.q0, wrow, T, NH, ((size_t)x.b * T * NH + x.h) * HD, HD);
@@ -1219,18 +1287,34 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         // barrier a tile, after which every warpgroup is done with K_{j-2} and V_{j-1}, the stages
         // the copies then overwrite. dQ is summed in the order of the other forms: bitwise their
         // arithmetic.
-        __syncthreads();  // the TMA barriers initialized before anyone waits on one
-        const int wg = warpgroup();
+        // As the forward's warpgroups (fwd_wg_span), each walks the key tiles [jlo, jhi) its own 64
+        // rows see (its first row's first key, its last row inside T) and passes the others: a
+        // pass waits for the group, gives its stages back and, where `issue`, makes the issuer's
+        // copy (dq_pass; before the span with the threads' copies only, as fwd_wg_pass says why).
+        __syncthreads();  // the TMA barriers initialized before anyone waits on one (and sBound written)
+        const int wg = warpgroup(), r0 = 64 * wg, rlast = min(r0 + 63, qlast - q0);  // rows of the block's
+        const int jlo = r0 <= rlast ? sBound[r0] / KEY_TILE - kbeg / KEY_TILE : 0;
+        const int jhi = r0 <= rlast ? (q0 + rlast - kbeg) / KEY_TILE + 1 : 0;
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
+        const auto dq_pass = [&](int j, bool issue) {
+            wg_wait(bars, j);
+            if constexpr (!WG_TMA) __syncthreads();  // the block's one barrier a tile
+            wg_release(emptyV, j % DQ_V_STAGES), wg_release(emptyK, j % DQ_K_STAGES);
+            if (issue) wg_copy(j + 2);
+            if constexpr (WG_TMA) __syncwarp();
+        };
         uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
-        for (int j = 0; j < ntiles; j++) {
+        int j = 0;
+        for (; j < jlo; j++) dq_pass(j, !WG_TMA);
+        for (; j < jhi; j++) {
             const int k0 = kbeg + j * KEY_TILE;
+            const bool lag = j > jlo;  // dS_{j-1} K_{j-1} to issue
             wg_wait(bars, j);  // group j; group j + 1 may be in flight
             if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
             const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
             float s[KEY_TILE / 8][4], dp[KEY_TILE / 8][4];
             wg_abt_issue(s, sQw, cK, HD, dp, sOw, sV + j % DQ_V_STAGES * KEY_TILE * P);
-            if (j > 0) {
+            if (lag) {
                 wg_xb_issue(acc, pa, sK + (j - 1) % DQ_K_STAGES * KEY_TILE * P, HD);
                 wgmma_wait<1>();  // S_j, dP_j; dQ's product runs on
             } else {
@@ -1243,18 +1327,23 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
             wg_copy(j + 2);
             if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma's wait
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
-            const bool full = tile_full(q0, k0, KEY_TILE, sBound[qlast - q0] <= k0);
+            const bool full = tile_full(q0 + r0, k0, KEY_TILE, sBound[rlast] <= k0);
             mask_tile(s, KEY_TILE / 8, full, T, q0 + warp * 16, k0, sBound + warp * 16, true);
             exp2_minus_lse(s, KEY_TILE / 8, scale_log2, lrow, false);  // P
             times_dp_minus_d(s, dp, Drow);                // dS / scale
             wgmma_wait<0>();                              // dQ += dS_{j-1} K_{j-1}: acc and pa are the threads'
-            if (j > 0) wg_release(emptyK, (j - 1) % DQ_K_STAGES);
+            if (lag) wg_release(emptyK, (j - 1) % DQ_K_STAGES);
             wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
             pack_a(pa, s);
         }
-        wg_xb_issue(acc, pa, sK + (ntiles - 1) % DQ_K_STAGES * KEY_TILE * P, HD);
-        wgmma_wait<0>();
-        wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+        if (jhi > jlo) {  // dQ's product with the span's last tile, then its K given back
+            wg_xb_issue(acc, pa, sK + (jhi - 1) % DQ_K_STAGES * KEY_TILE * P, HD);
+            wgmma_wait<0>();
+            wg_release(emptyK, (jhi - 1) % DQ_K_STAGES);
+            wgmma_hold(&acc[0][0], HD / 2), wgmma_hold_a(&pa[0][0], KEY_TILE / 4);
+        }
+        // past the span, after its last product's wait (the threads' copies may overwrite K_{jhi-1})
+        for (; j < ntiles; j++) dq_pass(j, true);
     } else {
         for (int k0 = kbeg, stage = 0; k0 <= qlast; k0 += KEY_TILE, stage ^= 1) {
             const key_stage ks =
@@ -1500,11 +1589,37 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // DK_LAG: the stage of the tile before, whose dK product is issued at this one's start (kept, not
     // (i - 1) % QUERY_STAGES: ptxas computed that remainder again, 9 instructions a tile, cuobjdump)
     int last_stage = 0;
-
-    for (int qa = k0, i = 0; qa < qend; qa += QT, i++) {  // QT divides 128, so qa stays tile-aligned
+    // WG, not the one-pass backward (whose dS^T is both warpgroups'): as the forward's warpgroups
+    // (fwd_wg_span), each walks the query tiles [ilo, ihi) its own 64 keys are seen by (from its
+    // first key: the second warpgroup's start a tile above the block's; up to its last key's query
+    // end, where a document ends inside the block) and passes the others (dkdv_pass); tile_full
+    // asks of its keys alone. Keys past T are masked only in their own rows (no row's result
+    // depends on another's here), so no block-wide rule is kept for them.
+    constexpr bool SPAN = WG && !DQ;
+    const int nq = (qend - k0 + QT - 1) / QT, kw = SPAN ? k0 + 64 * wg : k0;
+    const int krel_last = SPAN ? min(64 * wg + 63, klast - k0) : klast - k0;  // the warpgroup's last key
+    const int ilo = !SPAN ? 0 : kw <= klast ? (kw - k0) / QT : nq;
+    const int ihi = !SPAN ? nq : kw <= klast ? (sBound[krel_last] - k0 + QT - 1) / QT : nq;
+    // (a pass before the span issues no TMA copy: the issuer is warpgroup 0's, whose span starts at
+    // the block's first tile; see fwd_wg_pass)
+    const auto dkdv_pass = [&](int i, bool issue) {
+        cp_async_wait<1>();
+        wg_wait(bars, i);
+        if constexpr (!WG_TMA) __syncthreads(), load_tile(i + 2);  // the block's one barrier a tile
+        wg_release(emptyQ, i % QUERY_STAGES);
+        if constexpr (WG_TMA) {
+            if (issue) load_tile(i + 2);
+            __syncwarp();
+        }
+    };
+    int i = 0;
+    if constexpr (SPAN)
+        for (; i < ilo; i++) dkdv_pass(i, false);
+    for (int qa = k0 + i * QT; SPAN ? i < ihi : qa < qend; qa += QT, i++) {  // QT divides 128: qa tile-aligned
         const int stage = i % QUERY_STAGES;
+        const bool lag = i > ilo;  // DK_LAG: the tile before's dK product to issue
         if constexpr (DK_LAG)
-            if (i > 0) wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);  // dK += dS^T Q of the tile before
+            if (lag) wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);  // dK += dS^T Q of the tile before
         cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
         if constexpr (WG) wg_wait(bars, i);  // wgmma's group i
         // Everyone's copies have landed and tile i - 1 (the stage tile i + 2 goes to) is consumed:
@@ -1515,7 +1630,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         const __nv_bfloat16 *cQ = sQ + stage * QT * P, *cO = sO + stage * QT * P;
         const float *cL = sL + stage * QT, *cD = sD + stage * QT;
         const int qlast = min(qa + QT, T) - 1;
-        const bool full = tile_full(qa, k0, BLOCK_ROWS, sBound[0] > qlast);
+        const bool full = SPAN ? tile_full(qa, kw, 64, sBound[kw - k0] > qlast)
+                               : tile_full(qa, k0, BLOCK_ROWS, sBound[0] > qlast);
 
         // S^T, dP^T: this warp's 16 keys x QT queries
         float st[QUERY_TILE(64, 0) / 8][4], dpt[QUERY_TILE(64, 0) / 8][4];
@@ -1528,7 +1644,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             }
             wgmma_wait<1>();  // S^T (with DK_LAG the previous tile's dK product too); dP^T's runs on
             if constexpr (DK_LAG) {
-                if (i > 0) wg_release(emptyQ, last_stage);  // its Q, dO, lse2 and D read
+                if (lag) wg_release(emptyQ, last_stage);  // its Q, dO, lse2 and D read
                 wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
             }
             if constexpr (WG_TMA) {
@@ -1604,11 +1720,16 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         __syncthreads();  // a block's threads agree on passing
         if (threadIdx.x == 0) ordered_release(passing);
     }
-    if constexpr (DK_LAG) {  // the last tile's dK product (qend > k0: at least one tile)
-        wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);
-        wgmma_wait<0>();
-        wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
-    }
+    if constexpr (DK_LAG)
+        if (ihi > ilo) {  // the span's last tile's dK product, then its stage given back
+            wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);
+            wgmma_wait<0>();
+            wg_release(emptyQ, last_stage);
+            wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
+        }
+    // past the span, after its last product's wait (the issuer's copies may go to its last stage)
+    if constexpr (SPAN)
+        for (; i < nq; i++) dkdv_pass(i, true);
 
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -1823,10 +1944,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // allocation at this edge moves with small changes; its 128 output and 64 score registers per
 // thread are FlashAttention-2's too). The wgmma kernels (WG), one block of 8 warps per SM (and the
 // forward's producer warp), no spill and no serialization (with the swizzled tiles and TMA,
-// 2026-11-28): forward 146 registers at head_dim 128 with its producer warp (157 while the producer
-// was told apart by threadIdx.x, warp_index; 164 with thread 0 issuing; 120 at 64, under the cap
-// of 128 of its two blocks an SM; 140 and 108 before its work items), dq 170 (138), dk/dv 250
-// (186; 236 and 170 with each tile's dK product waited for in that tile, 240 and 174 while its lse
+// 2026-11-28): forward 152 registers at head_dim 128 with its producer warp (146 before its
+// warpgroups' spans, fwd_wg_span; 157 while the producer was told apart by threadIdx.x,
+// warp_index; 164 with thread 0 issuing; 127 at 64, under the cap of 128 of its two blocks an SM,
+// 120 before the spans; 140 and 108 before its work items), dq 170 (140; 138 before the spans),
+// dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in that tile, 240 and 174 while its lse
 // and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
 // c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 252 (202; 254 and 192 with its copies issued before its
@@ -1844,7 +1966,10 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // predicated (mask_tile), and the wgmma descriptors built once a product and kept uniform
 // (wgmma_desc_plus, warpgroup). At 0a42429 the wgmma forward's full tile took 395 (per-thread
 // descriptors after the producer's branch on threadIdx.x, see warp_index); 296 since, 298 with
-// the two branches past the pingpong's turns (wg_turn_wait). Not yet timed.
+// the two branches past the pingpong's turns (wg_turn_wait). With the warpgroups' spans the tile
+// loops' code (both paths) 499 instructions for 500 (the forward), 500 for 496 (dq), 540 for 571
+// (dk/dv; at head_dim 64 731 for 737, 447 for 433, 487 for 518), the forward's stage arithmetic
+// partly off the uniform datapath (3 R2UR a tile). Not yet timed.
 template <int M, bool WG>
 __global__ static void __launch_bounds__(FWD_THREADS(M, WG, 64), FWD_MIN_BLOCKS(WG, 64)) attn_fwd_64(FWD_ARGS) {
     fwd_body<M, WG>(out, lse, q, k, v, B, T, NH, scale_log2, m, bounds, 64, &tm, turns != 0);
