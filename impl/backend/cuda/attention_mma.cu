@@ -141,16 +141,16 @@
 // warpgroups can take turns to issue their products (FlashAttention-3's pingpong,
 // GM_CUDA_ATTN_WGMMA_PINGPONG, wg_turn_wait) since the sixth: executed under the emulation, not yet
 // on a GPU. Not yet done: a producer warp in the backward kernels (thread 0 issues, between its own
-// products), the pingpong in the backward, and the one-pass backward apart (its dS^T is both
-// warpgroups', one block barrier a tile). Nsight Compute (run-1772e6e) at the record's mask: one
-// block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50% of the dq kernel's
-// global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at run 4, whose copies
-// go along rows). Up to
-// 2026-11-28 the wgmma tiles were in the no-swizzle layout of 8 x 16-byte core matrices, which
-// conflict-free stores filled 8 rows down first, so a quarter-warp's reads covered half of each
-// 32-byte sector; the swizzled rows are copied along rows, whole lines (executed under the
-// emulation, results the same to the bit; not yet on a GPU: the next run's profile says what the
-// sectors did).
+// products; since the seventh session waiting for the other warpgroup only where its own next tile
+// needs it: wg_copy_ahead), the pingpong in the backward, and the one-pass backward apart (its
+// dS^T is both warpgroups', one block barrier a tile). Nsight Compute (run-1772e6e) at the
+// record's mask: one block of 8 warps an SM (12.5% occupancy), issue slots 25-34% busy, and 50%
+// of the dq kernel's global sectors excess (35% dk/dv's; but 33-36% for the mma.sync kernels at
+// run 4, whose copies go along rows). Up to 2026-11-28 the wgmma tiles were in the no-swizzle
+// layout of 8 x 16-byte core matrices, which conflict-free stores filled 8 rows down first, so a
+// quarter-warp's reads covered half of each 32-byte sector; the swizzled rows are copied along
+// rows, whole lines (executed under the emulation, results the same to the bit; not yet on a GPU:
+// the next run's profile says what the sectors did).
 //
 // Occupancy (nvcc 13.0 -Xptxas -v, sm_90a; see the kernels): 2 blocks per SM for the mma.sync
 // forwards (8 warps of 16 rows, or 4 of 32) and the head_dim 64 wgmma forward, 1 block for the
@@ -398,6 +398,11 @@ static __device__ __forceinline__ void wg_reuse(uint64_t *empty, int stage, int 
     if constexpr (WG_TMA)
         if (use > 0) mbar_wait(empty + stage, (use - 1) % 2);
 }
+// Whether the issuer could make its use `use` of a stage now (wg_reuse without the wait).
+static __device__ __forceinline__ bool wg_free(uint64_t *empty, int stage, int use) {
+    if constexpr (WG_TMA) return use == 0 || mbar_done(empty + stage, (use - 1) % 2);
+    return true;
+}
 // Whether this thread issues a group's copies (TMA: thread 0 alone; fp32: all NTH); the issuer
 // calls wg_expect with the group's bytes, then wg_fetch for each of its tiles.
 static __device__ __forceinline__ bool wg_issuer(void) { return !WG_TMA || threadIdx.x == 0; }
@@ -427,6 +432,28 @@ static __device__ __forceinline__ void wg_fetch(__nv_bfloat16 *dst, const CUtens
 static __device__ __forceinline__ void wg_wait(uint64_t *bars, int j) {
     if constexpr (WG_TMA) mbar_wait(bars + j % WG_BARS, j / WG_BARS % 2);
     else fence_proxy_async();
+}
+
+// The issuer's copies of tiles next.. up to `upto` (and below `end`), in order, each once its
+// stages are free (is_free(t)): where `wait`, waiting for that; else leaving the first that is
+// not, and those after it, to a later call. For the kernels whose issuer, thread 0, computes too
+// (the dk/dv and dq kernels with TMA, the warpgroups apart): after a tile's first products it
+// copies without waiting the tiles up to two ahead whose stages both warpgroups have given back,
+// and only before it waits for a tile's own copies does it wait, if it must, for that tile's
+// stages. Why: waiting there (as the one-pass backward still does, and these kernels did up to
+// 2026-11-28), it stalled its warpgroup at every tile until the other had given back the tile
+// before (thread 0's wait holds its warp, and the warpgroup's next wgmma waits for every warp), so
+// the two ran in step, issuing their products together; apart, one's products can run under the
+// other's CUDA-core work. By reading the code; not yet timed.
+template <typename Free, typename Copy>
+static __device__ __forceinline__ void wg_copy_ahead(int &next, int upto, int end, bool wait, Free is_free,
+                                                     Copy copy) {
+    if (!wg_issuer()) return;
+#pragma unroll 1  // (unrolled, each call site held several copies of the tile's TMA issue)
+    for (; next <= upto && next < end; next++) {
+        if (!wait && !is_free(next)) return;
+        copy(next);
+    }
 }
 
 // Elements p[0], p[1] (a pair, aligned to its size) written as gm_act_put does: x, y in fp32, an
@@ -1296,11 +1323,27 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         const int jlo = r0 <= rlast ? sBound[r0] / KEY_TILE - kbeg / KEY_TILE : 0;
         const int jhi = r0 <= rlast ? (q0 + rlast - kbeg) / KEY_TILE + 1 : 0;
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
+        // With TMA the issuer copies ahead as far as the stages given back let it, and waits for a
+        // stage only before it waits for that tile (wg_copy_ahead: why); the threads' copies (fp32)
+        // wait for nothing.
+        int copied = 2;  // the issuer's next tile (0 and 1 above)
+        const auto copy_ahead = [&](int upto, bool wait) {
+            if constexpr (!WG_TMA) wg_copy(upto);
+            else
+                wg_copy_ahead(
+                    copied, upto, ntiles, wait,
+                    [&](int t) {
+                        return wg_free(emptyK, t % DQ_K_STAGES, t / DQ_K_STAGES) &&
+                               wg_free(emptyV, t % DQ_V_STAGES, t / DQ_V_STAGES);
+                    },
+                    wg_copy);
+        };
         const auto dq_pass = [&](int j, bool issue) {
+            if (WG_TMA && issue) copy_ahead(j, true);
             wg_wait(bars, j);
             if constexpr (!WG_TMA) __syncthreads();  // the block's one barrier a tile
             wg_release(emptyV, j % DQ_V_STAGES), wg_release(emptyK, j % DQ_K_STAGES);
-            if (issue) wg_copy(j + 2);
+            if (issue) copy_ahead(j + 2, false);
             if constexpr (WG_TMA) __syncwarp();
         };
         uint32_t pa[KEY_TILE / 16][4];  // dS_{j-1}, the A side of the product in flight
@@ -1309,6 +1352,7 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         for (; j < jhi; j++) {
             const int k0 = kbeg + j * KEY_TILE;
             const bool lag = j > jlo;  // dS_{j-1} K_{j-1} to issue
+            if constexpr (WG_TMA) copy_ahead(j, true), __syncwarp();  // tile j copied; warp 0 whole
             wg_wait(bars, j);  // group j; group j + 1 may be in flight
             if constexpr (!WG_TMA) __syncthreads();  // the threads' copies: everyone's stored, the stages free
             const __nv_bfloat16 *cK = sK + j % DQ_K_STAGES * KEY_TILE * P;
@@ -1321,10 +1365,11 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
                 wgmma_wait<0>();
             }
             wg_release(emptyV, j % DQ_V_STAGES);  // V_j read (dP_j); K_j is read once more, by dQ's product
-            // Group j + 2, into K_{j-2}'s and V_{j-1}'s stages (given back in tile j - 1), issued
-            // under dQ's product: where it came before the tile's products, the issuer's waits
-            // for the other warpgroup's releases and its TMA issue held up its warpgroup's S and dP.
-            wg_copy(j + 2);
+            // Groups up to j + 2 (j + 2 into K_{j-2}'s and V_{j-1}'s stages, given back in tile
+            // j - 1) whose stages both warpgroups have given back, issued under dQ's product: where
+            // it came before the tile's products, the issuer's waits for the other warpgroup's
+            // releases and its TMA issue held up its warpgroup's S and dP.
+            copy_ahead(j + 2, false);
             if constexpr (WG_TMA) __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma's wait
             wgmma_hold(&s[0][0], KEY_TILE / 2), wgmma_hold(&dp[0][0], KEY_TILE / 2);
             const bool full = tile_full(q0 + r0, k0, KEY_TILE, sBound[rlast] <= k0);
@@ -1600,15 +1645,24 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     const int krel_last = SPAN ? min(64 * wg + 63, klast - k0) : klast - k0;  // the warpgroup's last key
     const int ilo = !SPAN ? 0 : kw <= klast ? (kw - k0) / QT : nq;
     const int ihi = !SPAN ? nq : kw <= klast ? (sBound[krel_last] - k0 + QT - 1) / QT : nq;
+    // DK_LAG (TMA, the warpgroups apart): the issuer copies ahead as far as the stages given back
+    // let it, and waits for a stage only before it waits for that tile (wg_copy_ahead: why).
+    int copied = 2;  // DK_LAG: the issuer's next tile to copy (0 and 1 above)
+    const auto copy_ahead = [&](int upto, bool wait) {
+        wg_copy_ahead(
+            copied, upto, nq, wait, [&](int t) { return wg_free(emptyQ, t % QUERY_STAGES, t / QUERY_STAGES); },
+            load_tile);
+    };
     // (a pass before the span issues no TMA copy: the issuer is warpgroup 0's, whose span starts at
     // the block's first tile; see fwd_wg_pass)
     const auto dkdv_pass = [&](int i, bool issue) {
         cp_async_wait<1>();
+        if (DK_LAG && issue) copy_ahead(i, true);
         wg_wait(bars, i);
         if constexpr (!WG_TMA) __syncthreads(), load_tile(i + 2);  // the block's one barrier a tile
         wg_release(emptyQ, i % QUERY_STAGES);
-        if constexpr (WG_TMA) {
-            if (issue) load_tile(i + 2);
+        if constexpr (WG_TMA) {  // (DK_LAG: with TMA, spans are its)
+            if (issue) copy_ahead(i + 2, false);
             __syncwarp();
         }
     };
@@ -1621,6 +1675,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         if constexpr (DK_LAG)
             if (lag) wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);  // dK += dS^T Q of the tile before
         cp_async_wait<1>();  // this thread's copies of tile i (and of sK, sV) have landed; tile i + 1's may not
+        if constexpr (DK_LAG) copy_ahead(i, true), __syncwarp();  // tile i copied; warp 0 whole
         if constexpr (WG) wg_wait(bars, i);  // wgmma's group i
         // Everyone's copies have landed and tile i - 1 (the stage tile i + 2 goes to) is consumed:
         // a block barrier, but with TMA the warpgroups run apart (the issuer waits for the stage's
@@ -1649,9 +1704,10 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
             }
             if constexpr (WG_TMA) {
                 // Into tile i - 1's stage, once both warpgroups have given it back (with DK_LAG
-                // just above), under dP^T's product: its issuer's waits and TMA issue do not hold
-                // up the warpgroup's products.
-                load_tile(i + 2);
+                // just above; there only if they have, copy_ahead), under dP^T's product: its
+                // issuer's waits and TMA issue do not hold up the warpgroup's products.
+                if constexpr (DK_LAG) copy_ahead(i + 2, false);
+                else load_tile(i + 2);
                 __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma
             }
             wgmma_hold(&st[0][0], QT / 2);
@@ -1947,10 +2003,11 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
 // 2026-11-28): forward 152 registers at head_dim 128 with its producer warp (146 before its
 // warpgroups' spans, fwd_wg_span; 157 while the producer was told apart by threadIdx.x,
 // warp_index; 164 with thread 0 issuing; 127 at 64, under the cap of 128 of its two blocks an SM,
-// 120 before the spans; 140 and 108 before its work items), dq 170 (140; 138 before the spans),
-// dk/dv 250 (186; 236 and 170 with each tile's dK product waited for in that tile, 240 and 174 while its lse
-// and D came by cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at
-// c7fd396 159, 227 and 244 (C7518, wgmma serialized, from 248).
+// 120 before the spans; 140 and 108 before its work items), dq 175 (142; 170 and 140 before its
+// issuer copied ahead, wg_copy_ahead, 170 and 138 before the spans), dk/dv 250 (186; 236 and 170
+// with each tile's dK product waited for in that tile, 240 and 174 while its lse and D came by
+// cp.async); with the cp.async copies of the swizzled tiles 154, 191, 246; at c7fd396 159, 227
+// and 244 (C7518, wgmma serialized, from 248).
 // The one-pass backward (dk/dv with DQ): 252 (202; 254 and 192 with its copies issued before its
 // S^T and dP^T products, 188 at head_dim 64 before its lse and D were read 8 bytes at a time:
 // col_pair), no spill, no serialization (252 and 202 with

@@ -12,10 +12,11 @@
 // thread issues a tile's TMA copies (the engine walks the box, fills rows past T with zeros, and
 // swizzles), and every thread waits on the tile's barrier: FlashAttention-3's producer side.
 //
-// The PTX (ISA 8.x): mbarrier.init / arrive.expect_tx / try_wait.parity on a 64-bit barrier in
-// shared memory; cp.async.bulk.tensor.4d ... .mbarrier::complete_tx::bytes (the copy completes
-// its bytes on the barrier: a phase completes when its one arrival and every expected byte have);
-// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes likewise for a plain run.
+// The PTX (ISA 8.x): mbarrier.init / arrive.expect_tx / try_wait.parity / test_wait.parity on a
+// 64-bit barrier in shared memory; cp.async.bulk.tensor.4d ... .mbarrier::complete_tx::bytes (the
+// copy completes its bytes on the barrier: a phase completes when its one arrival and every
+// expected byte have); cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes likewise
+// for a plain run.
 // sm_90a only here (the wgmma kernels' build; the compute_90 PTX gets bodies that trap).
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
@@ -55,6 +56,17 @@ static __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint
 // This thread's arrival on the barrier's current phase (no bytes: a consumer done with a stage).
 static __device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
     GM_TMA(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory"));
+}
+// Whether the barrier's phase of parity `parity` has completed, without waiting (test_wait): for an
+// issuer with work of its own to do where a stage is not yet given back.
+static __device__ __forceinline__ bool mbar_done(uint64_t *bar, int parity) {
+    uint32_t done = 0;
+    GM_TMA(asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                        "selp.u32 %0, 1, 0, p;\n}\n"
+                        : "=r"(done)
+                        : "r"(smem_u32(bar)), "r"(parity)
+                        : "memory"));
+    return done != 0;
 }
 // Until the barrier's phase of parity `parity` has completed (its copies' bytes are then visible).
 static __device__ __forceinline__ void mbar_wait(uint64_t *bar, int parity) {

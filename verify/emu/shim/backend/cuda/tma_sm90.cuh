@@ -6,13 +6,14 @@
 // bytes as they are (source, destination and size multiples of 16, or it stops). The barriers follow
 // the PTX ISA: a phase completes when its arrivals (the count given at init) have arrived and every
 // byte expected (arrive.expect_tx) has been completed by copies; try_wait.parity P returns once
-// the phase of parity P has completed. Copies land at the first wait on their barrier (the latest
-// moment the PTX ISA allows: a kernel that reads a tile before waiting reads the old bytes), or
-// with GM_EMU_COPIES=eager at issue (the earliest: a copy into a stage still being read changes
-// what it reads). A wait blocks until its phase completes (arrivals and copies of other threads,
-// which run at once); one that nothing completes within GM_EMU_HANG_S seconds (default 20: a
-// tile takes milliseconds here) is one a GPU would hang in, and the emulation stops, naming the
-// barrier. State lives beside shared memory (each barrier's record by address), behind one lock.
+// the phase of parity P has completed, test_wait.parity P at once whether it has. Copies land at
+// the first wait or test on their barrier (the latest moment the PTX ISA allows: a kernel that
+// reads a tile before waiting reads the old bytes), or with GM_EMU_COPIES=eager at issue (the
+// earliest: a copy into a stage still being read changes what it reads). A wait blocks until its
+// phase completes (arrivals and copies of other threads, which run at once); one that nothing
+// completes within GM_EMU_HANG_S seconds (default 20: a tile takes milliseconds here) is one a GPU
+// would hang in, and the emulation stops, naming the barrier. State lives beside shared memory
+// (each barrier's record by address), behind one lock.
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
 
@@ -114,6 +115,15 @@ static inline void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes) {
     emu_mbar &m = emu_mbar_of(bar);
     m.tx += bytes, m.pending--;
     emu_mbar_complete(m);
+}
+// test_wait: the copies issued on bar land first, as at a wait.
+static inline bool mbar_done(uint64_t *bar, int parity) {
+    std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar &m = emu_mbar_of(bar);
+    std::vector<emu_box> land;
+    land.swap(m.in_flight);
+    for (const emu_box &x : land) emu_box_land(m, x);
+    return (int)(m.phase % 2) != parity;
 }
 static inline void mbar_wait(uint64_t *bar, int parity) {
     if (emu_fault("tma_parity")) parity ^= 1;
