@@ -444,7 +444,11 @@ static __device__ __forceinline__ void wg_wait(uint64_t *bars, int j) {
 // 2026-11-28), it stalled its warpgroup at every tile until the other had given back the tile
 // before (thread 0's wait holds its warp, and the warpgroup's next wgmma waits for every warp), so
 // the two ran in step, issuing their products together; apart, one's products can run under the
-// other's CUDA-core work. By reading the code; not yet timed.
+// other's CUDA-core work. No wait is added: the issuer waits for tile t's stage only where its own
+// warpgroup needs tile t, and the other warpgroup gives that stage back at a tile below t, whose
+// copies were made (at the latest when the issuer reached that tile). A tile never copied would
+// hang its waiters; the emulation stops on that (tried: the waits before a tile taken out). By
+// reading the code; not yet timed.
 template <typename Free, typename Copy>
 static __device__ __forceinline__ void wg_copy_ahead(int &next, int upto, int end, bool wait, Free is_free,
                                                      Copy copy) {
