@@ -107,3 +107,12 @@ Test(attn_mask, window_bounds_equal_the_rule) {
         }
     cr_expect_gt(checked, 5000000);
 }
+
+// bench/attn_tile_count.py, the count behind the wgmma kernels' warpgroup spans (attention_mma.cu's
+// fwd_wg_span): its figures on a case counted by hand, its spans and unmasked tiles against the rule
+// above pair by pair, a bad flag (verify/attn_tile_count_check.py).
+Test(attn_tile_count, by_hand) { th_py_check("verify/attn_tile_count_check.py", "by_hand"); }
+Test(attn_tile_count, spans_against_the_rule) {
+    th_py_check("verify/attn_tile_count_check.py", "spans_against_the_rule");
+}
+Test(attn_tile_count, bad_flag) { th_py_check("verify/attn_tile_count_check.py", "bad_flag"); }

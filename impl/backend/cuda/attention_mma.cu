@@ -89,9 +89,11 @@
 //   only the tiles its own 64 rows (keys in dk/dv) see, a span fixed once an item or block
 //   (fwd_wg_span; not the one-pass backward, whose warpgroups share dS^T), and passes the others
 //   with a wait and its stages' release: no classification a tile, and tile_full asks of the
-//   warpgroup's rows. By a count of tiles (the bench's documents of mean 700, window 14, T 65536;
-//   not a measurement): 7% fewer warpgroup-tiles in the forward and in dk/dv, 40% fewer with an
-//   element mask (without documents 1.8% and 50%); not yet timed.
+//   warpgroup's rows. By bench/attn_tile_count.py (a count, not a measurement; documents of mean
+//   700 of the bench's distribution, window 14, T 65536, seeds 1-3): 6-8% fewer warpgroup-tiles in
+//   the forward, dq and dk/dv, 39-40% fewer with the element mask, the longer warpgroup's walk
+//   2.4-2.9% shorter (partially masked tiles weighed 1.33; without documents 1.8%, 50%, 1.2%); not
+//   yet timed.
 // Padding: rows past T are loaded as zeros; their lse2 is +inf (P = 0) in the backward, keys past
 // T are always masked (causal), and nothing past T is stored.
 //
