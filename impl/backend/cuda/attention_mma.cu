@@ -1331,7 +1331,8 @@ static __device__ __forceinline__ void dq_body(gm_cuda_act *__restrict__ dq, con
         const __nv_bfloat16 *sQw = sQ + wg * 64 * HD, *sOw = sO + wg * 64 * HD;
         // With TMA the issuer copies ahead as far as the stages given back let it, and waits for a
         // stage only before it waits for that tile (wg_copy_ahead: why); the threads' copies (fp32)
-        // wait for nothing.
+        // wait for nothing: tile `upto` alone (wg_copy_ahead's loop there, which would copy the same
+        // tiles, cost that build's dq kernel 84 bytes of spill at head_dim 128, ptxas -v).
         int copied = 2;  // the issuer's next tile (0 and 1 above)
         const auto copy_ahead = [&](int upto, bool wait) {
             if constexpr (!WG_TMA) wg_copy(upto);
@@ -1647,8 +1648,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // asks of its keys alone. Keys past T are masked only in their own rows (no row's result
     // depends on another's here), so no block-wide rule is kept for them.
     constexpr bool SPAN = WG && !DQ;
-    const int nq = (qend - k0 + QT - 1) / QT, kw = SPAN ? k0 + 64 * wg : k0;
-    const int krel_last = SPAN ? min(64 * wg + 63, klast - k0) : klast - k0;  // the warpgroup's last key
+    const int nq = (qend - k0 + QT - 1) / QT, kw = k0 + 64 * wg;  // SPAN: the warpgroup's first key
+    const int krel_last = min(64 * wg + 63, klast - k0);          // and its last, of the block's
     const int ilo = !SPAN ? 0 : kw <= klast ? (kw - k0) / QT : nq;
     const int ihi = !SPAN ? nq : kw <= klast ? (sBound[krel_last] - k0 + QT - 1) / QT : nq;
     // DK_LAG (TMA, the warpgroups apart): the issuer copies ahead as far as the stages given back
