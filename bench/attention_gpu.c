@@ -90,6 +90,10 @@ typedef struct {
     char declined_why[400];  // why cuDNN declined its first T (it may decline a longer T than tmin)
 } bench;
 
+// Whether implementation i is one of wgmma's variants (the one-pass backward, the persistent and
+// pingpong forwards): timed beside wgmma, and left out with it.
+static int beside_wgmma(int i) { return i == IMPL_WGMMA1 || i == IMPL_WGMMA_PERSIST || i == IMPL_WGMMA_PINGPONG; }
+
 // Whether implementation i is timed in pass p (0 forward, 1 backward).
 static int timed(const bench *b, int i, int p) {
     const int forward_only = i == IMPL_MMA32 || i == IMPL_WGMMA_PERSIST || i == IMPL_WGMMA_PINGPONG;
@@ -247,10 +251,8 @@ static void write_md(const bench *b, const row *rows, int nrows, const char *pat
         [IMPL_CUDNN] = "cuDNN's fused attention (graph API, plain causal)"};
     for (int i = IMPL_MMA32; i < MAX_IMPLS; i++) {
         if (!b->on[i]) continue;
-        // beside mma, but the one-pass backward and the persistent and pingpong forwards beside what they
-        // replace (wgmma's)
-        const int base =
-            i == IMPL_WGMMA1 || i == IMPL_WGMMA_PERSIST || i == IMPL_WGMMA_PINGPONG ? IMPL_WGMMA : IMPL_MMA;
+        // beside mma, but wgmma's variants beside what they replace (wgmma's)
+        const int base = beside_wgmma(i) ? IMPL_WGMMA : IMPL_MMA;
         const char *nm = NAME(i), *bn = NAME(base);
         OUT(&f, "\n%s, the same inputs; `%s / %s`: %s's time over its; `out diff`: ||out_%s - out_naive|| / "
                 "||out_naive||.\n\n", about[i], bn, nm, bn, nm);
@@ -398,7 +400,8 @@ int main(int argc, char **argv) {
     b.on[IMPL_WGMMA] = b.on[IMPL_WGMMA1] = b.on[IMPL_WGMMA_PERSIST] = b.on[IMPL_WGMMA_PINGPONG] =
         gm_cuda_attn_wgmma_ready(b.be);
     if (!b.on[IMPL_WGMMA]) fprintf(stderr, "attention_gpu: wgmma not timed: not an sm_90 GPU with the sm_90a build\n");
-    if (skip[IMPL_WGMMA]) skip[IMPL_WGMMA1] = skip[IMPL_WGMMA_PERSIST] = skip[IMPL_WGMMA_PINGPONG] = 1;
+    for (int i = 0; i < MAX_IMPLS; i++)
+        if (skip[IMPL_WGMMA] && beside_wgmma(i)) skip[i] = 1;
     for (int i = 0; i < MAX_IMPLS; i++)
         if (skip[i] && (b.on[i] || i == IMPL_CUDNN)) fprintf(stderr, "attention_gpu: %s not timed: --skip\n", NAME(i));
     for (int i = 0; i < MAX_IMPLS; i++) b.on[i] &= !skip[i];
