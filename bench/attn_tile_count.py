@@ -54,7 +54,7 @@ def doc_starts(T, doc_len, seed):
 
 
 def bounds(o):
-    """lo[q]: query q's first key; hi[k]: one past key k's last query (attention_mma.cu's bounds)."""
+    """lo[q]: query q's first key; hi[k]: one past key k's last query (attention_mma_mask.cuh's bounds)."""
     T, W, blk = o["T"], o["window"], o["block"]
     start = doc_starts(T, o["doc_len"], o["seed"])
     end, nxt = [T] * T, T

@@ -82,7 +82,7 @@ Test(attn_emulated, copies_landing_at_issue_change_nothing, .timeout = 300) {
     expect_cases_pass("GM_EMU_COPIES=eager GM_EMU_LAG=1", "1 320 1 128 128 0 0", 1);
 }
 
-// The Hopper parts one at a time (attn_emu parts: attention_mma.cu's parts_body, which
+// The Hopper parts one at a time (attn_emu parts: attention_mma_parts.cuh's parts_body, which
 // gm_cuda_attn_wgmma_parts runs on a GPU): each of its twelve lines ok, and the check itself can
 // fail (wgmma reading without the swizzle: the three wgmma parts wrong at both head dims, the three
 // copies still right).

@@ -108,7 +108,7 @@ Test(attn_mask, window_bounds_equal_the_rule) {
     cr_expect_gt(checked, 5000000);
 }
 
-// bench/attn_tile_count.py, the count behind the wgmma kernels' warpgroup spans (attention_mma.cu's
+// bench/attn_tile_count.py, the count behind the wgmma kernels' warpgroup spans (attention_mma_fwd.cuh's
 // fwd_wg_span): its figures on a case counted by hand, its spans and unmasked tiles against the rule
 // above pair by pair, a bad flag (verify/attn_tile_count_check.py).
 Test(attn_tile_count, by_hand) { th_py_check("verify/attn_tile_count_check.py", "by_hand"); }

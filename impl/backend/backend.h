@@ -65,7 +65,8 @@ static inline GM_HD size_t gm_lincomb_x_at(size_t i, int cols, int ld) {
 typedef struct {
     // (B, T) document id per token, backend memory; NULL: one document. Nondecreasing along t, as
     // gm_doc_ids makes them (a running count of EOTs): the CUDA tensor-core kernels find a
-    // document's ends by binary search (attention_mma.cu), the CPU and naive kernels compare ids.
+    // document's ends by binary search once a call (attention_mma_mask.cuh), the CPU and naive
+    // kernels compare ids.
     const int32_t *doc;
     int block;           // block size in tokens (128 in the records); used when window_blocks > 0
     int window_blocks;   // sliding window in whole blocks; <= 0: unlimited (plain causal)

@@ -273,7 +273,7 @@ static int run_case(const attn_case &c, unsigned seed) {
     return failed != 0;
 }
 
-// The Hopper parts one at a time (attention_mma.cu's parts_body, which gm_cuda_attn_wgmma_parts
+// The Hopper parts one at a time (attention_mma_parts.cuh's parts_body, which gm_cuda_attn_wgmma_parts
 // runs on a GPU) at head_dim 64 and 128: one line a part; returns the parts that failed.
 static int run_parts(void) {
     int failed = 0;

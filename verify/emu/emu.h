@@ -1,5 +1,6 @@
 // A host emulation of the CUDA execution model, enough for the tensor-core attention's device code
-// (impl/backend/cuda/attention_mma.cu) to run on a CPU: attn_emu.cc includes that file as C++.
+// (impl/backend/cuda/attention_mma.cu and the headers it includes) to run on a CPU: attn_emu.cc
+// includes that file as C++.
 // One block at a time: each of its threads is an OS thread; __syncthreads is a barrier of the
 // block; the warp collectives (shuffles, ballot, and mma / ldmatrix in shim/) exchange values
 // through per-warp slots and a barrier of the warp; wgmma (shim/) works per warpgroup of 128

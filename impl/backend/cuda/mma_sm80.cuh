@@ -1,7 +1,7 @@
 // The PTX instructions of the tensor-core attention (attention_mma.cu), sm_80 and later: mma.sync
 // m16n8k16 with bf16 operands, ldmatrix x4 (plain and .trans), the bf16x2 rounding cvt, 16- and
 // 4-byte cp.async with its groups, and ex2 with subnormals flushed. Fragment layouts:
-// attention_mma.cu's header. Kept apart from the kernels so that their C++ is the kernels' only
+// attention_mma_products.cuh's header. Kept apart from the kernels so that their C++ is the kernels' only
 // other content: the host emulation of these instructions (verify/emu/shim/backend/cuda/
 // mma_sm80.cuh) replaces this one file to execute the kernels on a CPU.
 #ifndef GM_BACKEND_CUDA_MMA_SM80_CUH

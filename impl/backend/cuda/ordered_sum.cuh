@@ -1,10 +1,10 @@
 // A sum over thread blocks in a fixed order, for the one-pass attention backward's dQ
-// (attention_mma.cu): every key block adds its part of a query tile's dQ, and the parts must be
-// added in the same order on every run (deterministic: no float atomics racing). Each tile has a
+// (attention_mma_dkdv.cuh): every key block adds its part of a query tile's dQ, and the parts must
+// be added in the same order on every run (deterministic: no float atomics racing). Each tile has a
 // semaphore counting the parts added so far; the block with rank r waits until it reads r, adds,
 // and passes it on (r + 1). A block waits only for blocks that took their work index before it did
-// (ordered_take: a counter, not blockIdx, whose dispatch order CUDA does not promise), and those are
-// resident or done, so the waits end. Kept apart, like mma_sm80.cuh, so that the host emulation
+// (ordered_take: a counter, not blockIdx, whose dispatch order CUDA does not promise), and those
+// are resident or done, so the waits end. Kept apart, like mma_sm80.cuh, so that the host emulation
 // (verify/emu/shim/backend/cuda/ordered_sum.cuh) can replace this one file.
 #ifndef GM_BACKEND_CUDA_ORDERED_SUM_CUH
 #define GM_BACKEND_CUDA_ORDERED_SUM_CUH

@@ -86,7 +86,7 @@ static __device__ __forceinline__ void wgmma_hold_a(uint32_t *a, const int n) {
 // across the block: wait there until that many have arrived (sync), or arrive and go on (arrive).
 // The ID a constant, so that ptxas reserves that barrier only (a register ID reserves all 16, which
 // caps the blocks an SM). The wgmma forward's warpgroups hand each other the turn to issue their
-// products so (attention_mma.cu, wg_turn_wait / wg_turn_pass); every thread of a warp takes the
+// products so (attention_mma_fwd.cuh, wg_turn_wait / wg_turn_pass); every thread of a warp takes the
 // same one.
 template <int ID, int THREADS> static __device__ __forceinline__ void named_bar_sync(void) {
     asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
