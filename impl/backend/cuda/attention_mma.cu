@@ -17,12 +17,13 @@
 //   attention_mma_dkdv.cuh      the backward's dk/dv kernel, and the one-pass backward
 //   attention_mma_parts.cuh     the Hopper parts checked one at a time
 // verify/emu/ compiles all of it but the kernels and launchers below as host C++ with its own
-// mma_sm80.cuh, wgmma_sm90.cuh and tma_sm90.cuh (the instructions' semantics, the asynchrony of
-// wgmma and TMA, the mbarriers' phases) and runs the bodies on a CPU, where every kernel matches
+// mma_sm80.cuh, wgmma_sm90.cuh, tma_sm90.cuh and ordered_sum.cuh (the instructions' semantics, the
+// asynchrony of wgmma and TMA, the mbarriers' phases) and runs the bodies on a CPU, where every kernel matches
 // the CPU backend's dense reference (verify/test_attn_emulated.c, in make verify). On GPUs:
-// verify/test_cuda_attention_mma.c; what each run measured, and what changed since the last one
-// (executed under the emulation only until a GPU runs it), is in reports/gpu-h200/README.md.
-// attention.cu picks among the forms by those measurements.
+// verify/test_cuda_attention_mma.c, run on an H100 (reports/gpu-h100/, d81bddf) and on H200s;
+// what each run measured, and what changed since the last one (executed under the emulation only
+// until a GPU runs it), is in reports/gpu-h200/README.md. attention.cu picks among the forms by
+// those measurements.
 //
 // Precision: q, k, v and dout enter the products as bf16: a bf16 element as it is, an fp32 one
 // rounded (nearest even) as its tile is loaded into shared memory; scores, the softmax, lse, D and
