@@ -19,9 +19,9 @@
 // The script's stages, in its order.
 static const char *const STAGES[] = {"wgmma-check",      "pingpong-check", "gpu-suite",      "kernels-softcap",
                                      "kernels-normuon",  "step-compare",   "peers",          "backend-compare",
-                                     "attention-window", "attention-docs", "kernels-wgmma1", "predict",
-                                     "attention-causal", "profile",        "racecheck",      "memcheck",
-                                     "synccheck"};
+                                     "attention-window", "attention-docs", "attention-ab",   "kernels-wgmma1",
+                                     "predict",          "attention-causal", "profile",      "racecheck",
+                                     "memcheck",         "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
@@ -525,5 +525,86 @@ Test(gpu_report_script, peers_parts_run_on_a_stand_in_torch, .timeout = 300) {
 
 // bench/ncu_sass_summary.py, which the profile stage runs on its source pages, on pages written in
 // the shape of ncu's CSV: verify/ncu_sass_summary_check.py.
+// Runs `stages` of dir/run_gpu_report.sh (a copy) into dir/rep with dir/fake first on PATH and
+// GM_BIN dir/bin. Returns the summary, *rc the exit.
+static char *ab_run(const char *dir, const char *stages, int *rc) {
+    char cmd[9000], path[4300], *out, *err;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/rep' '%s/rep.tar.gz' && PATH='%s/fake':\"$PATH\" GM_BIN='%s/bin' bash "
+             "'%s/run_gpu_report.sh' '%s/rep' --stages %s", dir, dir, dir, dir, dir, dir, stages);
+    *rc = th_run(cmd, &out, &err);
+    free(out), free(err);
+    snprintf(path, sizeof path, "%s/rep/summary.txt", dir);
+    return read_file(path);
+}
+// An executable stand-in at `path`: `text` as it is.
+static void stand_in(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "chmod +x '%s'", path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+// The attention-ab stage on stand-ins: an nvidia-smi that lists a GPU, and in a GM_BIN of its own
+// this build's bench and a baseline's (scripts writing a bench's CSV and .md: the wgmma forward
+// 1.5 ms here, 3 in the baseline; the naive one 10 in both), the script run from a copy of its own
+// (so that a bundle's env.sh does not set GM_BIN). After attention-docs, the stage runs the
+// baseline with attention-docs' flags and writes attention-docs-ab.md (base / ours 2.000), and
+// passes attention-window, which did not run; without the baseline bench, or before either case
+// ran, it is skipped, saying why.
+Test(gpu_report_script, attention_ab_times_the_baseline_beside_this_build, .timeout = 120) {
+    char *dir = th_tmpdir(), cmd[9000], path[4300];
+    const char *bench = "#!/bin/sh\nfor a; do case $a in --out=*) o=${a#--out=};; --name=*) n=${a#--name=};; esac; "
+                        "done\necho \"$0 $*\"\nprintf 'impl,pass,B,T,NH,HD,block,window,docs,pairs,flops,median_ms,"
+                        "min_ms,max_ms,tflops,out_rel_diff\\nwgmma,fwd,1,1024,6,128,128,14,1,100,1e9,%s,0,0,1,0\\n"
+                        "naive,fwd,1,1024,6,128,128,14,1,100,1e9,10,0,0,1,0\\n' > \"$o/$n.csv\"\nprintf -- "
+                        "'- Commit: `%s`.\\n' > \"$o/$n.md\"\n";
+    char text[1000];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/fake' '%s/bin/bench' && cp '%s' '%s/run_gpu_report.sh'", dir, dir, script(),
+             dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/fake/nvidia-smi", dir);
+    stand_in(path, "#!/bin/sh\necho \"GPU 0: stand-in (UUID: GPU-0)\"\n");
+    snprintf(path, sizeof path, "%s/bin/bench/attention_gpu", dir);
+    snprintf(text, sizeof text, bench, "1.5", "ours");
+    stand_in(path, text);
+    snprintf(path, sizeof path, "%s/bin/bench/attention_gpu-baseline", dir);
+    snprintf(text, sizeof text, bench, "3", "base");
+    stand_in(path, text);
+    int rc;
+    char *summary = ab_run(dir, "attention-docs,attention-ab", &rc);
+    cr_expect(rc == 0 && strstr(summary, "\nattention-docs: exit 0, ") && strstr(summary, "\nattention-ab: exit 0, "),
+              "exit %d:\n%s", rc, summary);
+    snprintf(path, sizeof path, "%s/rep/attention-docs-ab.md", dir);
+    char *ab = read_file(path);
+    cr_expect(strstr(ab, "- This build: `ours`.") && strstr(ab, "- Baseline: `base`.") &&
+                  strstr(ab, "| 1024 | 3 | 1.5 | 2.000 |") && strstr(ab, "base / ours 1.000 to 1.000 over 1 rows."),
+              "%s", ab);
+    snprintf(path, sizeof path, "%s/rep/attention-ab.log", dir);
+    char *log = read_file(path);
+    cr_expect(strstr(log, "attention_gpu-baseline --preset=softcap --out=") &&
+                  strstr(log, " --name=attention-docs-baseline --doc_len=700 --reps=5\n") &&
+                  strstr(log, "attention-window: not compared (no attention-window.csv: its stage did not run here)"),
+              "%s", log);
+    free(summary), free(ab), free(log);
+
+    summary = ab_run(dir, "attention-ab", &rc);
+    cr_expect(rc == 0 && strstr(summary, "\nattention-ab: skipped: no attention-docs.csv or attention-window.csv"),
+              "exit %d:\n%s", rc, summary);
+    free(summary);
+    snprintf(cmd, sizeof cmd, "rm '%s/bin/bench/attention_gpu-baseline'", dir);
+    cr_assert_eq(system(cmd), 0);
+    summary = ab_run(dir, "attention-docs,attention-ab", &rc);
+    cr_expect(rc == 0 && strstr(summary, "\nattention-ab: skipped: no baseline bench here (a bundle made by make "
+                                         "bundle BASELINE=REV holds one)\n"),
+              "exit %d:\n%s", rc, summary);
+    free(summary);
+    th_rmtree(dir);
+}
+
+Test(attention_ab, by_hand) { th_py_check("verify/attention_ab_check.py", "by_hand"); }
+Test(attention_ab, other_masks_refused) { th_py_check("verify/attention_ab_check.py", "other_masks_refused"); }
+Test(attention_ab, bad_input) { th_py_check("verify/attention_ab_check.py", "bad_input"); }
 Test(ncu_sass_summary, kinds_and_top) { th_py_check("verify/ncu_sass_summary_check.py", "kinds_and_top"); }
 Test(ncu_sass_summary, bad_input) { th_py_check("verify/ncu_sass_summary_check.py", "bad_input"); }

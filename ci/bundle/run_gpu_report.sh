@@ -31,6 +31,12 @@
 #   attention-window  bench/attention_gpu at softcap's final window              -> attention-window.{csv,md}
 #   attention-docs    the same with the records' documents (EOT-opened, mean 700 tokens): the mask
 #                     the step runs, FlexAttention's peer case                   -> attention-docs.{csv,md}
+#   attention-ab      a baseline commit's attention bench (a bundle made by `make bundle BASELINE=REV`
+#                     holds it: bin/bench/attention_gpu-baseline) at attention-docs' and
+#                     attention-window's cases, after those stages in the same job; bench/attention_ab.py
+#                     sets the two side by side (base / ours by form, pass and T; the naive kernels,
+#                     the same code at both commits, as the control)
+#                                       -> attention-{docs,window}-baseline.{csv,md}, -ab.md
 #   kernels-wgmma1    kernels-softcap with the one-pass backward (GM_CUDA_ATTN=auto,wgmma1: the
 #                     forward as kernels-softcap's; an sm_90 GPU)         -> kernels-softcap-wgmma1.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
@@ -68,7 +74,7 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="wgmma-check pingpong-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare
-attention-window attention-docs kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
+attention-window attention-docs attention-ab kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -188,6 +194,23 @@ st_attention() {  # st_attention NAME FLAGS...
     args=(--preset=softcap --out="$out" --name="$name" "$@" ${GM_ATTN_SKIP:+--skip=$GM_ATTN_SKIP})
     echo "attention_gpu ${args[*]}"
     "$GM_BIN/bench/attention_gpu" "${args[@]}"
+}
+# st_attention_ab "NAME FLAGS..." ...: the baseline's bench with the flags this build's ran with as
+# stage NAME (st_attention's, but --skip: the baseline's forms are its own), then the two set side by
+# side; a NAME whose stage wrote no CSV here is passed (attention_ab_why asks for one at least).
+st_attention_ab() {
+    local spec name flags
+    for spec in "$@"; do
+        read -r name flags <<<"$spec"
+        if [ ! -f "$out/$name.csv" ]; then
+            echo "$name: not compared (no $name.csv: its stage did not run here)"
+            continue
+        fi
+        echo "attention_gpu-baseline --preset=softcap --out=$out --name=$name-baseline $flags"
+        "$GM_BIN/bench/attention_gpu-baseline" --preset=softcap --out="$out" --name="$name-baseline" $flags || return
+        python3 "$GM_ROOT/bench/attention_ab.py" --ours="$out/$name.csv" --baseline="$out/$name-baseline.csv" \
+            --out="$out/$name-ab.md" || return
+    done
 }
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
@@ -328,7 +351,7 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_ru
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
 export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite st_kernels st_step_compare st_peers \
-    st_backend_compare st_attention profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
+    st_backend_compare st_attention st_attention_ab profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
@@ -410,6 +433,13 @@ predict_why() {  # the stages that write its inputs ran
         [ -f "$out/$f" ] || { echo "no $f (the stage that writes it did not)"; return; }
     done
 }
+attention_ab_why() {  # a baseline in this bundle, and this build's bench of a case to set it beside
+    [ -z "$nogpu" ] || { echo "$nogpu"; return; }
+    [ -x "$GM_BIN/bench/attention_gpu-baseline" ] ||
+        { echo "no baseline bench here (a bundle made by make bundle BASELINE=REV holds one)"; return; }
+    [ -f "$out/attention-docs.csv" ] || [ -f "$out/attention-window.csv" ] ||
+        echo "no attention-docs.csv or attention-window.csv (those stages did not run here)"
+}
 ncu_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     [ -n "$ncu" ] || echo "ncu (Nsight Compute) not found"
@@ -433,7 +463,8 @@ sanitizer_why() {
 # 34feab9 (reports/gpu-h200/summary.txt): GPU tests 65 s (37 tests), kernels 15 and 18 s, step
 # comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s. The
 # profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
-# imports each report twice (its text, its source page): 150 s.
+# imports each report twice (its text, its source page): 150 s. attention-ab times the docs and
+# window cases again with the baseline's bench (9 and 11 s at 1772e6e): 60 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
 # Whether stage NAME failed or timed out (its line in summary.txt).
@@ -454,8 +485,10 @@ stage kernels-normuon 60 20 gpu_why st_kernels normuon
 stage step-compare 90 30 gpu_why st_step_compare
 stage peers 150 60 torch_why st_peers
 stage backend-compare 60 20 gpu_why st_backend_compare
-stage attention-window 45 20 gpu_why st_attention attention-window --reps=5
-stage attention-docs 45 20 gpu_why st_attention attention-docs --doc_len=700 --reps=5
+WINDOW_FLAGS="--reps=5" DOCS_FLAGS="--doc_len=700 --reps=5"
+stage attention-window 45 20 gpu_why st_attention attention-window $WINDOW_FLAGS
+stage attention-docs 45 20 gpu_why st_attention attention-docs $DOCS_FLAGS
+stage attention-ab 60 20 attention_ab_why st_attention_ab "attention-docs $DOCS_FLAGS" "attention-window $WINDOW_FLAGS"
 stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
