@@ -38,7 +38,7 @@ if [ -n "${BASELINE:-}" ]; then
     baseline_tmp=$(mktemp -d "${TMPDIR:-/tmp}/gm-bundle-baseline.XXXXXX")
     git -C "$ROOT" archive "$baseline_commit" | tar -x -C "$baseline_tmp"
     echo "bundle: building the attention bench of $baseline_commit (BASELINE=$BASELINE) in $baseline_tmp"
-    make -C "$baseline_tmp" -s CUDA_ARCH="${CUDA_ARCH:-sm_90a}" BUILD=build build/bench/attention_gpu \
+    make -C "$baseline_tmp" -s ${NVCC:+NVCC="$NVCC"} CUDA_ARCH="${CUDA_ARCH:-sm_90a}" BUILD=build build/bench/attention_gpu \
         >"$baseline_tmp.log" 2>&1 || {
         rm -rf "$baseline_tmp"
         echo "bundle: BASELINE=$BASELINE: its bench/attention_gpu did not build (log: $baseline_tmp.log)" >&2

@@ -74,7 +74,8 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="wgmma-check pingpong-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare
-attention-window attention-docs attention-ab kernels-wgmma1 predict attention-causal profile racecheck memcheck synccheck"
+attention-window attention-docs attention-ab kernels-wgmma1 predict attention-causal profile racecheck memcheck
+synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -351,7 +352,8 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_ru
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
 export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite st_kernels st_step_compare st_peers \
-    st_backend_compare st_attention st_attention_ab profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
+    st_backend_compare st_attention st_attention_ab profile_kernel st_profile st_predict sanitize st_racecheck \
+    st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
@@ -464,7 +466,7 @@ sanitizer_why() {
 # comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s. The
 # profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
 # imports each report twice (its text, its source page): 150 s. attention-ab times the docs and
-# window cases again with the baseline's bench (9 and 11 s at 1772e6e): 60 s.
+# window cases again with the baseline's bench (11 s each at runs 6 and 7): 60 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
 # Whether stage NAME failed or timed out (its line in summary.txt).

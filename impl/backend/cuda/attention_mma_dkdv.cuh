@@ -22,7 +22,9 @@
 // makespan is the work over the SMs divided by 0.98 (window 14, T 65536), 0.97 (window 7), 0.96
 // (plain causal), 0.83 (plain causal, T 16384): the longest key blocks, the lowest, start last.
 // The price: 64 HD fp32 partial sums a query tile in global memory (B NH T HD 4 bytes; reads and
-// writes that stay in L2 while the blocks keep together) and two barriers a tile.
+// writes that stay in L2 while the blocks keep together) and two barriers a tile. Its dk and dv are
+// bitwise the wgmma dk/dv kernel's, its dq the same sum in another order (executed under the
+// emulation; not yet on a GPU).
 #ifndef GM_BACKEND_CUDA_ATTENTION_MMA_DKDV_CUH
 #define GM_BACKEND_CUDA_ATTENTION_MMA_DKDV_CUH
 
