@@ -128,7 +128,7 @@ help:
 	@echo "  make gpu-report-check  the GPU report of a node (ci/bundle/run_gpu_report.sh) from this build into a"
 	@echo "                  folder under /tmp; without a GPU every stage but info is skipped [GPU_REPORT_ARGS=--budget-s=N]"
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt);"
-	@echo "                  BASELINE=REV adds REV's attention bench (the GPU report's attention-ab stage)"
+	@echo "                  BASELINE=REV adds REV's attention and step benches (the report's attention-ab, kernels-ab)"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
 	@echo "  V=1             show every command (quiet by default)"

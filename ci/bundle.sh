@@ -5,9 +5,10 @@
 #   ci/bundle.sh BUILD OUT
 #
 # With BASELINE=REV in the environment (make bundle BASELINE=REV), bin/bench also holds that commit's
-# attention bench, built here from `git archive REV` with the same nvcc and CUDA_ARCH:
-# attention_gpu-baseline, which the GPU report's attention-ab stage times beside this build's in the
-# same job (its commit in MANIFEST.txt and in the .md it writes).
+# attention and step benches, built here from `git archive REV` with the same nvcc and CUDA_ARCH:
+# attention_gpu-baseline and kernels-baseline, which the GPU report's attention-ab and kernels-ab
+# stages time beside this build's in the same job (MANIFEST.txt names the commit and the source
+# files this build differs from it in; the .md each writes names the commit too).
 #
 # OUT/ holds bin/ (train, make_data, dump_refmodel; bench/ below it, where the tests look), prog/ (test-only programs), verify/
 # (the Criterion binaries), root/ (the files tests read: refdata/, the Python and gnuplot scripts of
@@ -29,23 +30,23 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 command -v patchelf >/dev/null || { echo "bundle: patchelf not found (make deps installs it)" >&2; exit 1; }
 [ -x "$BUILD/verify/gm_verify" ] || { echo "bundle: $BUILD/verify/gm_verify missing: run make build first" >&2; exit 1; }
 
-# The baseline's bench first, so that a baseline that does not build leaves no half-made OUT (its
-# folder is removed once the bench is copied; names of its own: the script uses `src` below).
-baseline_bench= baseline_tmp=
+# The baseline's benches first, so that a baseline that does not build leaves no half-made OUT (its
+# folder is removed once they are copied; names of its own: the script uses `src` below).
+BASELINE_BENCHES="attention_gpu kernels"
+baseline_tmp=
 if [ -n "${BASELINE:-}" ]; then
     baseline_commit=$(git -C "$ROOT" rev-parse --verify --quiet "$BASELINE^{commit}") ||
         { echo "bundle: BASELINE=$BASELINE: not a commit of $ROOT" >&2; exit 1; }
     baseline_tmp=$(mktemp -d "${TMPDIR:-/tmp}/gm-bundle-baseline.XXXXXX")
     git -C "$ROOT" archive "$baseline_commit" | tar -x -C "$baseline_tmp"
-    echo "bundle: building the attention bench of $baseline_commit (BASELINE=$BASELINE) in $baseline_tmp"
-    make -C "$baseline_tmp" -s ${NVCC:+NVCC="$NVCC"} CUDA_ARCH="${CUDA_ARCH:-sm_90a}" BUILD=build build/bench/attention_gpu \
-        >"$baseline_tmp.log" 2>&1 || {
+    echo "bundle: building the benches $BASELINE_BENCHES of $baseline_commit (BASELINE=$BASELINE) in $baseline_tmp"
+    make -C "$baseline_tmp" -s ${NVCC:+NVCC="$NVCC"} CUDA_ARCH="${CUDA_ARCH:-sm_90a}" BUILD=build \
+        $(printf 'build/bench/%s ' $BASELINE_BENCHES) >"$baseline_tmp.log" 2>&1 || {
         rm -rf "$baseline_tmp"
-        echo "bundle: BASELINE=$BASELINE: its bench/attention_gpu did not build (log: $baseline_tmp.log)" >&2
+        echo "bundle: BASELINE=$BASELINE: its benches $BASELINE_BENCHES did not build (log: $baseline_tmp.log)" >&2
         exit 1
     }
-    baseline_bench=$baseline_tmp/attention_gpu-baseline
-    mv "$baseline_tmp/build/bench/attention_gpu" "$baseline_bench"
+    for p in $BASELINE_BENCHES; do mv "$baseline_tmp/build/bench/$p" "$baseline_tmp/$p-baseline"; done
 fi
 
 rm -rf "$OUT"
@@ -62,8 +63,8 @@ for p in train make_data dump_refmodel; do [ -x "$BUILD/$p" ] && copy_prog "$BUI
 for p in "$BUILD"/bench/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/bin/bench"; done
 for p in "$BUILD"/verify/prog/*; do [ -x "$p" ] && [ -f "$p" ] && copy_prog "$p" "$OUT/prog"; done
 for p in gm_verify gm_verify64; do [ -x "$BUILD/verify/$p" ] && copy_prog "$BUILD/verify/$p" "$OUT/verify"; done
-if [ -n "$baseline_bench" ]; then
-    copy_prog "$baseline_bench" "$OUT/bin/bench"
+if [ -n "$baseline_tmp" ]; then
+    for p in $BASELINE_BENCHES; do copy_prog "$baseline_tmp/$p-baseline" "$OUT/bin/bench"; done
     rm -rf "$baseline_tmp" "$baseline_tmp.log"
 fi
 cp -r "$ROOT/refdata" "$ROOT/impl" "$ROOT/reports" "$ROOT/README.md" "$ROOT/Makefile" "$OUT/root/"
@@ -143,8 +144,12 @@ fi
 {
     echo "gptmuon bundle: commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo '+changes'), made $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
     echo "CUDA: $(${NVCC:-nvcc} --version 2>/dev/null | tail -1 || echo 'none (CPU-only build)')"
-    [ -z "${BASELINE:-}" ] ||
-        echo "baseline: bin/bench/attention_gpu-baseline, the attention bench of $baseline_commit (BASELINE=$BASELINE)"
+    if [ -n "${BASELINE:-}" ]; then
+        echo "baseline: bin/bench/{$(echo $BASELINE_BENCHES | tr ' ' ,)}-baseline," \
+            "of $baseline_commit (BASELINE=$BASELINE)"
+        echo "  this build's sources differ from it in:" \
+            "$(git -C "$ROOT" diff --name-only "$baseline_commit" -- impl | xargs)"
+    fi
     echo "glibc needed: $(ldd --version | sed -n 1p)  (the node's must be this or newer)"
     echo
     echo "lib/ (packed in lib.tar.gz): library  <-  Debian package"

@@ -19,9 +19,9 @@
 // The script's stages, in its order.
 static const char *const STAGES[] = {"wgmma-check",      "pingpong-check", "gpu-suite",      "kernels-softcap",
                                      "kernels-normuon",  "step-compare",   "peers",          "backend-compare",
-                                     "attention-window", "attention-docs", "attention-ab",   "kernels-wgmma1",
-                                     "predict",          "attention-causal", "profile",      "racecheck",
-                                     "memcheck",         "synccheck"};
+                                     "attention-window", "attention-docs", "attention-ab",   "kernels-ab",
+                                     "kernels-wgmma1",   "predict",        "attention-causal", "profile",
+                                     "racecheck",        "memcheck",       "synccheck"};
 #define NSTAGES (sizeof STAGES / sizeof STAGES[0])
 
 // The script as this run has it: the bundle's copy when the suite runs from a bundle (env.sh set
@@ -546,14 +546,17 @@ static void stand_in(const char *path, const char *text) {
     snprintf(cmd, sizeof cmd, "chmod +x '%s'", path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
-// The attention-ab stage on stand-ins: an nvidia-smi that lists a GPU, and in a GM_BIN of its own
-// this build's bench and a baseline's (scripts writing a bench's CSV and .md: the wgmma forward
-// 1.5 ms here, 3 in the baseline; the naive one 10 in both), the script run from a copy of its own
-// (so that a bundle's env.sh does not set GM_BIN). After attention-docs, the stage runs the
-// baseline with attention-docs' flags and writes attention-docs-ab.md (base / ours 2.000), and
-// passes attention-window, which did not run; without the baseline bench, or before either case
-// ran, it is skipped, saying why.
-Test(gpu_report_script, attention_ab_times_the_baseline_beside_this_build, .timeout = 120) {
+// The attention-ab and kernels-ab stages on stand-ins: an nvidia-smi that lists a GPU, and in a
+// GM_BIN of its own this build's benches and a baseline's (scripts writing a bench's CSV and .md:
+// the wgmma forward 1.5 ms here, 3 in the baseline, the naive one 10 in both; the kernels bench's
+// --compare printing what it was given), the script run from a copy of its own (so that a
+// bundle's env.sh does not set GM_BIN). After attention-docs, attention-ab runs the baseline with
+// attention-docs' flags and writes attention-docs-ab.md (base / ours 2.000), and passes
+// attention-window, which did not run; after kernels-softcap, kernels-ab runs the baseline's step
+// and this build's kernels --compare with the baseline's CSV as A (kernels --compare itself:
+// test_bench_kernels.c). Without the baseline benches, or before the stages they follow ran, they
+// are skipped, saying why.
+Test(gpu_report_script, ab_stages_time_the_baseline_beside_this_build, .timeout = 120) {
     char *dir = th_tmpdir(), cmd[9000], path[4300];
     const char *bench = "#!/bin/sh\nfor a; do case $a in --out=*) o=${a#--out=};; --name=*) n=${a#--name=};; esac; "
                         "done\necho \"$0 $*\"\nprintf 'impl,pass,B,T,NH,HD,block,window,docs,pairs,flops,median_ms,"
@@ -572,8 +575,24 @@ Test(gpu_report_script, attention_ab_times_the_baseline_beside_this_build, .time
     snprintf(path, sizeof path, "%s/bin/bench/attention_gpu-baseline", dir);
     snprintf(text, sizeof text, bench, "3", "base");
     stand_in(path, text);
+    const char *kernels = "#!/bin/sh\n[ \"$1\" = --compare ] && { echo \"compare A=$2 B=$3\"; exit 0; }\nfor a; do "
+                          "case $a in --out=*) o=${a#--out=};; --name=*) n=${a#--name=};; esac; done\necho %s > "
+                          "\"$o/$n.csv\"\n";
+    snprintf(path, sizeof path, "%s/bin/bench/kernels", dir);
+    snprintf(text, sizeof text, kernels, "ours");
+    stand_in(path, text);
+    snprintf(path, sizeof path, "%s/bin/bench/kernels-baseline", dir);
+    snprintf(text, sizeof text, kernels, "base");
+    stand_in(path, text);
     int rc;
-    char *summary = ab_run(dir, "attention-docs,attention-ab", &rc);
+    char *summary = ab_run(dir, "kernels-softcap,kernels-ab", &rc);
+    cr_expect(rc == 0 && strstr(summary, "\nkernels-ab: exit 0, "), "exit %d:\n%s", rc, summary);
+    snprintf(path, sizeof path, "%s/rep/kernels-softcap-ab.txt", dir);
+    char *kab = read_file(path), want[9000];
+    snprintf(want, sizeof want, "compare A=%s/rep/kernels-softcap-baseline.csv B=%s/rep/kernels-softcap.csv\n", dir, dir);
+    cr_expect_str_eq(kab, want);
+    free(summary), free(kab);
+    summary = ab_run(dir, "attention-docs,attention-ab", &rc);
     cr_expect(rc == 0 && strstr(summary, "\nattention-docs: exit 0, ") && strstr(summary, "\nattention-ab: exit 0, "),
               "exit %d:\n%s", rc, summary);
     snprintf(path, sizeof path, "%s/rep/attention-docs-ab.md", dir);
@@ -589,15 +608,19 @@ Test(gpu_report_script, attention_ab_times_the_baseline_beside_this_build, .time
               "%s", log);
     free(summary), free(ab), free(log);
 
-    summary = ab_run(dir, "attention-ab", &rc);
-    cr_expect(rc == 0 && strstr(summary, "\nattention-ab: skipped: no attention-docs.csv or attention-window.csv"),
+    summary = ab_run(dir, "attention-ab,kernels-ab", &rc);
+    cr_expect(rc == 0 &&
+                  strstr(summary, "\nattention-ab: skipped: no attention-docs.csv or attention-window.csv (the stage "
+                                  "that writes it did not run here)\n") &&
+                  strstr(summary, "\nkernels-ab: skipped: no kernels-softcap.csv (the stage that writes it did not "
+                                  "run here)\n"),
               "exit %d:\n%s", rc, summary);
     free(summary);
     snprintf(cmd, sizeof cmd, "rm '%s/bin/bench/attention_gpu-baseline'", dir);
     cr_assert_eq(system(cmd), 0);
     summary = ab_run(dir, "attention-docs,attention-ab", &rc);
-    cr_expect(rc == 0 && strstr(summary, "\nattention-ab: skipped: no baseline bench here (a bundle made by make "
-                                         "bundle BASELINE=REV holds one)\n"),
+    cr_expect(rc == 0 && strstr(summary, "\nattention-ab: skipped: no baseline attention_gpu here (a bundle made by "
+                                         "make bundle BASELINE=REV holds one)\n"),
               "exit %d:\n%s", rc, summary);
     free(summary);
     th_rmtree(dir);

@@ -37,6 +37,11 @@
 #                     sets the two side by side (base / ours by form, pass and T; the naive kernels,
 #                     the same code at both commits, as the control)
 #                                       -> attention-{docs,window}-baseline.{csv,md}, -ab.md
+#   kernels-ab        the same for kernels-softcap (the baseline's bin/bench/kernels-baseline), set side
+#                     by side by `kernels --compare` (B/A per kernel and of the step, A the baseline;
+#                     the kernels whose sources did not change, MANIFEST.txt lists those that did,
+#                     say how far the measurement moves)
+#                                       -> kernels-softcap-baseline.{csv,md}, kernels-softcap-ab.txt
 #   kernels-wgmma1    kernels-softcap with the one-pass backward (GM_CUDA_ATTN=auto,wgmma1: the
 #                     forward as kernels-softcap's; an sm_90 GPU)         -> kernels-softcap-wgmma1.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
@@ -74,8 +79,8 @@ fail() { echo "$me: error: $*" >&2; exit 2; }
 
 # The stages, in their order (the calls at the end of this script).
 ALL_STAGES="wgmma-check pingpong-check gpu-suite kernels-softcap kernels-normuon step-compare peers backend-compare
-attention-window attention-docs attention-ab kernels-wgmma1 predict attention-causal profile racecheck memcheck
-synccheck"
+attention-window attention-docs attention-ab kernels-ab kernels-wgmma1 predict attention-causal profile racecheck
+memcheck synccheck"
 is_stage() { [[ " "$(echo $ALL_STAGES)" " == *" $1 "* ]]; }
 out= budget=480 stages= stages_given=
 while [ $# -gt 0 ]; do
@@ -174,9 +179,10 @@ st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" \
         --filter "@(cuda_*|cudnn_*)/$(tests_run)" --jobs 1 --verbose
 }
+export KERNELS_FLAGS="--scale=full --backend=cuda --seq_len=65536 --steps=3"
 st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form (GM_CUDA_ATTN), in the files' name
-    GM_CUDA_ATTN=auto${2:+,$2} "$GM_BIN/bench/kernels" --preset="$1" --scale=full --backend=cuda --seq_len=65536 \
-        --steps=3 --out="$out" --name="kernels-$1${2:+-$2}"
+    GM_CUDA_ATTN=auto${2:+,$2} "$GM_BIN/bench/kernels" --preset="$1" $KERNELS_FLAGS --out="$out" \
+        --name="kernels-$1${2:+-$2}"
 }
 st_step_compare() {
     python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16 --steps 3 --halt 1 \
@@ -198,7 +204,7 @@ st_attention() {  # st_attention NAME FLAGS...
 }
 # st_attention_ab "NAME FLAGS..." ...: the baseline's bench with the flags this build's ran with as
 # stage NAME (st_attention's, but --skip: the baseline's forms are its own), then the two set side by
-# side; a NAME whose stage wrote no CSV here is passed (attention_ab_why asks for one at least).
+# side; a NAME whose stage wrote no CSV here is passed (baseline_why asks for one at least).
 st_attention_ab() {
     local spec name flags
     for spec in "$@"; do
@@ -212,6 +218,13 @@ st_attention_ab() {
         python3 "$GM_ROOT/bench/attention_ab.py" --ours="$out/$name.csv" --baseline="$out/$name-baseline.csv" \
             --out="$out/$name-ab.md" || return
     done
+}
+# The baseline's step as kernels-softcap ran this build's (its own choice of attention forms), then
+# the two side by side by this build's kernels --compare (A the baseline, B this build).
+st_kernels_ab() {
+    "$GM_BIN/bench/kernels-baseline" --preset=softcap $KERNELS_FLAGS --out="$out" --name=kernels-softcap-baseline &&
+        "$GM_BIN/bench/kernels" --compare "$out/kernels-softcap-baseline.csv" "$out/kernels-softcap.csv" \
+            >"$out/kernels-softcap-ab.txt"
 }
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
@@ -352,8 +365,8 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_ru
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
 export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite st_kernels st_step_compare st_peers \
-    st_backend_compare st_attention st_attention_ab profile_kernel st_profile st_predict sanitize st_racecheck \
-    st_memcheck st_synccheck
+    st_backend_compare st_attention st_attention_ab st_kernels_ab profile_kernel st_profile st_predict sanitize \
+    st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
@@ -435,13 +448,19 @@ predict_why() {  # the stages that write its inputs ran
         [ -f "$out/$f" ] || { echo "no $f (the stage that writes it did not)"; return; }
     done
 }
-attention_ab_why() {  # a baseline in this bundle, and this build's bench of a case to set it beside
+baseline_why() {  # baseline_why BENCH CSV...: BENCH's baseline in this bundle, and this build's CSV (one at least)
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
-    [ -x "$GM_BIN/bench/attention_gpu-baseline" ] ||
-        { echo "no baseline bench here (a bundle made by make bundle BASELINE=REV holds one)"; return; }
-    [ -f "$out/attention-docs.csv" ] || [ -f "$out/attention-window.csv" ] ||
-        echo "no attention-docs.csv or attention-window.csv (those stages did not run here)"
+    [ -x "$GM_BIN/bench/$1-baseline" ] ||
+        { echo "no baseline $1 here (a bundle made by make bundle BASELINE=REV holds one)"; return; }
+    local f csvs=
+    for f in "${@:2}"; do
+        [ -f "$out/$f" ] && return
+        csvs+="${csvs:+ or }$f"
+    done
+    echo "no $csvs (the stage that writes it did not run here)"
 }
+attention_ab_why() { baseline_why attention_gpu attention-docs.csv attention-window.csv; }
+kernels_ab_why() { baseline_why kernels kernels-softcap.csv; }
 ncu_why() {
     [ -z "$nogpu" ] || { echo "$nogpu"; return; }
     [ -n "$ncu" ] || echo "ncu (Nsight Compute) not found"
@@ -466,7 +485,8 @@ sanitizer_why() {
 # comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s. The
 # profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
 # imports each report twice (its text, its source page): 150 s. attention-ab times the docs and
-# window cases again with the baseline's bench (11 s each at runs 6 and 7): 60 s.
+# window cases again with the baseline's bench (11 s each at runs 6 and 7): 60 s; kernels-ab the
+# step again (16 s at run 7): 60 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
 # Whether stage NAME failed or timed out (its line in summary.txt).
@@ -491,6 +511,7 @@ WINDOW_FLAGS="--reps=5" DOCS_FLAGS="--doc_len=700 --reps=5"
 stage attention-window 45 20 gpu_why st_attention attention-window $WINDOW_FLAGS
 stage attention-docs 45 20 gpu_why st_attention attention-docs $DOCS_FLAGS
 stage attention-ab 60 20 attention_ab_why st_attention_ab "attention-docs $DOCS_FLAGS" "attention-window $WINDOW_FLAGS"
+stage kernels-ab 60 20 kernels_ab_why st_kernels_ab
 stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
