@@ -1,15 +1,16 @@
 // The rings the tensor-core attention's streamed tiles pass through (attention_mma.cu): K and V in
 // the forward and dq kernels; Q, dO and their per-query lse2 and D in the dk/dv kernel. A stage is
 // read while the next ones are filled:
-// - the mma.sync kernels: 2 stages (the mma.sync forwards fit two blocks an SM with no more) and
-//   one block barrier a tile (key_ring_step; the dk/dv kernel's ring in its body);
-// - the wgmma kernels: tiles i + 1 and i + 2 in flight while tile i is computed (the *_STAGES of
+// - the mma.sync forward and dq kernels: 2 stages (the mma.sync forwards fit two blocks an SM with
+//   no more), tile i + 1 copied while tile i is computed, one block barrier a tile (key_ring_step);
+// - the dk/dv kernels (both kinds; their ring in their body) and the wgmma forward and dq kernels:
+//   tiles i + 1 and i + 2 in flight while tile i is computed (the *_STAGES of
 //   attention_mma_shapes.cuh; with the documents' short rows a tile is short, and one tile of lead
-//   left each copy's latency exposed: by reading the code), copied by TMA with the bf16 element
-//   (one issuer; every consumer waits on the tile group's mbarrier), each stage given back by
-//   every warp on an mbarrier of its own once its last product reading it has completed, so the
-//   warpgroups run apart (no block barrier a tile, except in the one-pass backward, whose dS^T both
-//   warpgroups read).
+//   left each copy's latency exposed: by reading the code). The wgmma kernels' tiles come by TMA
+//   with the bf16 element (one issuer; every consumer waits on the tile group's mbarrier), each
+//   stage given back by every warp on an mbarrier of its own once its last product reading it has
+//   completed, so the warpgroups run apart (no block barrier a tile, except in the one-pass
+//   backward, whose dS^T both warpgroups read).
 #ifndef GM_BACKEND_CUDA_ATTENTION_MMA_RING_CUH
 #define GM_BACKEND_CUDA_ATTENTION_MMA_RING_CUH
 
