@@ -179,10 +179,13 @@ st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" \
         --filter "@(cuda_*|cudnn_*)/$(tests_run)" --jobs 1 --verbose
 }
-export KERNELS_FLAGS="--scale=full --backend=cuda --seq_len=65536 --steps=3"
+# kernels_run BENCH PRESET NAME: bench/BENCH (kernels, or a baseline's: kernels-baseline) at the
+# record's per-GPU step, writing NAME.{csv,md}.
+kernels_run() {
+    "$GM_BIN/bench/$1" --preset="$2" --scale=full --backend=cuda --seq_len=65536 --steps=3 --out="$out" --name="$3"
+}
 st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form (GM_CUDA_ATTN), in the files' name
-    GM_CUDA_ATTN=auto${2:+,$2} "$GM_BIN/bench/kernels" --preset="$1" $KERNELS_FLAGS --out="$out" \
-        --name="kernels-$1${2:+-$2}"
+    GM_CUDA_ATTN=auto${2:+,$2} kernels_run kernels "$1" "kernels-$1${2:+-$2}"
 }
 st_step_compare() {
     python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16 --steps 3 --halt 1 \
@@ -195,12 +198,15 @@ st_peers() {
 st_backend_compare() {
     "$GM_BIN/bench/backend_compare" --backend=cuda --ref=cpu-bf16 --shapes=all --out="$out/backend-compare.md"
 }
+# attention_run BENCH NAME FLAGS...: bench/BENCH (attention_gpu, or a baseline's:
+# attention_gpu-baseline) at softcap's shape, writing NAME.{csv,md}; the command first in the log.
+attention_run() {
+    local bench=$1 args=(--preset=softcap --out="$out" --name="$2" "${@:3}")
+    echo "$bench ${args[*]}"
+    "$GM_BIN/bench/$bench" "${args[@]}"
+}
 st_attention() {  # st_attention NAME FLAGS...
-    local name=$1 args
-    shift
-    args=(--preset=softcap --out="$out" --name="$name" "$@" ${GM_ATTN_SKIP:+--skip=$GM_ATTN_SKIP})
-    echo "attention_gpu ${args[*]}"
-    "$GM_BIN/bench/attention_gpu" "${args[@]}"
+    attention_run attention_gpu "$@" ${GM_ATTN_SKIP:+--skip=$GM_ATTN_SKIP}
 }
 # st_attention_ab "NAME FLAGS..." ...: the baseline's bench with the flags this build's ran with as
 # stage NAME (st_attention's, but --skip: the baseline's forms are its own), then the two set side by
@@ -213,8 +219,7 @@ st_attention_ab() {
             echo "$name: not compared (no $name.csv: its stage did not run here)"
             continue
         fi
-        echo "attention_gpu-baseline --preset=softcap --out=$out --name=$name-baseline $flags"
-        "$GM_BIN/bench/attention_gpu-baseline" --preset=softcap --out="$out" --name="$name-baseline" $flags || return
+        attention_run attention_gpu-baseline "$name-baseline" $flags || return
         python3 "$GM_ROOT/bench/attention_ab.py" --ours="$out/$name.csv" --baseline="$out/$name-baseline.csv" \
             --out="$out/$name-ab.md" || return
     done
@@ -222,7 +227,7 @@ st_attention_ab() {
 # The baseline's step as kernels-softcap ran this build's (its own choice of attention forms), then
 # the two side by side by this build's kernels --compare (A the baseline, B this build).
 st_kernels_ab() {
-    "$GM_BIN/bench/kernels-baseline" --preset=softcap $KERNELS_FLAGS --out="$out" --name=kernels-softcap-baseline &&
+    kernels_run kernels-baseline softcap kernels-softcap-baseline &&
         "$GM_BIN/bench/kernels" --compare "$out/kernels-softcap-baseline.csv" "$out/kernels-softcap.csv" \
             >"$out/kernels-softcap-ab.txt"
 }
@@ -364,9 +369,9 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_ru
 # failing both cuDNN tests (reports/gpu-h200/run-e4790d9/synccheck.log); every other suite, ours,
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
-export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite st_kernels st_step_compare st_peers \
-    st_backend_compare st_attention st_attention_ab st_kernels_ab profile_kernel st_profile st_predict sanitize \
-    st_racecheck st_memcheck st_synccheck
+export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite kernels_run st_kernels st_step_compare \
+    st_peers st_backend_compare attention_run st_attention st_attention_ab st_kernels_ab profile_kernel st_profile \
+    st_predict sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
