@@ -669,42 +669,36 @@ static void expect_backend_runs(cc_env *e, gm_cuda_attn_impl fwd, gm_cuda_attn_i
 }
 
 // The backend's attn_fwd / attn_bwd run what gm_cuda_attn_auto_form names, and that is the rule
-// attention.cu derives from the measured times (a windowed mask: cuDNN does not take it): head_dim
-// 64 the 16-row mma kernels both ways; 128 the backward on wgmma where it runs (else mma), the
-// forward with 32 rows a warp from 8 blocks of 128 queries an SM on (at 2 heads: T = 512 SMs), and
-// below that (one block fewer, or a short T) on wgmma where it runs (else the 16-row kernel) unless
-// the mask has documents (then the 16-row kernel); other head dims the naive kernels.
+// attention.cu derives from the measured times (a windowed mask: cuDNN does not take it), at any
+// length, with documents or not: head_dim 64 the 16-row mma kernels both ways; 128 wgmma both
+// ways where it runs, else the forward with 32 rows a warp and the 16-row backward; other head dims
+// the naive kernels.
 Test(cuda_attn_mma, backend_picks_by_head_dim) {
     unsetenv("GM_CUDA_ATTN");  // the automatic choice, whatever the caller's environment pins
     REQUIRE_MMA();
     cc_env e = cc_begin();
-    const int sms = gm_cuda_device_sms(0), T_mma32 = 512 * sms;
-    cr_assert(sms > 0, "no SM count for device 0");
+    enum { T_LONG = 2000 };
     // documents of 97 tokens (ids t / 97, nondecreasing as the mask wants), for the longest T
-    int32_t *doc = malloc(sizeof(int32_t) * T_mma32);
-    cr_assert(doc);
-    for (int t = 0; t < T_mma32; t++) doc[t] = t / 97;
-    int32_t *gdoc = cc_to_gpu(&e, doc, sizeof(int32_t) * T_mma32);
-    // wgmma where it runs, else mma.sync's 16 rows a warp: the backward, and the forward below the threshold
-    const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_ready(e.gpu) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
-    const gm_cuda_attn_impl M16 = GM_CUDA_ATTN_MMA, M32 = GM_CUDA_ATTN_MMA32;
+    int32_t doc[T_LONG];
+    for (int t = 0; t < T_LONG; t++) doc[t] = t / 97;
+    int32_t *gdoc = cc_to_gpu(&e, doc, sizeof doc);
+    const int hopper = gm_cuda_attn_wgmma_ready(e.gpu);
+    const gm_cuda_attn_impl M16 = GM_CUDA_ATTN_MMA, fwd128 = hopper ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA32,
+                            bwd128 = hopper ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
     const struct {
         int T, HD, docs;
         gm_cuda_attn_impl fwd, bwd;
     } want[] = {{200, 64, 0, M16, M16},
-                {T_mma32, 64, 0, M16, M16},
-                {200, 128, 0, hopper, hopper},
-                {200, 128, 1, M16, hopper},
-                {T_mma32 - 128, 128, 0, hopper, hopper},
-                {T_mma32 - 128, 128, 1, M16, hopper},
-                {T_mma32, 128, 0, M32, hopper},
-                {T_mma32, 128, 1, M32, hopper},
+                {T_LONG, 64, 1, M16, M16},
+                {200, 128, 0, fwd128, bwd128},
+                {200, 128, 1, fwd128, bwd128},
+                {T_LONG, 128, 0, fwd128, bwd128},
+                {T_LONG, 128, 1, fwd128, bwd128},
                 {200, 48, 0, GM_CUDA_ATTN_NAIVE, GM_CUDA_ATTN_NAIVE}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         const int T = want[i].T, HD = want[i].HD;
         const gm_attn_mask m = {want[i].docs ? gdoc : NULL, 16, 3};
-        const gm_cuda_attn_impl fwd = gm_cuda_attn_auto_form(e.gpu, 0, 1, T, 2, HD, m),
-                                bwd = gm_cuda_attn_auto_form(e.gpu, 1, 1, T, 2, HD, m);
+        const gm_cuda_attn_impl fwd = gm_cuda_attn_auto_form(e.gpu, 0, HD), bwd = gm_cuda_attn_auto_form(e.gpu, 1, HD);
         cr_expect_eq(fwd, want[i].fwd, "T %d HD %d docs %d: forward form %s, not %s", T, HD, want[i].docs, name_of(fwd),
                      name_of(want[i].fwd));
         cr_expect_eq(bwd, want[i].bwd, "T %d HD %d docs %d: backward form %s, not %s", T, HD, want[i].docs,
@@ -715,7 +709,6 @@ Test(cuda_attn_mma, backend_picks_by_head_dim) {
             expect_backend_runs(&e, want[i].fwd, want[i].bwd, T, HD, m, GM_GRAD_ADD);
     }
     e.gpu->free(e.gpu, gdoc);
-    free(doc);
 }
 
 // Asked for by name, the tensor-core kernels (either forward) refuse what they cannot do (an error
@@ -835,9 +828,8 @@ Test(cuda_attn_wgmma, turned_off_by_the_environment) {
     REQUIRE_MMA();
     cc_env e = cc_begin();
     cr_expect(!gm_cuda_attn_wgmma_ready(e.gpu), "GM_CUDA_WGMMA=off: wgmma ready");
-    const gm_attn_mask m = {NULL, 128, 0};
     for (int bwd = 0; bwd < 2; bwd++) {
-        const gm_cuda_attn_impl auto_form = gm_cuda_attn_auto_form(e.gpu, bwd, 1, 4096, 6, 128, m);
+        const gm_cuda_attn_impl auto_form = gm_cuda_attn_auto_form(e.gpu, bwd, 128);
         cr_expect(auto_form != GM_CUDA_ATTN_WGMMA, "GM_CUDA_WGMMA=off: the automatic %s is wgmma",
                   bwd ? "backward" : "forward");
     }
@@ -848,8 +840,9 @@ Test(cuda_attn_wgmma, turned_off_by_the_environment) {
 
 // GM_CUDA_ATTN pins the backend's attention: with wgmma,wgmma1 its attn_fwd runs wgmma's forward
 // and attn_bwd the one-pass backward, bitwise what they compute asked for by name, on a windowed
-// mask with documents, where the automatic choice runs the 16-row forward and wgmma's two backward
-// kernels (other sums). Read when the backend is made: set before this test's process makes it.
+// mask with documents, where the automatic choice runs wgmma's two backward kernels (other sums)
+// and, at head_dim 64, the 16-row forward. Read when the backend is made: set before this test's
+// process makes it.
 Test(cuda_attn_wgmma, pinned_by_the_environment) {
     setenv("GM_CUDA_ATTN", "wgmma,wgmma1", 1);
     REQUIRE_WGMMA();

@@ -77,47 +77,33 @@ static bool tensor_cores(int impl) {
     return impl == GM_CUDA_ATTN_MMA || impl == GM_CUDA_ATTN_MMA32 || wgmma_form(impl);
 }
 
-// The tensor-core form the automatic choice runs, from their times side by side on an H200
-// (reports/gpu-h200/run-*/attention-{window,causal}.md; 6 heads of 128):
-//   forward   at e4790d9 and 1772e6e (the wgmma forward with FlashAttention-3's overlap): with
-//             fewer than 8 blocks of 128 queries an SM (T <= 16384 here) wgmma was 1.05 to 1.17
-//             times as fast as the 16-row kernel and faster than 32 rows a warp (mma32) at every T,
-//             window 14 and plain causal, but with the records' documents (mean 700 tokens: fewer
-//             keys a block) 0.94 to 1.00, the 16-row kernel fastest there; from 1536 blocks (T 32768,
-//             65536) mma32 was 1.07-1.08 times wgmma under the window, 0.98 plain causal, 0.99 and
-//             1.05 with documents (attention-docs.md; there 0.98 and 1.04 times the 16-row kernel:
-//             within 2% at T 32768). So: mma32 from 8 blocks an SM (ecc8627 and 301becd
-//             had put its threshold there against the 16-row kernel); below, wgmma where it runs and
-//             the mask has no documents, else the 16-row kernel.
-//   backward  wgmma was 1.11 to 1.19 times as fast as mma at every T measured (1024 to 65536, both
-//             masks; e4790d9, its dq kernel overlapped; 1.09-1.16 before), 1.02 to 1.05 with
-//             documents (1772e6e): wgmma wherever it runs.
-// In the softcap step (T 65536, window 7 and documents: less work a block) the gains are smaller:
-// 1.06 times forward, 1.02 backward (reports/gpu-h200/run-301becd/kernels-softcap.md).
-// The one-pass backward (GM_CUDA_ATTN_WGMMA1: 5 products a pair where wgmma's two kernels take 7,
-// dq summed over the key blocks behind a semaphore a query tile) is not chosen until a GPU has timed
-// it beside wgmma's (bench/attention_gpu's wgmma1 column); nor the wgmma forward on persistent
-// blocks (GM_CUDA_ATTN_WGMMA_PERSIST; its wgmma-persist column), nor with its warpgroups taking
-// turns (GM_CUDA_ATTN_WGMMA_PINGPONG; its wgmma-pingpong column).
-// Head_dim 64 keeps the 16-row mma kernels: not measured (the presets with head_dim 64 are the plain
-// causal ones, which cuDNN serves where present). Every figure above predates the changes after
-// 1772e6e (reports/gpu-h200/README.md: fewer instructions a tile in every form, the wgmma and dk/dv
-// rings two tiles ahead, two blocks an SM for the 16-row forward), which can reorder the forms.
-static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int B, int T, int NH, int HD, gm_attn_mask mask) {
+// The tensor-core form the automatic choice runs, from their times side by side on an H200 at
+// 54fbabe (reports/gpu-h200/run-54fbabe*/attention-{window,docs,causal}.md: 6 heads of 128, T 1024 to
+// 65536, window 14 with and without the records' documents, and plain causal):
+//   forward   the wgmma forward was the fastest form at every T and mask: 1.5-3.2x the 16-row
+//             kernel's speed with documents, 1.4-2.9x mma32's (1.38x at T 65536, the step's shape,
+//             where the rule before this ran mma32). Of the mma.sync kernels (the forms where wgmma
+//             does not run) mma32 was 1.01-1.18x the 16-row kernel's speed at every T and mask, so
+//             it serves there at every T: not measured on an sm_80 GPU.
+//   backward  wgmma's two kernels 1.75-1.92x mma's speed at every T and mask; the one-pass backward
+//             (GM_CUDA_ATTN_WGMMA1: 5 products a pair where they take 7, dq summed over the key
+//             blocks in a fixed order) 0.83-1.02x theirs, not chosen.
+// Not chosen either: the wgmma forward on persistent blocks (GM_CUDA_ATTN_WGMMA_PERSIST: 1.00-1.07x
+// under the window alone, 0.75-0.97x with documents) and with its warpgroups taking turns
+// (GM_CUDA_ATTN_WGMMA_PINGPONG: 0.97-0.99x everywhere). Head_dim 64 keeps the 16-row mma kernels:
+// not measured (the presets with head_dim 64 are the plain causal ones, which cuDNN serves where
+// present).
+static gm_cuda_attn_impl auto_form(gm_cuda_ctx *c, int bwd, int HD) {
     if (HD != 128) return GM_CUDA_ATTN_MMA;
-    const gm_cuda_attn_impl hopper = gm_cuda_attn_wgmma_runs(c) ? GM_CUDA_ATTN_WGMMA : GM_CUDA_ATTN_MMA;
-    if (bwd) return hopper;
-    const double blocks = (double)B * NH * ceil(T / 128.0);
-    const int sms = gm_cuda_device_sms(c->device);
-    if (sms > 0 && blocks >= 8.0 * sms) return GM_CUDA_ATTN_MMA32;
-    return mask.doc ? GM_CUDA_ATTN_MMA : hopper;
+    if (gm_cuda_attn_wgmma_runs(c)) return GM_CUDA_ATTN_WGMMA;
+    return bwd ? GM_CUDA_ATTN_MMA : GM_CUDA_ATTN_MMA32;
 }
 
 // The implementation to run, or -1 (error noted) when the mma kernels are asked for a shape they
 // do not take. They take the max of the raw scores for the max of the scaled ones (softmax_tile),
 // so a scale that is not positive goes to the naive kernels.
-static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, int NH, int HD, double scale,
-                gm_attn_mask mask, const void *const *ptrs, int n) {
+static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int HD, double scale, const void *const *ptrs,
+                int n) {
     const int fits = gm_cuda_attn_mma_fits(HD, ptrs, n) && scale > 0;
     const bool mma = tensor_cores(impl);
     if (mma && !gm_cuda_attn_mma_built()) {
@@ -125,7 +111,7 @@ static int pick(gm_cuda_ctx *c, gm_cuda_attn_impl impl, int bwd, int B, int T, i
                      "not in this build (CUDA_ARCH below compute_80)");
         return -1;
     }
-    if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, B, T, NH, HD, mask) : GM_CUDA_ATTN_NAIVE;
+    if (impl == GM_CUDA_ATTN_AUTO) return fits ? auto_form(c, bwd, HD) : GM_CUDA_ATTN_NAIVE;
     if (mma && !fits) {
         gm_cuda_note(c, __FILE__, __LINE__, "attention (tensor cores)",
                      "needs head_dim 64 or 128, 16-byte aligned tensors and a positive scale");
@@ -154,7 +140,7 @@ extern "C" void gm_cuda_attn_fwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {o, qa, ka, va};
-    const int which = pick(c, impl, 0, B, T, NH, HD, scale, mask, ptrs, 4);
+    const int which = pick(c, impl, 0, HD, scale, ptrs, 4);
     if (tensor_cores(which)) {
         const gm_attn_fwd_form form = which == GM_CUDA_ATTN_MMA32            ? GM_ATTN_FWD_MMA32
                                       : which == GM_CUDA_ATTN_WGMMA_PERSIST  ? GM_ATTN_FWD_WGMMA_PERSIST
@@ -193,7 +179,7 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
         if (cudnn_declined(c, impl, why)) return;
     }
     const void *ptrs[] = {dqa, dka, dva, doa, qa, ka, va};
-    const int which = pick(c, impl, 1, B, T, NH, HD, scale, mask, ptrs, 7);
+    const int which = pick(c, impl, 1, HD, scale, ptrs, 7);
     if (which < 0) return;
     const bool tc = tensor_cores(which);
     const int Tq = gm_cuda_attn_qvec_len(T, tc);
@@ -213,10 +199,9 @@ extern "C" void gm_cuda_attn_bwd_with(gm_cuda_attn_impl impl, const gm_backend *
     }
 }
 
-extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
-                                                    gm_attn_mask mask) {
+extern "C" gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int HD) {
     gm_cuda_ctx *c = gm_cuda_ctx_of(be);
-    return gm_cuda_attn_mma_fits(HD, NULL, 0) ? auto_form(c, bwd, B, T, NH, HD, mask) : GM_CUDA_ATTN_NAIVE;
+    return gm_cuda_attn_mma_fits(HD, NULL, 0) ? auto_form(c, bwd, HD) : GM_CUDA_ATTN_NAIVE;
 }
 
 extern "C" int gm_cuda_attn_wgmma_ready(const gm_backend *be) {

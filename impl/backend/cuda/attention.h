@@ -98,13 +98,11 @@ static inline int gm_cuda_attn_plain_causal(gm_attn_mask m) { return !m.doc && m
 // 1 when this build has the tensor-core kernels (CUDA_ARCH compute_80 or later), else 0: then
 // auto always runs naive and asking for mma is an error.
 int gm_cuda_attn_mma_built(void);
-// The form the automatic choice runs for this shape where cuDNN does not serve it (tensors 16-byte
-// aligned): the forward (bwd 0) at head_dim 128 MMA32 from 8 blocks of 128 queries an SM on, below
-// that WGMMA where it runs and the mask has no documents, else MMA; the backward WGMMA at head_dim
-// 128 where it runs, else MMA; MMA at head_dim 64; NAIVE for other head dims or a
-// build without the tensor-core kernels. Chosen from measured times: attention.cu says which.
-gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
-                                         gm_attn_mask mask);
+// The form the automatic choice runs where cuDNN does not serve (tensors 16-byte aligned), the
+// same at every length and mask: at head_dim 128 WGMMA where it runs, else MMA32 forward (bwd 0)
+// and MMA backward; MMA at head_dim 64; NAIVE for other head dims or a build without the
+// tensor-core kernels. Chosen from measured times: attention.cu says which.
+gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int HD);
 // 1 when GM_CUDA_ATTN_WGMMA runs on be's GPU (the sm_90a machine code on an sm_90 device, and the
 // environment's GM_CUDA_WGMMA not off), else 0.
 int gm_cuda_attn_wgmma_ready(const gm_backend *be);

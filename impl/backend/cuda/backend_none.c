@@ -64,9 +64,8 @@ int gm_cuda_attn_wgmma_ready(const gm_backend *be) { return (void)be, 0; }
 int gm_cuda_attn_wgmma_parts(const gm_backend *be, int HD, char *report, size_t len) {
     return (void)be, (void)HD, snprintf(report, len, "built without CUDA\n"), -1;
 }
-gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int B, int T, int NH, int HD,
-                                         gm_attn_mask mask) {
-    return (void)be, (void)bwd, (void)B, (void)T, (void)NH, (void)HD, (void)mask, GM_CUDA_ATTN_NAIVE;
+gm_cuda_attn_impl gm_cuda_attn_auto_form(const gm_backend *be, int bwd, int HD) {
+    return (void)be, (void)bwd, (void)HD, GM_CUDA_ATTN_NAIVE;
 }
 gm_cuda_libs gm_cuda_libs_of(const gm_backend *be) {
     (void)be;
