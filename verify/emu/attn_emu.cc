@@ -164,7 +164,8 @@ static int run_case(const attn_case &c, unsigned seed) {
     if (m.doc)
         launch(dim3((unsigned)((B * T + 255) / 256)), 256, [&] { mask_bounds_body(bounds_v.data(), m, B, T); });
     const int32_t *bounds = m.doc ? bounds_v.data() : nullptr;
-    // The wgmma forms' tensor maps (the shim's records of q, k, v, dout), as the launchers make them.
+    // The wgmma forms' tensor maps (the shim's records of q, k, v, dout; lse2 and D below), as the
+    // launchers make them.
     attn_tmaps tm;
     tma_map_rows(&tm.q, q.data(), B, T, NH, HD), tma_map_rows(&tm.k, k.data(), B, T, NH, HD);
     tma_map_rows(&tm.v, v.data(), B, T, NH, HD), tma_map_rows(&tm.o, dout.data(), B, T, NH, HD);
@@ -224,6 +225,9 @@ static int run_case(const attn_case &c, unsigned seed) {
                 D[((size_t)b * NH + h) * Tq + i] = s;
                 lse2[((size_t)b * NH + h) * Tq + i] = lse[((size_t)b * NH + h) * T + i] * (float)GM_ATTN_LOG2E;
             }
+    // and their tensor maps (a run a head, a box a query tile), as gm_cuda_attn_mma_bwd makes them
+    tma_map_vec(&tm.lse2, lse2.data(), B * NH, Tq, QUERY_TILE(HD, true));
+    tma_map_vec(&tm.D, D.data(), B * NH, Tq, QUERY_TILE(HD, true));
     std::vector<gm_cuda_act> grads[2];  // dq | dk | dv of mma, of wgmma
     std::vector<gm_cuda_act> dq1(n), dk1(n), dv1(n);  // the one-pass backward's
     for (int wg = 0; wg < 2; wg++) {
@@ -281,21 +285,22 @@ static int run_parts(void) {
         const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
         std::vector<gm_cuda_act> x(nx);
         std::vector<float> xv(nx), abt((size_t)BLOCK_ROWS * 64), xb(nt), dq((size_t)64 * HD);
-        std::vector<uint16_t> raw_tma(nt), raw_copy(nt), raw_bulk(PARTS_BULK);
+        std::vector<uint16_t> raw_tma(nt), raw_copy(nt), raw_vec(2 * PARTS_VEC);
         parts_input(x.data(), xv.data(), HD);
         attn_tmaps tm;
         tma_map_rows(&tm.q, x.data(), 1, PARTS_T, 2, HD);
+        tma_map_vec(&tm.lse2, (const float *)(x.data() + HD), 1, PARTS_VEC, PARTS_VEC);
         if (parts_smem(HD) > sizeof smem) {
             fprintf(stderr, "attn_emu: parts_body asks %zu bytes of shared memory, more than the %zu here\n",
                     parts_smem(HD), sizeof smem);
             return 1;
         }
         launch(dim3(1), BWD_THREADS, [&] {
-            parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), raw_bulk.data(), abt.data(), xb.data(), dq.data(),
+            parts_body(x.data(), &tm, raw_tma.data(), raw_copy.data(), raw_vec.data(), abt.data(), xb.data(), dq.data(),
                        HD);
         });
         char report[2048] = "";
-        failed += parts_compare(xv.data(), HD, raw_tma.data(), raw_copy.data(), raw_bulk.data(), abt.data(), xb.data(),
+        failed += parts_compare(xv.data(), HD, raw_tma.data(), raw_copy.data(), raw_vec.data(), abt.data(), xb.data(),
                                 dq.data(), report, sizeof report);
         fputs(report, stdout);
     }

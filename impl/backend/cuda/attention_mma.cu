@@ -193,22 +193,25 @@ int gm_cuda_attn_wgmma_runs(gm_cuda_ctx *c) {
     return known[dev] == 2;
 }
 
-// The tensor maps of a wgmma form's TMA copies (q, k, v, and o: dout, NULL in the forward), or
-// zeros where the form (or the fp32 element) copies without; 0 (noted) where the encoder refused.
+// The tensor maps of a wgmma form's TMA copies (q, k, v, and in the backward o: dout, and the
+// per-query lse2 and D, each NULL in the forward), or zeros where the form (or the fp32 element)
+// copies without; 0 (noted) where the encoder refused.
 static int tensor_maps(gm_cuda_ctx *c, attn_tmaps *tm, bool WG, const gm_cuda_act *q, const gm_cuda_act *k,
-                       const gm_cuda_act *v, const gm_cuda_act *o, int B, int T, int NH, int HD) {
+                       const gm_cuda_act *v, const gm_cuda_act *o, const float *lse2, const float *D, int B, int T,
+                       int NH, int HD) {
     memset(tm, 0, sizeof *tm);
     if (!WG || !WG_TMA) return 1;
     const gm_cuda_act *src[4] = {q, k, v, o};
     CUtensorMap *map[4] = {&tm->q, &tm->k, &tm->v, &tm->o};
-    for (int i = 0; i < 4; i++) {
-        const char *why = src[i] ? tma_map_rows(map[i], src[i], B, T, NH, HD) : NULL;
-        if (why) {
-            gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma, TMA)", why);
-            return 0;
-        }
-    }
-    return 1;
+    const float *vec[2] = {lse2, D};
+    CUtensorMap *vec_map[2] = {&tm->lse2, &tm->D};
+    const char *why = NULL;
+    for (int i = 0; i < 4 && !why; i++) why = src[i] ? tma_map_rows(map[i], src[i], B, T, NH, HD) : NULL;
+    for (int i = 0; i < 2 && !why; i++)  // a run a head: its queries padded (attention.cuh), a box a query tile
+        why = vec[i] ? tma_map_vec(vec_map[i], vec[i], B * NH, gm_cuda_attn_qvec_len(T, 1), QUERY_TILE(HD, true))
+                     : NULL;
+    if (why) gm_cuda_note(c, __FILE__, __LINE__, "attention (wgmma, TMA)", why);
+    return !why;
 }
 
 __global__ static void attn_mask_bounds(int32_t *bounds, gm_attn_mask m, int B, int T) {
@@ -277,7 +280,7 @@ void gm_cuda_attn_mma_fwd(gm_cuda_ctx *c, gm_attn_fwd_form form, gm_cuda_act *ou
     const dim3 grid = wg ? dim3((unsigned)items) : dim3(nqb, NH, B);
     const float sl2 = (float)(scale * LOG2E);
     attn_tmaps tm;
-    if (!tensor_maps(c, &tm, wg, q, k, v, NULL, B, T, NH, HD)) return;
+    if (!tensor_maps(c, &tm, wg, q, k, v, NULL, NULL, NULL, B, T, NH, HD)) return;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);
     if (!ok) return;
@@ -294,7 +297,7 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
     const dim3 grid((T + BLOCK_ROWS - 1) / BLOCK_ROWS, NH, B);
     const float sl2 = (float)(scale * LOG2E), sc = (float)scale;
     attn_tmaps tm;
-    if (!tensor_maps(c, &tm, form != GM_ATTN_BWD_MMA, q, k, v, dout, B, T, NH, HD)) return;
+    if (!tensor_maps(c, &tm, form != GM_ATTN_BWD_MMA, q, k, v, dout, lse2, D, B, T, NH, HD)) return;
     int ok;
     const int32_t *bounds = mask_bounds(c, m, B, T, &ok);  // once for both kernels
     if (!ok) return;
@@ -340,8 +343,8 @@ void gm_cuda_attn_mma_bwd(gm_cuda_ctx *c, gm_attn_bwd_form form, gm_cuda_act *dq
 template <int HD>
 __global__ static void __launch_bounds__(BWD_THREADS, 1)
     attn_wgmma_parts(const gm_cuda_act *x, const __grid_constant__ attn_tmaps tm, uint16_t *raw_tma,
-                     uint16_t *raw_copy, uint16_t *raw_bulk, float *abt, float *xb, float *dq) {
-    parts_body(x, &tm, raw_tma, raw_copy, raw_bulk, abt, xb, dq, HD);
+                     uint16_t *raw_copy, uint16_t *raw_vec, float *abt, float *xb, float *dq) {
+    parts_body(x, &tm, raw_tma, raw_copy, raw_vec, abt, xb, dq, HD);
 }
 
 int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t len) {
@@ -351,8 +354,8 @@ int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t le
         return -1;
     }
     const size_t nx = (size_t)BLOCK_ROWS * 2 * HD, nt = (size_t)BLOCK_ROWS * HD;
-    // x, raw_tma, raw_copy, raw_bulk, abt, xb, dq
-    const size_t bytes[7] = {nx * sizeof(gm_cuda_act), nt * 2, nt * 2, PARTS_BULK * 2, (size_t)BLOCK_ROWS * 64 * 4,
+    // x, raw_tma, raw_copy, raw_vec, abt, xb, dq
+    const size_t bytes[7] = {nx * sizeof(gm_cuda_act), nt * 2, nt * 2, PARTS_VEC * 4, (size_t)BLOCK_ROWS * 64 * 4,
                              nt * 4, (size_t)64 * HD * 4};
     void *host[7] = {}, *dev[7] = {};
     float *xv = (float *)malloc(nx * sizeof(float));
@@ -365,11 +368,13 @@ int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t le
     if (!rc) {
         parts_input((gm_cuda_act *)host[0], xv, HD);
         why = WG_TMA ? tma_map_rows(&tm.q, dev[0], 1, PARTS_T, 2, HD) : NULL;
+        if (WG_TMA && !why)  // x's elements HD.. as one run of fp32 elements
+            why = tma_map_vec(&tm.lse2, (const float *)((const gm_cuda_act *)dev[0] + HD), 1, PARTS_VEC, PARTS_VEC);
         rc = why ? -1 : 0;
     }
     if (!rc) {
         const gm_cuda_act *x = (const gm_cuda_act *)dev[0];
-        uint16_t *raw_tma = (uint16_t *)dev[1], *raw_copy = (uint16_t *)dev[2], *raw_bulk = (uint16_t *)dev[3];
+        uint16_t *raw_tma = (uint16_t *)dev[1], *raw_copy = (uint16_t *)dev[2], *raw_vec = (uint16_t *)dev[3];
         float *abt = (float *)dev[4], *xb = (float *)dev[5], *dq = (float *)dev[6];
         void (*kern)(const gm_cuda_act *, attn_tmaps, uint16_t *, uint16_t *, uint16_t *, float *, float *, float *) =
             HD == 64 ? attn_wgmma_parts<64> : attn_wgmma_parts<128>;
@@ -377,7 +382,7 @@ int gm_cuda_attn_wgmma_parts_run(gm_cuda_ctx *c, int HD, char *report, size_t le
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)parts_smem(HD));
         if (e == cudaSuccess)
-            kern<<<1, BWD_THREADS, parts_smem(HD)>>>(x, tm, raw_tma, raw_copy, raw_bulk, abt, xb, dq);
+            kern<<<1, BWD_THREADS, parts_smem(HD)>>>(x, tm, raw_tma, raw_copy, raw_vec, abt, xb, dq);
         if (e == cudaSuccess) e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         for (int i = 1; i < 7 && e == cudaSuccess; i++)

@@ -202,8 +202,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                     }
                     wg_fetch(sQ + stg * QT * P, &tm->q, q + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
                     wg_fetch(sO + stg * QT * P, &tm->o, dout + head, bars, i, b, h, qa, QT, T, rs, HD, BWD_THREADS);
-                    wg_fetch_vec(cL, lse2 + vec + qa, bars, i, QT, BWD_THREADS);
-                    wg_fetch_vec(cD, D + vec + qa, bars, i, QT, BWD_THREADS);
+                    wg_fetch_vec(cL, &tm->lse2, lse2 + vec + qa, bars, i, qa, b * NH + h, QT, BWD_THREADS);
+                    wg_fetch_vec(cD, &tm->D, D + vec + qa, bars, i, qa, b * NH + h, QT, BWD_THREADS);
                 }
             } else {
                 load_query_tile(sQ + stg * QT * P, sO + stg * QT * P, cL, cD, q + head, dout + head, lse2 + vec,

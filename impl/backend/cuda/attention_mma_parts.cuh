@@ -5,8 +5,9 @@
 // x: a (1, 128, 2, HD) activation of small integers (every product and sum below exact in fp32,
 // in any order), read at head 1: rows r of the checks are its tokens. Writes, for parts_compare:
 // raw_tma, raw_copy (128 HD each): the bytes of a 128-row sw128 tile filled by TMA (the map's T
-// PARTS_T: the second box cut there) and by load_rows; raw_bulk (PARTS_BULK): x's elements from
-// HD on as a bulk copy brought them (tma_load_bulk); abt (128 x 64): each warpgroup's S = A B^T
+// PARTS_T: the second box cut there) and by load_rows; raw_vec (2 PARTS_VEC halves): x's
+// elements from HD on as a vector copy brought them (tma_load_vec: PARTS_VEC fp32 elements of a
+// map as the dk/dv kernel's lse2 and D are read); abt (128 x 64): each warpgroup's S = A B^T
 // with A its 64 rows of the copied tile and B the first 64 (wg_abt_issue); xb (128 x HD): O = P V,
 // P the warp's rows of x's first 64 columns packed as A fragments, V the tile's first 64 rows
 // (wg_xb_issue); dq (64 x HD): dS K (wg_dq_issue), dS^T the tile's 128 rows x its first 64
@@ -20,23 +21,23 @@
 #include "backend/cuda/attention_mma_tiles.cuh"
 
 #define PARTS_T 100
-#define PARTS_BULK 128
+#define PARTS_VEC 64
 static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict__ x, const attn_tmaps *tm,
-                                                  uint16_t *raw_tma, uint16_t *raw_copy, uint16_t *raw_bulk,
+                                                  uint16_t *raw_tma, uint16_t *raw_copy, uint16_t *raw_vec,
                                                   float *abt, float *xb, float *dq, const int HD) {
     extern __shared__ __align__(16) unsigned char smem[];
     const int R = BLOCK_ROWS, h = 1, lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const size_t rs = (size_t)2 * HD;
     __nv_bfloat16 *tT = (__nv_bfloat16 *)swizzle_base(smem), *tC = tT + R * HD, *sDS = tC + R * HD;
     uint64_t *bars = (uint64_t *)(sDS + R * 64);
-    uint16_t *sBulk = (uint16_t *)(bars + WG_MBARS);
+    float *sVec = (float *)(bars + WG_MBARS);  // 128-byte aligned: bars are on 1024
     const int wg = warpgroup(), row0 = wg * 64 + warp % 4 * 16 + g;  // this lane's first row of the checks
     const auto value = [&](int r, int c) { return gm_act_widen(x[h * HD + r * rs + c]); };
     wg_bars_init(bars);
     if (WG_TMA && threadIdx.x == 0) {
-        wg_expect(bars, 0, WG_TILE_BYTES(R, HD) + PARTS_BULK * 2);
+        wg_expect(bars, 0, WG_TILE_BYTES(R, HD) + WG_VEC_BYTES(PARTS_VEC));
         wg_fetch(tT, &tm->q, x + h * HD, bars, 0, 0, h, 0, R, PARTS_T, rs, HD, BWD_THREADS);
-        tma_load_bulk(sBulk, x + HD, PARTS_BULK * 2, bars);
+        tma_load_vec(sVec, &tm->lse2, bars, 0, 0);
     }
     load_rows(tC, x + h * HD, 0, R, R, rs, HD, BWD_THREADS, true);
     cp_async_wait_all();
@@ -45,7 +46,8 @@ static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict_
     if constexpr (WG_TMA) mbar_wait(bars, 0);
     for (int i = threadIdx.x; i < R * HD; i += BWD_THREADS)
         raw_tma[i] = WG_TMA ? ((const uint16_t *)tT)[i] : 0, raw_copy[i] = ((const uint16_t *)tC)[i];
-    for (int i = threadIdx.x; i < PARTS_BULK; i += BWD_THREADS) raw_bulk[i] = WG_TMA ? sBulk[i] : 0;
+    for (int i = threadIdx.x; i < 2 * PARTS_VEC; i += BWD_THREADS)
+        raw_vec[i] = WG_TMA ? ((const uint16_t *)sVec)[i] : 0;
 
     float s[KEY_TILE / 8][4], p[KEY_TILE / 8][4], o[MAX_HD / 8][4], dqp[MAX_HD / 16][4];
     wg_abt_issue(s, tC + wg * 64 * HD, tC, HD);
@@ -79,7 +81,7 @@ static __device__ __forceinline__ void parts_body(const gm_cuda_act *__restrict_
             dq[(warp % 4 * 16 + g + 8 * (e / 2)) * HD + wg * HD / 2 + 8 * j + 2 * t + (e & 1)] = dqp[j][e];
 }
 static __host__ size_t parts_smem(int HD) {
-    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_MBARS * 8 + PARTS_BULK * 2;
+    return 1024 + (size_t)2 * BLOCK_ROWS * HD * 2 + BLOCK_ROWS * 64 * 2 + WG_MBARS * 8 + PARTS_VEC * 4;
 }
 
 // parts_body's input: x (1, 128, 2, HD) as the element, xv the same values in fp32, integers in
@@ -100,7 +102,7 @@ static __host__ void parts_input(gm_cuda_act *x, float *xv, int HD) {
 // One line a part into report (appended): "ok", or how many of its values are wrong and the
 // first; returns the parts that failed. Exact comparisons (the values are exact in every order).
 static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_tma, const uint16_t *raw_copy,
-                                  const uint16_t *raw_bulk, const float *abt, const float *xb, const float *dq,
+                                  const uint16_t *raw_vec, const float *abt, const float *xb, const float *dq,
                                   char *report, size_t len) {
     const int R = BLOCK_ROWS;
     const auto X = [&](int r, int c) { return xv[((size_t)r * 2 + 1) * HD + c]; };
@@ -142,12 +144,13 @@ static __host__ int parts_compare(const float *xv, int HD, const uint16_t *raw_t
                   : "TMA box copy in the 128-byte swizzle, zeros past T",
              bad, (long)R * HD, br, bc, bf16_value(bg), bf16_value(bw));
     }
-    if (sizeof(gm_cuda_act) == 2) {  // the bulk copy: x's elements HD.. as they are
+    if (sizeof(gm_cuda_act) == 2) {  // the vector copy: x's elements HD.. as they are
         long bad = 0;
         int bi = 0;
-        for (int i = 0; i < PARTS_BULK; i++)
-            if (raw_bulk[i] != bf16_bits(xv[HD + i]) && !bad++) bi = i;
-        line("TMA bulk copy", bad, PARTS_BULK, 0, bi, bf16_value(raw_bulk[bi]), xv[HD + bi]);
+        for (int i = 0; i < 2 * PARTS_VEC; i++)
+            if (raw_vec[i] != bf16_bits(xv[HD + i]) && !bad++) bi = i;
+        line("TMA vector copy (fp32 runs, as lse2 and D)", bad, 2 * PARTS_VEC, 0, bi, bf16_value(raw_vec[bi]),
+             xv[HD + bi]);
     }
     const auto check = [&](const char *part, const float *got, int rows, int cols, auto want) {
         long bad = 0;

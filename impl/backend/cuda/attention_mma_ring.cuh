@@ -42,9 +42,10 @@ static_assert(FWD_K_STAGES <= WG_BARS && DQ_K_STAGES <= WG_BARS && QUERY_STAGES 
               "a group is copied after every warp gave back the K (dk/dv: query) stage it reuses, after waiting "
               "for the group a ring back: at most WG_BARS back, so a barrier is rearmed after every wait on it");
 static_assert(GM_ATTN_QVEC_ROWS % BLOCK_ROWS == 0, "the per-query vectors cover a block's rows past T");
-// The activations' tensor maps (q, k, v, dout) the wgmma kernels' TMA copies read.
+// The tensor maps the wgmma kernels' TMA copies read: the activations q, k, v, dout (tma_map_rows)
+// and the backward's per-query lse2 and D (tma_map_vec: a head's padded queries a run).
 typedef struct {
-    CUtensorMap q, k, v, o;
+    CUtensorMap q, k, v, o, lse2, D;
 } attn_tmaps;
 // Thread 0 initializes the ring (one arrival a phase: the issuer's) and the stages' empty
 // barriers (one arrival a warp a phase: wg_release) before the block's first barrier (TMA only).
@@ -62,8 +63,12 @@ static __device__ __forceinline__ void wg_bars_init(uint64_t *bars) {
 // on its empty barrier after the warp's wgmma wait), and the issuer waits for that before copying
 // into the stage again. So one warpgroup may run a tile or two ahead of the other (their softmax
 // then overlapping the other's products, as FlashAttention-3's two warpgroups do by schedule).
+// The warp's lanes meet before lane 0 arrives: the dk/dv kernel's threads read the stage's lse2
+// and D themselves, and only a __syncwarp orders the other lanes' reads before lane 0's arrival
+// (its release), which the issuer's wait (acquire) orders before the next copy into the stage.
 static __device__ __forceinline__ void wg_release(uint64_t *empty, int stage) {
     if constexpr (WG_TMA) {
+        __syncwarp();
         if (threadIdx.x % 32 == 0) mbar_arrive(empty + stage);
         __syncwarp();  // the warp whole again before its next .aligned instruction (wgmma)
     }
@@ -135,12 +140,14 @@ static __device__ __forceinline__ void wg_copy_ahead(int &next, int upto, int en
     }
 }
 
-// The same into a wgmma kernel's stage as group j: with TMA one bulk copy by the issuer (its bytes,
-// WG_VEC_BYTES, counted in the group's wg_expect), else copy_vec by every thread (all issuers).
+// Elements at.. at + n of run `run` of a per-query vector into a wgmma kernel's stage as group j:
+// with TMA one box of `map` by the issuer (n its box; the bytes, WG_VEC_BYTES, counted in the
+// group's wg_expect), else copy_vec from src (the run's element at) by every thread (all issuers).
 #define WG_VEC_BYTES(n) ((uint32_t)(n) * 4)
-static __device__ __forceinline__ void wg_fetch_vec(float *dst, const float *src, uint64_t *bars, int j, const int n,
+static __device__ __forceinline__ void wg_fetch_vec(float *dst, const CUtensorMap *map, const float *src,
+                                                    uint64_t *bars, int j, int at, int run, const int n,
                                                     const int NTH) {
-    if constexpr (WG_TMA) tma_load_bulk(dst, src, WG_VEC_BYTES(n), bars + j % WG_BARS);
+    if constexpr (WG_TMA) tma_load_vec(dst, map, bars + j % WG_BARS, at, run);
     else copy_vec(dst, src, n, NTH);
 }
 

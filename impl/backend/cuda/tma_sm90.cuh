@@ -1,9 +1,8 @@
 // The Hopper copy engine (TMA) for the wgmma attention (attention_mma.cu): bulk tensor copies of
 // 64-row x 64-column boxes of a (B, T, NH, HD) bf16 activation into shared memory, 128-byte
-// swizzled as the wgmma descriptors read them (wgmma_sm90.cuh), and plain bulk copies of
-// contiguous bytes (per-query vectors), completed on shared-memory
-// barriers (mbarrier) that count their bytes; and the host's tensor maps that describe the
-// activations to it. Kept apart, like wgmma_sm90.cuh, so that the host emulation
+// swizzled as the wgmma descriptors read them (wgmma_sm90.cuh), and of runs of a per-query fp32
+// vector (the backward's lse2 and D), completed on shared-memory barriers (mbarrier) that count
+// their bytes; and the host's tensor maps that describe them to it. Kept apart, like wgmma_sm90.cuh, so that the host emulation
 // (verify/emu/shim/backend/cuda/tma_sm90.cuh) can replace this one file.
 //
 // Why: the cp.async copies had every thread compute and issue its 16-byte chunks of every tile (a
@@ -15,8 +14,13 @@
 // The PTX (ISA 8.x): mbarrier.init / arrive.expect_tx / try_wait.parity / test_wait.parity on a
 // 64-bit barrier in shared memory; cp.async.bulk.tensor.4d ... .mbarrier::complete_tx::bytes (the
 // copy completes its bytes on the barrier: a phase completes when its one arrival and every
-// expected byte have); cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes likewise
-// for a plain run.
+// expected byte have); cp.async.bulk.tensor.2d likewise for a vector's run. Why a tensor map for the
+// vectors too, where a plain bulk copy (cp.async.bulk, no map) would do: compute-sanitizer's
+// racecheck reported the plain copies of lse2 and D against the dk/dv kernel's reads of them
+// (H200, run 8: 12 reports), though every read waits on the copy's mbarrier first; FlashAttention's
+// notes on its sm_100 backward (Dao-AILab/flash-attention, AI/RACECHECK_TMA_HAZARD.md) find that
+// racecheck does not take the mbarrier as ordering reads after cp.async.bulk, as it does after
+// cp.async.bulk.tensor, and make the same change.
 // sm_90a only here (the wgmma kernels' build; the compute_90 PTX gets bodies that trap).
 #ifndef GM_BACKEND_CUDA_TMA_SM90_CUH
 #define GM_BACKEND_CUDA_TMA_SM90_CUH
@@ -86,12 +90,12 @@ static __device__ __forceinline__ void tma_load_box(void *dst, const CUtensorMap
                         : "memory"));
 }
 
-// `bytes` contiguous bytes (a multiple of 16) from global src into shared dst (both 16-byte aligned)
-// by the copy engine, completed on bar: a bulk copy without a tensor map (the dk/dv kernel's
-// per-query vectors, padded to whole tiles: attention.cuh).
-static __device__ __forceinline__ void tma_load_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-    GM_TMA(asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                        ::"r"(smem_u32(dst)), "l"((uint64_t)src), "r"(bytes), "r"(smem_u32(bar))
+// Elements at.. of run `run` of the map's vectors (one box, tma_map_vec's) into dst (128-byte
+// aligned), its bytes completed on bar.
+static __device__ __forceinline__ void tma_load_vec(void *dst, const CUtensorMap *map, uint64_t *bar, int at, int run) {
+    GM_TMA(asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, "
+                        "{%3, %4}], [%2];\n" ::"r"(smem_u32(dst)),
+                        "l"((uint64_t)map), "r"(smem_u32(bar)), "r"(at), "r"(run)
                         : "memory"));
 }
 
@@ -126,6 +130,22 @@ static const char *tma_map_rows(CUtensorMap *map, const void *base, int B, int T
                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return "cuTensorMapEncodeTiled refused the activation's shape";
+    return NULL;
+}
+
+// The tensor map of `runs` runs of `len` fp32 elements at base (16-byte aligned; len a multiple of
+// 4), run after run (the backward's per-query lse2 and D: a head's padded queries a run) for
+// tma_load_vec: boxes of `box` elements (16 to 256, a multiple of 4) of one run, no swizzle,
+// zeros past len. Returns NULL, or why it could not.
+static const char *tma_map_vec(CUtensorMap *map, const float *base, int runs, int len, int box) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tma_encoder();
+    if (!encode) return "the driver has no cuTensorMapEncodeTiled";
+    const cuuint64_t dims[2] = {(cuuint64_t)len, (cuuint64_t)runs}, strides[1] = {(cuuint64_t)len * 4};
+    const cuuint32_t boxes[2] = {(cuuint32_t)box, 1}, step[2] = {1, 1};
+    if (encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)base, dims, strides, boxes, step,
+               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return "cuTensorMapEncodeTiled refused the per-query vectors' shape";
     return NULL;
 }
 

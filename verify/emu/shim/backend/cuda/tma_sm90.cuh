@@ -2,8 +2,9 @@
 // activation (base, B, T, NH, HD); a box copy writes 64 rows x 64 bf16 columns into shared memory
 // at dst (which must sit on a 1024-byte boundary, or the emulation stops naming it) as the 128-byte
 // swizzle lays them out: element (r, c) at byte r 128 + c 2 with that offset's chunk bits (4-6)
-// XORed with its row bits (7-9); rows past T and columns past HD are zeros. A bulk copy moves its
-// bytes as they are (source, destination and size multiples of 16, or it stops). The barriers follow
+// XORed with its row bits (7-9); rows past T and columns past HD are zeros. A vector map records
+// its runs of fp32 elements (base, runs, len, box); a vector copy writes box elements of one run as
+// they are, zeros past len (destination on a 128-byte boundary, or it stops). The barriers follow
 // the PTX ISA: a phase completes when its arrivals (the count given at init) have arrived and every
 // byte expected (arrive.expect_tx) has been completed by copies; try_wait.parity P returns once
 // the phase of parity P has completed, test_wait.parity P at once whether it has. Copies land at
@@ -34,24 +35,34 @@
 
 struct emu_tensor {
     const unsigned char *base;
-    int B, T, NH, HD;
+    int B, T, NH, HD;     // an activation's (tma_map_rows)
+    int runs, len, box;   // a vector map's (tma_map_vec; box 0 for an activation)
 };
 static_assert(sizeof(emu_tensor) <= sizeof(CUtensorMap), "a tensor map holds the emulation's record");
 
 static inline const char *tma_map_rows(CUtensorMap *map, const void *base, int B, int T, int NH, int HD) {
-    const emu_tensor e = {(const unsigned char *)base, B, T, NH, HD};
+    const emu_tensor e = {(const unsigned char *)base, B, T, NH, HD, 0, 0, 0};
+    memset(map, 0, sizeof *map);
+    memcpy(map, &e, sizeof e);
+    return NULL;
+}
+static inline const char *tma_map_vec(CUtensorMap *map, const float *base, int runs, int len, int box) {
+    if ((uintptr_t)base % 16 || len % 4 || box % 4 || box < 16 || box > 256) {
+        fprintf(stderr, "emu: a vector map of %d runs of %d with boxes of %d: the encoder would refuse it\n", runs,
+                len, box);
+        abort();
+    }
+    const emu_tensor e = {(const unsigned char *)base, 0, 0, 0, 0, runs, len, box};
     memset(map, 0, sizeof *map);
     memcpy(map, &e, sizeof e);
     return NULL;
 }
 
-// A copy in flight: a box of `tensor`, or (bytes > 0) a bulk copy from src.
+// A copy in flight: a box of `tensor` (a vector map's: elements col.. of run b).
 struct emu_box {
     unsigned char *dst;
     emu_tensor tensor;
     int col, h, t, b;
-    const unsigned char *src;
-    uint32_t bytes;
 };
 struct emu_mbar {
     int count, pending;
@@ -68,9 +79,14 @@ static inline void emu_mbar_complete(emu_mbar &m) {
     emu_mbar_moved.notify_all();
 }
 static inline void emu_box_land(emu_mbar &m, const emu_box &x) {
-    if (x.bytes) {
-        memcpy(x.dst, x.src, x.bytes);
-        m.tx -= x.bytes;
+    if (x.tensor.box) {
+        const emu_tensor &e = x.tensor;
+        for (int i = 0; i < e.box; i++) {
+            float v = 0.0f;
+            if (x.col + i < e.len && x.b < e.runs) memcpy(&v, e.base + ((size_t)x.b * e.len + x.col + i) * 4, 4);
+            memcpy(x.dst + i * 4, &v, 4);
+        }
+        m.tx -= e.box * 4;
         emu_mbar_complete(m);
         return;
     }
@@ -160,19 +176,26 @@ static inline void tma_load_box(void *dst, const CUtensorMap *map, uint64_t *bar
                 blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(dst));
         abort();
     }
-    emu_box x = {(unsigned char *)dst, {}, col, h, t, b, NULL, 0};
+    emu_box x = {(unsigned char *)dst, {}, col, h, t, b};
     memcpy(&x.tensor, map, sizeof x.tensor);
-    emu_copy_issue(bar, x);
-}
-static inline void tma_load_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
-    if (smem_u32(dst) % 16 || (uintptr_t)src % 16 || bytes % 16 || !bytes) {
-        fprintf(stderr,
-                "emu: block (%u, %u, %u) thread %u bulk-copies %u bytes to shared byte %u: size and addresses must "
-                "be multiples of 16\n",
-                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, bytes, smem_u32(dst));
+    if (x.tensor.box) {
+        fprintf(stderr, "emu: block (%u, %u, %u) thread %u copies a box of a vector map as an activation's\n",
+                blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x);
         abort();
     }
-    emu_copy_issue(bar, emu_box{(unsigned char *)dst, {}, 0, 0, 0, 0, (const unsigned char *)src, bytes});
+    emu_copy_issue(bar, x);
+}
+static inline void tma_load_vec(void *dst, const CUtensorMap *map, uint64_t *bar, int at, int run) {
+    emu_box x = {(unsigned char *)dst, {}, at, 0, 0, run};
+    memcpy(&x.tensor, map, sizeof x.tensor);
+    if (smem_u32(dst) % 128 || !x.tensor.box) {
+        fprintf(stderr,
+                "emu: block (%u, %u, %u) thread %u copies a vector's box to shared byte %u: %s\n", blockIdx.x,
+                blockIdx.y, blockIdx.z, threadIdx.x, smem_u32(dst),
+                x.tensor.box ? "off a 128-byte boundary" : "the map is an activation's");
+        abort();
+    }
+    emu_copy_issue(bar, x);
 }
 
 #endif
