@@ -5,7 +5,7 @@
 #   ci/bundle.sh BUILD OUT
 #
 # With BASELINE=REV in the environment (make bundle BASELINE=REV), bin/bench also holds that commit's
-# attention and step benches, built here from `git archive REV` with the same nvcc and CUDA_ARCH:
+# attention and step benches, built here from a checkout of REV with the same nvcc and CUDA_ARCH:
 # attention_gpu-baseline and kernels-baseline, which the GPU report's attention-ab and kernels-ab
 # stages time beside this build's in the same job (MANIFEST.txt names the commit and the source
 # files this build differs from it in; the .md each writes names the commit too).
@@ -38,7 +38,9 @@ if [ -n "${BASELINE:-}" ]; then
     baseline_commit=$(git -C "$ROOT" rev-parse --verify --quiet "$BASELINE^{commit}") ||
         { echo "bundle: BASELINE=$BASELINE: not a commit of $ROOT" >&2; exit 1; }
     baseline_tmp=$(mktemp -d "${TMPDIR:-/tmp}/gm-bundle-baseline.XXXXXX")
-    git -C "$ROOT" archive "$baseline_commit" | tar -x -C "$baseline_tmp"
+    # a checkout (a clone sharing this one's objects), not an archive: the benches name their
+    # commit from git (ci/build_info.py), and from an archive said "unknown (not a git checkout)"
+    git clone -q --shared --no-checkout "$ROOT" "$baseline_tmp" && git -C "$baseline_tmp" checkout -q "$baseline_commit"
     echo "bundle: building the benches $BASELINE_BENCHES of $baseline_commit (BASELINE=$BASELINE) in $baseline_tmp"
     make -C "$baseline_tmp" -s ${NVCC:+NVCC="$NVCC"} CUDA_ARCH="${CUDA_ARCH:-sm_90a}" BUILD=build \
         $(printf 'build/bench/%s ' $BASELINE_BENCHES) >"$baseline_tmp.log" 2>&1 || {
