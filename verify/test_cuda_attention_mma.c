@@ -768,7 +768,7 @@ static const cc_attn_case WGMMA_CASES[] = {
 
 // The Hopper parts one at a time (gm_cuda_attn_wgmma_parts, exact: small integers), so that where
 // the tests below fail, the report says which part: the TMA box copy (its tensor map, the rows
-// past T), the TMA bulk copy (the dk/dv kernel's per-query vectors), the 128-byte swizzled
+// past T), the TMA vector copy (the dk/dv kernel's per-query vectors), the 128-byte swizzled
 // layout the threads' copies and the descriptors assume, or one of wgmma's three operand forms
 // (both K-major; A from registers with B MN-major; the one-pass backward's dQ product, at head_dim
 // 64 an N of 32 starting mid-row). Under the emulation the same device code passes (attn_emu
