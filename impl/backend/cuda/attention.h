@@ -36,14 +36,13 @@ extern "C" {
 // and backward (sm_90a machine code on an sm_90 GPU, else refused). GM_CUDA_ATTN_WGMMA1: WGMMA's
 // forward and the one-pass backward (one kernel, 5 products a pair instead of 7: dq summed over
 // the key blocks in a fixed order, so as deterministic as the others, not bitwise the same dq);
-// where WGMMA runs, else refused; not chosen automatically until a GPU has timed it.
-// GM_CUDA_ATTN_WGMMA_PERSIST: WGMMA's forward on persistent blocks (as many as the GPU holds, each
-// walking many blocks of 128 queries, the next one's copies under the last one's tiles; bitwise
-// the same results) and WGMMA's backward; where WGMMA runs, not chosen automatically until a GPU
-// has timed it. GM_CUDA_ATTN_WGMMA_PINGPONG: WGMMA's forward with its two warpgroups taking turns
-// to issue their products (FlashAttention-3's pingpong; bitwise the same results) and WGMMA's
-// backward; likewise where WGMMA runs and not chosen automatically until timed. The automatic
-// choice among the first three is gm_cuda_attn_auto_form's.
+// where WGMMA runs, else refused. GM_CUDA_ATTN_WGMMA_PERSIST: WGMMA's forward on persistent blocks
+// (as many as the GPU holds, each walking many blocks of 128 queries, the next one's copies under
+// the last one's tiles; bitwise the same results) and WGMMA's backward; where WGMMA runs.
+// GM_CUDA_ATTN_WGMMA_PINGPONG: WGMMA's forward with its two warpgroups taking turns to issue their
+// products (FlashAttention-3's pingpong; bitwise the same results) and WGMMA's backward; likewise
+// where WGMMA runs. Those three were timed on an H200 and are not chosen automatically
+// (attention.cu says why); the automatic choice among the first three is gm_cuda_attn_auto_form's.
 typedef enum {
     GM_CUDA_ATTN_AUTO = 0,
     GM_CUDA_ATTN_NAIVE = 1,

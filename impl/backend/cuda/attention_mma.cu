@@ -98,7 +98,7 @@ extern "C" int gm_cuda_attn_mma_built(void) { return 1; }
 // a tile; ptxas's allocation at this edge moves with small changes, and its 128 output and 64
 // score registers a thread are FlashAttention-2's too); the mma.sync dq kernel 156 / 196, dk/dv
 // 194 / 224; the wgmma forward 127 (under the cap of its two blocks an SM) / 152 (with the producer
-// warp), dq 142 / 175, dk/dv 186 / 250, the one-pass backward 202 / 252 (its dq's partial sums
+// warp), dq 142 / 175, dk/dv 186 / 250, the one-pass backward 206 / 255 (its dq's partial sums
 // added by 16-byte float atomics, ATOMG.E.ADD.F32x4 with no destination: a reduction in L2,
 // subnormal sums flushed to zero as every float atomic does). reports/gpu-h200/README.md traces
 // how they and each main loop's instructions a tile (cuobjdump -sass) moved with each change.

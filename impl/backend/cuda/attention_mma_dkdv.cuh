@@ -23,8 +23,8 @@
 // (plain causal), 0.83 (plain causal, T 16384): the longest key blocks, the lowest, start last.
 // The price: 64 HD fp32 partial sums a query tile in global memory (B NH T HD 4 bytes; reads and
 // writes that stay in L2 while the blocks keep together) and two barriers a tile. Its dk and dv are
-// bitwise the wgmma dk/dv kernel's, its dq the same sum in another order (executed under the
-// emulation; not yet on a GPU).
+// bitwise the wgmma dk/dv kernel's, its dq the same sum in another order (on an H200, runs 8 and
+// 9: its tests pass, racecheck clean; 0.83-1.02x the two kernels' speed, so not chosen).
 #ifndef GM_BACKEND_CUDA_ATTENTION_MMA_DKDV_CUH
 #define GM_BACKEND_CUDA_ATTENTION_MMA_DKDV_CUH
 
@@ -76,7 +76,7 @@ static __device__ __forceinline__ void store_ds_t(__nv_bfloat16 *sDS, const floa
 // At head_dim 64 this B (N 32, starting mid-row) is no canonical layout CUTLASS lists (its
 // swizzled MN-major atoms are 64 wide): it reads the stored layout if the hardware swizzles the
 // address as the PTX ISA's figures show, as the K-major reads 32 bytes into a row rely on too; the
-// GPU test one_pass_backward at head_dim 64 is the check (not yet run).
+// GPU test one_pass_backward at head_dim 64 is the check (it passes on an H200: runs 8 and 9).
 static __device__ __forceinline__ void wg_dq_issue(float *dqp, const __nv_bfloat16 *sDS, const __nv_bfloat16 *sK,
                                                    int wg, const int HD) {
     wgmma_hold(dqp, HD / 4);

@@ -48,8 +48,9 @@ static __device__ int doc_first(const int32_t *doc, int lo, int hi, int32_t val,
 // once a call (bounds: lo of (b, x) at b T + x, hi at (B + b) T + x), before the kernels; without,
 // the window's arithmetic gives them. Why: each block used to find its range by a warp's search of
 // the doc ids and each of its rows by a thread's binary search, some ten dependent global loads
-// before its first tile (by reading the code; not yet timed), and every layer, head and kernel
-// searched again.
+// before its first tile (by reading the code; timed only together with the other changes since
+// 1772e6e: H200, run 8, reports/gpu-h200/README.md), and every layer, head and kernel searched
+// again.
 // The window's (and T's) part of token x's bound: its first key (query rows) or one past its last
 // query (key rows).
 static __device__ __forceinline__ int window_bound(const gm_attn_mask *m, int x, int T, bool rows_are_q) {

@@ -128,7 +128,8 @@ static __device__ __forceinline__ void wg_wait(uint64_t *bars, int j) {
 // warpgroup needs tile t, and the other warpgroup gives that stage back at a tile below t, whose
 // copies were made (at the latest when the issuer reached that tile). A tile never copied would
 // hang its waiters; the emulation stops on that (tried: the waits before a tile taken out). By
-// reading the code; not yet timed.
+// reading the code; timed only together with the other changes since 1772e6e (H200, run 8:
+// reports/gpu-h200/README.md).
 template <typename Free, typename Copy>
 static __device__ __forceinline__ void wg_copy_ahead(int &next, int upto, int end, bool wait, Free is_free,
                                                      Copy copy) {

@@ -92,7 +92,8 @@ static __device__ __forceinline__ void put_pair(gm_cuda_act *p, gm_grad_write w,
 // from src into shared memory by NTH threads' 16-byte cp.async: they land with the tile they belong
 // to, at the copying thread's wait for its copies. Why not loads and stores: a store waits for its
 // load, so right after each tile's barrier every warp waited a global-memory latency (by reading
-// the code: the GPU has not yet timed the difference).
+// the code; timed only together with the other changes since 1772e6e: H200, run 8,
+// reports/gpu-h200/README.md).
 static __device__ __forceinline__ void copy_vec(float *dst, const float *src, const int n, const int NTH) {
     for (int i = threadIdx.x; i < n / 4; i += NTH) cp_async16(dst + 4 * i, src + 4 * i, 16);
 }
