@@ -352,11 +352,15 @@ sanitize() {  # sanitize TOOL FILTER
 # minutes: reports/gpu-sim/README.md), but cuDNN's (cuda_attn_cudnn): racecheck reports hazards
 # inside cuDNN's own generated sm90 flash kernels, code we can neither change nor read, and spent
 # the rest of the stage's time there (reports/gpu-h200/run-ecc8627/racecheck.log); memcheck still
-# runs it.
+# runs it. The wgmma suite first (the kernels a Hopper GPU runs; their TMA rings are the newest
+# synchronization), then mma's: on the H200 at 54fbabe (run 8) the mma suite took ~70 s under
+# racecheck and the wgmma suite then ran out of the stage's 120 s; at 925987e (run 9) the wgmma
+# tests that fit the cap took 53 s.
 st_racecheck() {
     local rc=0 left_out='record_shape_window_14|counting_long_windows'
     [ -z "${GM_ATTN_SKIP:-}" ] || left_out+="|$PINGPONG_TEST"
-    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 sanitize racecheck "cuda_attn_@(mma|wgmma)/!($left_out)" || rc=1
+    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 sanitize racecheck "cuda_attn_wgmma/!($left_out)" || rc=1
+    GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=6e7 sanitize racecheck "cuda_attn_mma/!($left_out)" || rc=1
     # (a test all of whose cases are above 3e6, e.g. Newton-Schulz's, is skipped, not failed)
     GM_REQUIRE_GPU=1 GM_GPU_TEST_MAX_WORK=3e6 GM_GPU_TEST_EMPTY_SKIPS=1 \
         sanitize racecheck 'cuda_!(fault|attn_mma|attn_wgmma|attn_cudnn)/*' || rc=1
@@ -521,7 +525,7 @@ stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
 stage profile 150 30 ncu_why st_profile
-stage racecheck 120 30 sanitizer_why st_racecheck
+stage racecheck 200 30 sanitizer_why st_racecheck
 stage memcheck 150 30 sanitizer_why st_memcheck
 stage synccheck 120 30 sanitizer_why st_synccheck
 echo "total: $SECONDS s of the $budget s budget; $failed stage(s) failed or timed out" | tee -a "$out/summary.txt"
