@@ -128,7 +128,8 @@ help:
 	@echo "  make gpu-report-check  the GPU report of a node (ci/bundle/run_gpu_report.sh) from this build into a"
 	@echo "                  folder under /tmp; without a GPU every stage but info is skipped [GPU_REPORT_ARGS=--budget-s=N]"
 	@echo "  make bundle     relocatable folder for a bare GPU node -> $(BUILD)/bundle (ci/bundle/README.txt);"
-	@echo "                  BASELINE=REV adds REV's attention and step benches (the report's attention-ab, kernels-ab)"
+	@echo "                  BASELINE=REV adds REV's attention and step benches (the report's attention-ab, kernels-ab);"
+	@echo "                  BASELINE_BENCHES=attention_gpu or kernels only one of them"
 	@echo "  make bundle-check  run the CPU suite from the bundle with this machine's libraries hidden"
 	@echo "  make clean      remove $(BUILD)/ (data/ is kept)"
 	@echo "  V=1             show every command (quiet by default)"
@@ -331,7 +332,7 @@ gpu-report-check: $(DEPS_STAMP)
 # ---- relocatable folder for bare GPU nodes (ci/bundle.sh; README "Running on a GPU node") ----
 BUNDLE ?= $(BUILD)/bundle
 bundle: build
-	$(Q)NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) CUDA_ARCH=$(CUDA_ARCH) BASELINE=$(BASELINE) bash ci/bundle.sh $(BUILD) $(BUNDLE)
+	$(Q)NVCC=$(NVCC) CUDA_HOME=$(CUDA_HOME) CUDA_ARCH=$(CUDA_ARCH) BASELINE=$(BASELINE) BASELINE_BENCHES="$(BASELINE_BENCHES)" bash ci/bundle.sh $(BUILD) $(BUNDLE)
 bundle-check: bundle
 	$(Q)bash ci/bundle_check.sh $(BUNDLE)
 

@@ -9,6 +9,8 @@
 # attention_gpu-baseline and kernels-baseline, which the GPU report's attention-ab and kernels-ab
 # stages time beside this build's in the same job (MANIFEST.txt names the commit and the source
 # files this build differs from it in; the .md each writes names the commit too).
+# BASELINE_BENCHES=attention_gpu or kernels builds that one only (a smaller bundle: the other
+# stage then skips, saying why).
 #
 # OUT/ holds bin/ (train, make_data, dump_refmodel; bench/ below it, where the tests look), prog/ (test-only programs), verify/
 # (the Criterion binaries), root/ (the files tests read: refdata/, the Python and gnuplot scripts of
@@ -32,7 +34,12 @@ command -v patchelf >/dev/null || { echo "bundle: patchelf not found (make deps 
 
 # The baseline's benches first, so that a baseline that does not build leaves no half-made OUT (its
 # folder is removed once they are copied; names of its own: the script uses `src` below).
-BASELINE_BENCHES="attention_gpu kernels"
+BASELINE_BENCHES=${BASELINE_BENCHES:-attention_gpu kernels}
+for p in $BASELINE_BENCHES; do
+    case $p in attention_gpu | kernels) ;;
+    *) echo "bundle: BASELINE_BENCHES=$BASELINE_BENCHES: $p is not attention_gpu or kernels" >&2; exit 1 ;;
+    esac
+done
 baseline_tmp=
 if [ -n "${BASELINE:-}" ]; then
     baseline_commit=$(git -C "$ROOT" rev-parse --verify --quiet "$BASELINE^{commit}") ||
