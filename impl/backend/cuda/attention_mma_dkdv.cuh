@@ -143,23 +143,24 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // DK_LAG: a tile's dK product is issued at the start of the next tile, before that tile's
     // barrier wait and its S^T and dP^T products, and waited for with S^T's, so that the tensor
     // cores go from one to the others without the warpgroup's round trip between them (the
-    // barrier wait runs under it); the tile's query stage is given back, and the tile two ahead
-    // copied into it, only then. (Issued at the end of its own tile and waited for in the next,
+    // barrier wait runs under it); the tile's query stage is given back only then, so the ring has a
+    // stage more (QUERY_STAGES). (Issued at the end of its own tile and waited for in the next,
     // across the loop's back edge, ptxas serialized the kernel's wgmma: C7515.) With TMA only: the
     // threads' copies (fp32 element) overwrite that stage after the tile's block barrier, which
     // the product would still be reading; and not in the one-pass backward, whose dq product
     // waits for dK's anyway.
     constexpr bool DK_LAG = WG && WG_TMA && !DQ;
+    constexpr int QS = QUERY_STAGES(DK_LAG);  // (dkdv_smem sizes the ring by the same rule)
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, WG), QT = QUERY_TILE(HD, WG);
-    // sQ, sO, sL, sD: QUERY_STAGES stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries,
+    // sQ, sO, sL, sD: QS stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries,
     // sw128 on a 1024-byte boundary like the tiles before it) and the block's work index
     __nv_bfloat16 *sK = (__nv_bfloat16 *)(WG ? swizzle_base(smem) : smem), *sV = sK + BLOCK_ROWS * P,
-                  *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QUERY_STAGES * QT * P, *sDS = sO + QUERY_STAGES * QT * P;
+                  *sQ = sV + BLOCK_ROWS * P, *sO = sQ + QS * QT * P, *sDS = sO + QS * QT * P;
     // WG: the TMA barrier ring, then the query stages' empty barriers
     uint64_t *bars = (uint64_t *)(sDS + (DQ ? BLOCK_ROWS * 64 : 0)), *emptyQ = bars + WG_BARS;
-    float *sL = (float *)(bars + (WG ? WG_MBARS : 0)), *sD = sL + QUERY_STAGES * QT;  // per query: lse2, D
-    int32_t *sBound = (int32_t *)(sD + QUERY_STAGES * QT);
+    float *sL = (float *)(bars + (WG ? WG_MBARS : 0)), *sD = sL + QS * QT;  // per query: lse2, D
+    int32_t *sBound = (int32_t *)(sD + QS * QT);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     int b = blockIdx.z, h = blockIdx.y, kb = blockIdx.x, B = gridDim.z;  // early keys (most work) first
@@ -183,16 +184,16 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // Queries before k0 see no key of this tile (causal); none at or past qend (> klast) sees any
     // (window, document).
     const int qend = token_bound(&m, hi, klast, T, false);
-    // Query tile i into stage i % QUERY_STAGES, two tiles ahead: one cp.async group a tile (empty
+    // Query tile i into stage i % QS, two tiles ahead: one cp.async group a tile (empty
     // past qend), the first also holding sK and sV; with WG wgmma's tile group i instead (with tile
     // 0 the block's K and V: qend > k0), its lse2 and D by the same copies.
     const auto load_tile = [&](int i) {
-        const int qa = k0 + i * QT, stg = i % QUERY_STAGES;
+        const int qa = k0 + i * QT, stg = i % QS;
         if (qa < qend) {
             float *cL = sL + stg * QT, *cD = sD + stg * QT;
             if constexpr (WG) {
                 if (wg_issuer()) {
-                    wg_reuse(emptyQ, stg, i / QUERY_STAGES);
+                    wg_reuse(emptyQ, stg, i / QS);
                     wg_expect(bars, i,
                               2 * WG_TILE_BYTES(QT, HD) + 2 * WG_VEC_BYTES(QT) +
                                   (i == 0 ? 2 * WG_TILE_BYTES(BLOCK_ROWS, HD) : 0));
@@ -225,7 +226,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // issued at the next tile's start)
     uint32_t pa[QUERY_TILE(64, 0) / 16][4];
     // DK_LAG: the stage of the tile before, whose dK product is issued at this one's start (kept, not
-    // (i - 1) % QUERY_STAGES: ptxas computed that remainder again, 9 instructions a tile, cuobjdump)
+    // (i - 1) % QS: ptxas computed that remainder again, 9 instructions a tile, cuobjdump)
     int last_stage = 0;
     // WG, not the one-pass backward (whose dS^T is both warpgroups'): as the forward's warpgroups
     // (fwd_wg_span), each walks the query tiles [ilo, ihi) its own 64 keys are seen by (from its
@@ -243,7 +244,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     int copied = 2;  // DK_LAG: the issuer's next tile to copy (0 and 1 above)
     const auto copy_ahead = [&](int upto, bool wait) {
         wg_copy_ahead(
-            copied, upto, nq, wait, [&](int t) { return wg_free(emptyQ, t % QUERY_STAGES, t / QUERY_STAGES); },
+            copied, upto, nq, wait, [&](int t) { return wg_free(emptyQ, t % QS, t / QS); },
             load_tile);
     };
     // (a pass before the span issues no TMA copy: the issuer is warpgroup 0's, whose span starts at
@@ -253,7 +254,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
         if (DK_LAG && issue) copy_ahead(i, true);
         wg_wait(bars, i);
         if constexpr (!WG_TMA) __syncthreads(), load_tile(i + 2);  // the block's one barrier a tile
-        wg_release(emptyQ, i % QUERY_STAGES);
+        wg_release(emptyQ, i % QS);
         if constexpr (WG_TMA) {  // (DK_LAG: with TMA, spans are its)
             if (issue) copy_ahead(i + 2, false);
             __syncwarp();
@@ -263,7 +264,7 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     if constexpr (SPAN)
         for (; i < ilo; i++) dkdv_pass(i, false);
     for (int qa = k0 + i * QT; SPAN ? i < ihi : qa < qend; qa += QT, i++) {  // QT divides 128: qa tile-aligned
-        const int stage = i % QUERY_STAGES;
+        const int stage = i % QS;
         const bool lag = i > ilo;  // DK_LAG: the tile before's dK product to issue
         if constexpr (DK_LAG)
             if (lag) wg_xb_issue(dka, pa, sQ + last_stage * QT * P, HD);  // dK += dS^T Q of the tile before
@@ -296,9 +297,9 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
                 wgmma_hold(&dka[0][0], HD / 2), wgmma_hold_a(&pa[0][0], QT / 4);
             }
             if constexpr (WG_TMA) {
-                // Into tile i - 1's stage, once both warpgroups have given it back (with DK_LAG
-                // just above; there only if they have, copy_ahead), under dP^T's product: its
-                // issuer's waits and TMA issue do not hold up the warpgroup's products.
+                // Into the stage of tile i - 1 (DK_LAG: of tile i - 2, which both warpgroups gave
+                // back during tile i - 1; copy_ahead copies only once they have), under dP^T's
+                // product: its issuer's waits and TMA issue do not hold up the warpgroup's products.
                 if constexpr (DK_LAG) copy_ahead(i + 2, false);
                 else load_tile(i + 2);
                 __syncwarp();  // warp 0 whole again after its issuer's waits, for wgmma

@@ -36,9 +36,9 @@
 // their K and V stages; dk/dv: its query stages).
 #define WG_MBARS 16
 static_assert(WG_BARS + FWD_K_STAGES + FWD_V_STAGES <= WG_MBARS && WG_BARS + DQ_K_STAGES + DQ_V_STAGES <= WG_MBARS &&
-                  WG_BARS + QUERY_STAGES <= WG_MBARS,
+                  WG_BARS + QUERY_STAGES(1) <= WG_MBARS,
               "the ring and every stage's empty barrier");
-static_assert(FWD_K_STAGES <= WG_BARS && DQ_K_STAGES <= WG_BARS && QUERY_STAGES <= WG_BARS,
+static_assert(FWD_K_STAGES <= WG_BARS && DQ_K_STAGES <= WG_BARS && QUERY_STAGES(1) <= WG_BARS,
               "a group is copied after every warp gave back the K (dk/dv: query) stage it reuses, after waiting "
               "for the group a ring back: at most WG_BARS back, so a barrier is rearmed after every wait on it");
 static_assert(GM_ATTN_QVEC_ROWS % BLOCK_ROWS == 0, "the per-query vectors cover a block's rows past T");

@@ -17,7 +17,14 @@
 // Queries per step of the dk/dv kernel: 32 at head_dim 128 with mma.sync (the registers of dK and
 // dV), else 64 (wgmma's products need no fragment registers).
 #define QUERY_TILE(HD, WG) ((HD) == 128 && !(WG) ? 32 : 64)
-#define QUERY_STAGES 3  // the dk/dv kernel's query-tile ring: copies two tiles ahead
+// The dk/dv kernel's query-tile ring, copied two tiles ahead: with LAG (the wgmma kernel with TMA,
+// not the one-pass backward: DK_LAG) a tile's Q is read a tile longer, by its dK product issued at
+// the next tile, so a stage more, as the dq kernel's K ring and the forward's V ring have. With
+// three there (up to 925987e), tile i + 2 went into tile i - 1's stage, which the warpgroups give
+// back only during tile i: the issuer found it free only if the other warpgroup was not behind, and
+// otherwise copied it a tile later, leaving one tile of lead (H200, run 8: 10% of the dk/dv
+// kernel's samples at its wait for a tile's copies, the most of any instruction).
+#define QUERY_STAGES(LAG) ((LAG) ? 4 : 3)
 #define DQ_K_STAGES 4   // the wgmma dq kernel's key rings (two tiles ahead, K read a tile longer)
 #define DQ_V_STAGES 3
 #define FWD_K_STAGES 3  // the wgmma forward's rings (two tiles ahead, V read a tile longer)
