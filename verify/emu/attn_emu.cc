@@ -24,7 +24,8 @@
 // any failed.
 #include "emu.h"
 
-alignas(1024) unsigned char smem[240 * 1024];  // one block's shared memory (the kernels ask <= 196 KB: the wgmma dk/dv kernel)
+// One block's shared memory (the kernels ask <= 196 KB: the wgmma dk/dv kernel).
+alignas(1024) unsigned char smem[240 * 1024];
 
 #include "backend/cuda/attention_mma.cu"
 

@@ -2,8 +2,9 @@
 // 64-row x 64-column boxes of a (B, T, NH, HD) bf16 activation into shared memory, 128-byte
 // swizzled as the wgmma descriptors read them (wgmma_sm90.cuh), and of runs of a per-query fp32
 // vector (the backward's lse2 and D), completed on shared-memory barriers (mbarrier) that count
-// their bytes; and the host's tensor maps that describe them to it. Kept apart, like wgmma_sm90.cuh, so that the host emulation
-// (verify/emu/shim/backend/cuda/tma_sm90.cuh) can replace this one file.
+// their bytes; and the host's tensor maps that describe them to it. Kept apart, like
+// wgmma_sm90.cuh, so that the host emulation (verify/emu/shim/backend/cuda/tma_sm90.cuh) can
+// replace this one file.
 //
 // Why: the cp.async copies had every thread compute and issue its 16-byte chunks of every tile (a
 // tile's address arithmetic and zero-fill selects in each of 256 threads, ~60 instructions a tile
