@@ -4,7 +4,12 @@
 baseline's bench/attention_gpu). Why: a change is judged by a ratio measured side by side, where
 two runs on two nodes differ by the node as well (their clocks, their neighbours).
 
-  attention_ab.py --ours=CSV --baseline=CSV --out=MD
+  attention_ab.py --ours=CSV --baseline=CSV [--again=CSV] --out=MD
+
+--again: this build's bench run once more, after the baseline's, with the same flags: this build's
+time a row is then the geometric mean of its two runs, which bracket the baseline's in time, so that
+a drift of the GPU's speed across the three (its clocks, its temperature) cancels to first order; and
+the two runs' ratio, the same code timed twice, is a control for every form.
 
 The CSVs are bench/attention_gpu's (one row a form, pass and length; the .md beside each names its
 commit, command and machine). Rows are matched on the form (impl), the pass and the shape and mask
@@ -15,9 +20,11 @@ over ours: above 1, faster now) by length, then the range of the ratios of the n
 control where their code is the same at both commits (attention_naive.cu), which says how far the
 measurement itself moves between the two runs.
 
-A missing or malformed file, or a bad flag, is one error line naming it, exit 2, nothing written.
+A missing or malformed file, or a bad flag, is one error line naming it, exit 2, nothing written;
+so is an --again that does not hold this build's rows (the same forms, lengths and pairs).
 """
 import csv
+import math
 import os
 import sys
 
@@ -25,7 +32,7 @@ KEY = ("impl", "pass", "B", "T", "NH", "HD", "block", "window", "docs")
 
 
 def parse(argv):
-    opts = {"ours": None, "baseline": None, "out": None}
+    opts = {"ours": None, "baseline": None, "again": "", "out": None}
     for arg in argv:
         key, eq, val = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if key not in opts or not eq or not val:
@@ -69,6 +76,15 @@ def md_fact(csv_path, label):
     return "unknown"
 
 
+def merge_again(ours, again, path):
+    """This build's rows with each time the geometric mean of its two runs, and {(impl, pass, T):
+    first / second}; an --again whose rows are not the first run's (forms, lengths, pairs) refused."""
+    if set(again) != set(ours) or any(again[k][0] != ours[k][0] for k in ours):
+        raise ValueError(f"{path}: not this build's rows again (the same forms, lengths and pairs as --ours)")
+    merged = {k: (ours[k][0], math.sqrt(ours[k][1] * again[k][1])) for k in ours}
+    return merged, {(k[0], k[1], k[3]): ours[k][1] / again[k][1] for k in ours}
+
+
 def compare(ours, base):
     """The matched rows by (impl, pass): [(T, base ms, ours ms)], and the forms of one side only."""
     by_form, only = {}, set()
@@ -83,7 +99,7 @@ def compare(ours, base):
     return by_form, sorted(only)
 
 
-def write(opts, by_form, only):
+def write(opts, by_form, only, twice):
     lines = [
         "# Attention against a baseline commit, timed in the same job",
         "",
@@ -91,9 +107,15 @@ def write(opts, by_form, only):
         f"- Baseline: {md_fact(opts['baseline'], 'Commit')}",
         f"- Machine: {md_fact(opts['ours'], 'Machine')}",
         "- Each side's median ms a call (bench/attention_gpu's); `base / ours`: the baseline's time over this "
-        "build's (above 1: faster now).",
+        "build's (above 1: faster now)."
+        + (" This build's time: the geometric mean of its runs before and after the baseline's; `1st / 2nd`: "
+           "their ratio." if twice else ""),
         "",
     ]
+    if twice:
+        r = list(twice.values())
+        lines += [f"Control, this build run twice (the same code, before and after the baseline): 1st / 2nd "
+                  f"{min(r):.3f} to {max(r):.3f} over {len(r)} rows.", ""]
     control = [b / o for (impl, _), rows in by_form.items() if impl == "naive" for _, b, o in rows]
     if control:
         lines += [f"Control, the naive kernels (their code the same at both commits): base / ours "
@@ -101,8 +123,11 @@ def write(opts, by_form, only):
     for (impl, pas), rows in sorted(by_form.items()):
         if impl == "naive":
             continue
-        lines += [f"## {impl} {pas}", "", "| T | baseline ms | ours ms | base / ours |", "|---|---|---|---|"]
-        lines += [f"| {T} | {b:.4g} | {o:.4g} | {b / o:.3f} |" for T, b, o in rows]
+        extra = (" 1st / 2nd |", "---|") if twice else ("", "")
+        lines += [f"## {impl} {pas}", "", "| T | baseline ms | ours ms | base / ours |" + extra[0],
+                  "|---|---|---|---|" + extra[1]]
+        lines += [f"| {T} | {b:.4g} | {o:.4g} | {b / o:.3f} |" + (f" {twice[impl, pas, T]:.3f} |" if twice else "")
+                  for T, b, o in rows]
         lines.append("")
     if only:
         lines += ["Not compared (one side only): " + ", ".join(f"{i} {p} ({side})" for i, p, side in
@@ -117,10 +142,13 @@ def write(opts, by_form, only):
 def main(argv):
     try:
         opts = parse(argv)
-        by_form, only = compare(read_rows(opts["ours"]), read_rows(opts["baseline"]))
+        ours, twice = read_rows(opts["ours"]), {}
+        if opts["again"]:
+            ours, twice = merge_again(ours, read_rows(opts["again"]), opts["again"])
+        by_form, only = compare(ours, read_rows(opts["baseline"]))
         if not by_form:
             raise ValueError(f"{opts['ours']} and {opts['baseline']}: no row in common")
-        write(opts, by_form, only)
+        write(opts, by_form, only, twice)
     except ValueError as e:
         print(f"attention_ab.py: {e}", file=sys.stderr)
         return 2

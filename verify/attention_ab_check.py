@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks of bench/attention_ab.py: its table on bench CSVs written by hand (ratios, the naive
-kernels' control range, the forms one side lacks, both commits named from the .md beside each);
+kernels' control range, the forms one side lacks, both commits named from the .md beside each;
+with --again, this build's two runs averaged and their ratio as a second control);
 a row whose admitted pairs differ refused; and one error line, exit 2, nothing written, for a bad
 flag, a missing file or a malformed CSV.
 
@@ -58,6 +59,36 @@ def check_by_hand():
                 raise AssertionError(f"no {want!r} in:\n{text}")
         if "## naive" in text or stdout.strip() != out:
             raise AssertionError(f"the naive kernels are the control, not a table; stdout the file:\n{stdout}{text}")
+
+
+# --again: this build's wgmma forward 1.5 then 1.7 ms at T 1024 (geometric mean 1.597, against the
+# baseline's 2.0: 1.252; 1st / 2nd 0.882), 2.5 twice at 2048; the naive kernels the same twice:
+# this build's control 0.882 to 1.000 over 4 rows. An --again without one of the first run's rows,
+# or with other pairs, is refused (one line naming it, nothing written).
+def check_again():
+    with tempfile.TemporaryDirectory() as d:
+        first = [("wgmma", "fwd", 1024, 100, 1.5), ("wgmma", "fwd", 2048, 300, 2.5),
+                 ("naive", "fwd", 1024, 100, 10.1), ("naive", "fwd", 2048, 300, 19.9)]
+        ours = bench_files(d, "ours", "new", first)
+        again = bench_files(d, "again", "new", [("wgmma", "fwd", 1024, 100, 1.7)] + first[1:])
+        base = bench_files(d, "base", "old", [("wgmma", "fwd", 1024, 100, 2.0), ("wgmma", "fwd", 2048, 300, 4.0),
+                                              ("naive", "fwd", 1024, 100, 10.0), ("naive", "fwd", 2048, 300, 20.0)])
+        out = os.path.join(d, "ab.md")
+        rc, stdout, err = run(f"--ours={ours}", f"--baseline={base}", f"--again={again}", f"--out={out}")
+        if rc != 0:
+            raise AssertionError(f"exit {rc}: {err}")
+        text = open(out).read()
+        for want in ["1st / 2nd 0.882 to 1.000 over 4 rows.", "| T | baseline ms | ours ms | base / ours | 1st / 2nd |",
+                     "| 1024 | 2 | 1.597 | 1.252 | 0.882 |\n| 2048 | 4 | 2.5 | 1.600 | 1.000 |\n"]:
+            if want not in text:
+                raise AssertionError(f"no {want!r} in:\n{text}")
+        os.remove(out)
+        short = bench_files(d, "short", "new", first[1:])
+        other = bench_files(d, "other", "new", [("wgmma", "fwd", 1024, 101, 1.5)] + first[1:])
+        for bad in (short, other):
+            rc, stdout, err = run(f"--ours={ours}", f"--baseline={base}", f"--again={bad}", f"--out={out}")
+            if rc != 2 or stdout or len(err.splitlines()) != 1 or bad not in err or os.path.exists(out):
+                raise AssertionError(f"{bad}: want exit 2, one line naming it, nothing written; got {rc}: {err!r}")
 
 
 def check_other_masks_refused():

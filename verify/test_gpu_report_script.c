@@ -551,7 +551,8 @@ static void stand_in(const char *path, const char *text) {
 // the wgmma forward 1.5 ms here, 3 in the baseline, the naive one 10 in both; the kernels bench's
 // --compare printing what it was given), the script run from a copy of its own (so that a
 // bundle's env.sh does not set GM_BIN). After attention-docs, attention-ab runs the baseline with
-// attention-docs' flags and writes attention-docs-ab.md (base / ours 2.000), and passes
+// attention-docs' flags, then this build's again (attention-docs-again), and writes
+// attention-docs-ab.md (base / ours 2.000; this build's two runs 1st / 2nd 1.000), and passes
 // attention-window, which did not run; after kernels-softcap, kernels-ab runs the baseline's step
 // and this build's kernels --compare with the baseline's CSV as A (kernels --compare itself:
 // test_bench_kernels.c). Without the baseline benches, or before the stages they follow ran, they
@@ -598,12 +599,16 @@ Test(gpu_report_script, ab_stages_time_the_baseline_beside_this_build, .timeout 
     snprintf(path, sizeof path, "%s/rep/attention-docs-ab.md", dir);
     char *ab = read_file(path);
     cr_expect(strstr(ab, "- This build: `ours`.") && strstr(ab, "- Baseline: `base`.") &&
-                  strstr(ab, "| 1024 | 3 | 1.5 | 2.000 |") && strstr(ab, "base / ours 1.000 to 1.000 over 1 rows."),
+                  strstr(ab, "| 1024 | 3 | 1.5 | 2.000 | 1.000 |") &&
+                  strstr(ab, "base / ours 1.000 to 1.000 over 1 rows.") &&
+                  strstr(ab, "1st / 2nd 1.000 to 1.000 over 2 rows."),
               "%s", ab);
     snprintf(path, sizeof path, "%s/rep/attention-ab.log", dir);
     char *log = read_file(path);
     cr_expect(strstr(log, "attention_gpu-baseline --preset=softcap --out=") &&
                   strstr(log, " --name=attention-docs-baseline --doc_len=700 --reps=5\n") &&
+                  strstr(log, "\nattention_gpu --preset=softcap --out=") &&
+                  strstr(log, " --name=attention-docs-again --doc_len=700 --reps=5\n") &&
                   strstr(log, "attention-window: not compared (no attention-window.csv: its stage did not run here)"),
               "%s", log);
     free(summary), free(ab), free(log);
@@ -629,5 +634,6 @@ Test(gpu_report_script, ab_stages_time_the_baseline_beside_this_build, .timeout 
 Test(attention_ab, by_hand) { th_py_check("verify/attention_ab_check.py", "by_hand"); }
 Test(attention_ab, other_masks_refused) { th_py_check("verify/attention_ab_check.py", "other_masks_refused"); }
 Test(attention_ab, bad_input) { th_py_check("verify/attention_ab_check.py", "bad_input"); }
+Test(attention_ab, again) { th_py_check("verify/attention_ab_check.py", "again"); }
 Test(ncu_sass_summary, kinds_and_top) { th_py_check("verify/ncu_sass_summary_check.py", "kinds_and_top"); }
 Test(ncu_sass_summary, bad_input) { th_py_check("verify/ncu_sass_summary_check.py", "bad_input"); }

@@ -33,10 +33,11 @@
 #                     the step runs, FlexAttention's peer case                   -> attention-docs.{csv,md}
 #   attention-ab      a baseline commit's attention bench (a bundle made by `make bundle BASELINE=REV`
 #                     holds it: bin/bench/attention_gpu-baseline) at attention-docs' and
-#                     attention-window's cases, after those stages in the same job; bench/attention_ab.py
-#                     sets the two side by side (base / ours by form, pass and T; the naive kernels,
-#                     the same code at both commits, as the control)
-#                                       -> attention-{docs,window}-baseline.{csv,md}, -ab.md
+#                     attention-window's cases, after those stages in the same job, then this build's
+#                     again; bench/attention_ab.py sets them side by side (base / ours by form, pass
+#                     and T, ours the mean of its runs before and after; the naive kernels, the same
+#                     code at both commits, and this build's two runs as controls)
+#                       -> attention-{docs,window}-{baseline,again}.{csv,md}, -ab.md
 #   kernels-ab        the same for kernels-softcap (the baseline's bin/bench/kernels-baseline), set side
 #                     by side by `kernels --compare` (B/A per kernel and of the step, A the baseline;
 #                     the kernels whose sources did not change, MANIFEST.txt lists those that did,
@@ -209,8 +210,11 @@ st_attention() {  # st_attention NAME FLAGS...
     attention_run attention_gpu "$@" ${GM_ATTN_SKIP:+--skip=$GM_ATTN_SKIP}
 }
 # st_attention_ab "NAME FLAGS..." ...: the baseline's bench with the flags this build's ran with as
-# stage NAME (st_attention's, but --skip: the baseline's forms are its own), then the two set side by
-# side; a NAME whose stage wrote no CSV here is passed (baseline_why asks for one at least).
+# stage NAME (st_attention's, but --skip: the baseline's forms are its own), then this build's again
+# as NAME-again (so that its two runs bracket the baseline's: attention_ab.py --again), then the
+# three set side by side; a NAME whose stage wrote no CSV here is passed (baseline_why asks for one
+# at least). Why again: at run 9 the second of two step runs was 1.00-1.02x slower in every
+# unchanged kernel (reports/gpu-h200/run-925987e/), a drift as large as the changes being judged.
 st_attention_ab() {
     local spec name flags
     for spec in "$@"; do
@@ -220,8 +224,9 @@ st_attention_ab() {
             continue
         fi
         attention_run attention_gpu-baseline "$name-baseline" $flags || return
+        st_attention "$name-again" $flags || return
         python3 "$GM_ROOT/bench/attention_ab.py" --ours="$out/$name.csv" --baseline="$out/$name-baseline.csv" \
-            --out="$out/$name-ab.md" || return
+            --again="$out/$name-again.csv" --out="$out/$name-ab.md" || return
     done
 }
 # The baseline's step as kernels-softcap ran this build's (its own choice of attention forms), then
@@ -494,7 +499,8 @@ sanitizer_why() {
 # comparison 28 s, peers 78 s, backend_compare 1 s, attention 9 and 39 s; memcheck 92 s. The
 # profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
 # imports each report twice (its text, its source page): 150 s. attention-ab times the docs and
-# window cases again with the baseline's bench (11 s each at runs 6 and 7): 60 s; kernels-ab the
+# window cases with the baseline's bench and again with this build's (11 s each at runs 6 and 7,
+# 20 s the two baseline runs at run 8): 100 s; kernels-ab the
 # step again (16 s at run 7): 60 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
@@ -519,7 +525,7 @@ stage backend-compare 60 20 gpu_why st_backend_compare
 WINDOW_FLAGS="--reps=5" DOCS_FLAGS="--doc_len=700 --reps=5"
 stage attention-window 45 20 gpu_why st_attention attention-window $WINDOW_FLAGS
 stage attention-docs 45 20 gpu_why st_attention attention-docs $DOCS_FLAGS
-stage attention-ab 60 20 attention_ab_why st_attention_ab "attention-docs $DOCS_FLAGS" "attention-window $WINDOW_FLAGS"
+stage attention-ab 100 20 attention_ab_why st_attention_ab "attention-docs $DOCS_FLAGS" "attention-window $WINDOW_FLAGS"
 stage kernels-ab 60 20 kernels_ab_why st_kernels_ab
 stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
