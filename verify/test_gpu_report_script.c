@@ -553,8 +553,9 @@ static void stand_in(const char *path, const char *text) {
 // bundle's env.sh does not set GM_BIN). After attention-docs, attention-ab runs the baseline with
 // attention-docs' flags, then this build's again (attention-docs-again), and writes
 // attention-docs-ab.md (base / ours 2.000; this build's two runs 1st / 2nd 1.000), and passes
-// attention-window, which did not run; after kernels-softcap, kernels-ab runs the baseline's step
-// and this build's kernels --compare with the baseline's CSV as A (kernels --compare itself:
+// attention-window, which did not run; after kernels-softcap, kernels-ab runs the baseline's step,
+// then this build's again, and this build's kernels --compare three times: the baseline's CSV as A
+// against each of this build's, and this build's two (kernels --compare itself:
 // test_bench_kernels.c). Without the baseline benches, or before the stages they follow ran, they
 // are skipped, saying why.
 Test(gpu_report_script, ab_stages_time_the_baseline_beside_this_build, .timeout = 120) {
@@ -590,7 +591,14 @@ Test(gpu_report_script, ab_stages_time_the_baseline_beside_this_build, .timeout 
     cr_expect(rc == 0 && strstr(summary, "\nkernels-ab: exit 0, "), "exit %d:\n%s", rc, summary);
     snprintf(path, sizeof path, "%s/rep/kernels-softcap-ab.txt", dir);
     char *kab = read_file(path), want[9000];
-    snprintf(want, sizeof want, "compare A=%s/rep/kernels-softcap-baseline.csv B=%s/rep/kernels-softcap.csv\n", dir, dir);
+    snprintf(want, sizeof want,
+             "# The baseline (A) against this build, its run before the baseline's (B)\n"
+             "compare A=%s/rep/kernels-softcap-baseline.csv B=%s/rep/kernels-softcap.csv\n\n"
+             "# The baseline (A) against this build, its run after the baseline's (B)\n"
+             "compare A=%s/rep/kernels-softcap-baseline.csv B=%s/rep/kernels-softcap-again.csv\n\n"
+             "# This build before (A) and after (B) the baseline: the same code twice, the run's drift\n"
+             "compare A=%s/rep/kernels-softcap.csv B=%s/rep/kernels-softcap-again.csv\n",
+             dir, dir, dir, dir, dir, dir);
     cr_expect_str_eq(kab, want);
     free(summary), free(kab);
     summary = ab_run(dir, "attention-docs,attention-ab", &rc);

@@ -38,11 +38,12 @@
 #                     and T, ours the mean of its runs before and after; the naive kernels, the same
 #                     code at both commits, and this build's two runs as controls)
 #                       -> attention-{docs,window}-{baseline,again}.{csv,md}, -ab.md
-#   kernels-ab        the same for kernels-softcap (the baseline's bin/bench/kernels-baseline), set side
-#                     by side by `kernels --compare` (B/A per kernel and of the step, A the baseline;
-#                     the kernels whose sources did not change, MANIFEST.txt lists those that did,
-#                     say how far the measurement moves)
-#                                       -> kernels-softcap-baseline.{csv,md}, kernels-softcap-ab.txt
+#   kernels-ab        the same for kernels-softcap (the baseline's bin/bench/kernels-baseline), then
+#                     this build's again, set side by side by `kernels --compare` (B/A per kernel and
+#                     of the step: the baseline against each of this build's runs, and those two; the
+#                     kernels whose sources did not change, MANIFEST.txt lists those that did, and the
+#                     two runs of this build say how far the measurement moves)
+#                       -> kernels-softcap-{baseline,again}.{csv,md}, kernels-softcap-ab.txt
 #   kernels-wgmma1    kernels-softcap with the one-pass backward (GM_CUDA_ATTN=auto,wgmma1: the
 #                     forward as kernels-softcap's; an sm_90 GPU)         -> kernels-softcap-wgmma1.{csv,md}
 #   predict           the step model on this GPU: bench/gpu_rates.py makes its rates from the files above,
@@ -229,12 +230,22 @@ st_attention_ab() {
             --again="$out/$name-again.csv" --out="$out/$name-ab.md" || return
     done
 }
-# The baseline's step as kernels-softcap ran this build's (its own choice of attention forms), then
-# the two side by side by this build's kernels --compare (A the baseline, B this build).
+# The baseline's step as kernels-softcap ran this build's (each its own choice of attention forms),
+# then this build's again (kernels-softcap-again), and by this build's kernels --compare: the
+# baseline (A) against this build before it and after it (B), and this build's two runs (the same
+# code twice: how far the run drifts, as at run 9, where the second run was 1.00-1.02x slower).
 st_kernels_ab() {
-    kernels_run kernels-baseline softcap kernels-softcap-baseline &&
-        "$GM_BIN/bench/kernels" --compare "$out/kernels-softcap-baseline.csv" "$out/kernels-softcap.csv" \
-            >"$out/kernels-softcap-ab.txt"
+    local k="$GM_BIN/bench/kernels" base="$out/kernels-softcap-baseline.csv" again="$out/kernels-softcap-again.csv"
+    GM_CUDA_ATTN=auto kernels_run kernels-baseline softcap kernels-softcap-baseline &&
+        GM_CUDA_ATTN=auto kernels_run kernels softcap kernels-softcap-again &&
+        {
+            echo "# The baseline (A) against this build, its run before the baseline's (B)"
+            "$k" --compare "$base" "$out/kernels-softcap.csv" && echo &&
+                echo "# The baseline (A) against this build, its run after the baseline's (B)" &&
+                "$k" --compare "$base" "$again" && echo &&
+                echo "# This build before (A) and after (B) the baseline: the same code twice, the run's drift" &&
+                "$k" --compare "$out/kernels-softcap.csv" "$again"
+        } >"$out/kernels-softcap-ab.txt"
 }
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
@@ -500,8 +511,8 @@ sanitizer_why() {
 # profile took 30 s for 4 kernels at 1772e6e (run-1772e6e/summary.txt); it now profiles 8 and
 # imports each report twice (its text, its source page): 150 s. attention-ab times the docs and
 # window cases with the baseline's bench and again with this build's (11 s each at runs 6 and 7,
-# 20 s the two baseline runs at run 8): 100 s; kernels-ab the
-# step again (16 s at run 7): 60 s.
+# 20 s the two baseline runs at run 8): 100 s; kernels-ab the step with the baseline's bench and
+# again with this build's (14-15 s each at run 8): 80 s.
 stage info 30 5 anywhere st_info
 stage wgmma-check 60 15 hopper_why st_wgmma_check
 # Whether stage NAME failed or timed out (its line in summary.txt).
@@ -526,7 +537,7 @@ WINDOW_FLAGS="--reps=5" DOCS_FLAGS="--doc_len=700 --reps=5"
 stage attention-window 45 20 gpu_why st_attention attention-window $WINDOW_FLAGS
 stage attention-docs 45 20 gpu_why st_attention attention-docs $DOCS_FLAGS
 stage attention-ab 100 20 attention_ab_why st_attention_ab "attention-docs $DOCS_FLAGS" "attention-window $WINDOW_FLAGS"
-stage kernels-ab 60 20 kernels_ab_why st_kernels_ab
+stage kernels-ab 80 20 kernels_ab_why st_kernels_ab
 stage kernels-wgmma1 60 20 hopper_why st_kernels softcap wgmma1
 stage predict 60 10 predict_why st_predict
 stage attention-causal 120 30 gpu_why st_attention attention-causal --window=0 --reps=3
