@@ -150,7 +150,7 @@ static size_t dq_smem(int HD, bool WG) {
     return tiles_smem(2 * BLOCK_ROWS + (WG ? DQ_K_STAGES + DQ_V_STAGES : 4) * KEY_TILE, HD, WG) + BLOCK_ROWS * 4;
 }
 static size_t dkdv_smem(int HD, bool WG, bool DQ) {
-    const int QT = QUERY_TILE(HD, WG), QS = QUERY_STAGES(WG && WG_TMA && !DQ);  // attn_dkdv_body's DK_LAG
+    const int QT = QUERY_TILE(HD, WG), QS = QUERY_STAGES(dkdv_lag(WG, DQ));
     return tiles_smem(2 * BLOCK_ROWS + 2 * QS * QT, HD, WG) + (2 * QS * QT + BLOCK_ROWS) * 4 +
            (DQ ? BLOCK_ROWS * 64 * 2 + 16 : 0);
 }

@@ -130,6 +130,11 @@ static __device__ __forceinline__ void dq_part_add(gm_cuda_act *dq, float4 *part
     }
 }
 
+// Whether the dk/dv kernel (WG: wgmma's; DQ: the one-pass backward) issues a tile's dK product at
+// the next tile (DK_LAG in dkdv_body, which says why): its query ring then has a stage more
+// (QUERY_STAGES), which dkdv_smem (attention_mma.cu) sizes by this same rule.
+static constexpr __host__ __device__ bool dkdv_lag(bool WG, bool DQ) { return WG && WG_TMA && !DQ; }
+
 template <bool WG, bool DQ>
 static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, gm_cuda_act *__restrict__ dv,
                                                  const gm_cuda_act *__restrict__ dout,
@@ -149,8 +154,8 @@ static __device__ __forceinline__ void dkdv_body(gm_cuda_act *__restrict__ dk, g
     // threads' copies (fp32 element) overwrite that stage after the tile's block barrier, which
     // the product would still be reading; and not in the one-pass backward, whose dq product
     // waits for dK's anyway.
-    constexpr bool DK_LAG = WG && WG_TMA && !DQ;
-    constexpr int QS = QUERY_STAGES(DK_LAG);  // (dkdv_smem sizes the ring by the same rule)
+    constexpr bool DK_LAG = dkdv_lag(WG, DQ);
+    constexpr int QS = QUERY_STAGES(DK_LAG);
     extern __shared__ __align__(16) unsigned char smem[];
     const int P = TILE_PITCH(HD, WG), QT = QUERY_TILE(HD, WG);
     // sQ, sO, sL, sD: QS stages each of QT queries; DQ: sDS (dS^T, 128 keys x 64 queries,
