@@ -181,13 +181,15 @@ st_gpu_suite() {
     GM_REQUIRE_GPU=1 GM_REQUIRE_CUDNN=$([ -n "$cudnn_where" ] && echo 1 || echo 0) "$V" \
         --filter "@(cuda_*|cudnn_*)/$(tests_run)" --jobs 1 --verbose
 }
-# kernels_run BENCH PRESET NAME: bench/BENCH (kernels, or a baseline's: kernels-baseline) at the
-# record's per-GPU step, writing NAME.{csv,md}.
+# kernels_run BENCH PRESET NAME [BACKWARD-FORM]: bench/BENCH (kernels, or a baseline's:
+# kernels-baseline) at the record's per-GPU step with the automatic attention (GM_CUDA_ATTN=auto,
+# or auto,FORM: the backward pinned), writing NAME.{csv,md}.
 kernels_run() {
-    "$GM_BIN/bench/$1" --preset="$2" --scale=full --backend=cuda --seq_len=65536 --steps=3 --out="$out" --name="$3"
+    GM_CUDA_ATTN=auto${4:+,$4} "$GM_BIN/bench/$1" --preset="$2" --scale=full --backend=cuda --seq_len=65536 \
+        --steps=3 --out="$out" --name="$3"
 }
-st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form (GM_CUDA_ATTN), in the files' name
-    GM_CUDA_ATTN=auto${2:+,$2} kernels_run kernels "$1" "kernels-$1${2:+-$2}"
+st_kernels() {  # st_kernels PRESET [BACKWARD-FORM]: the attention's backward form, in the files' name
+    kernels_run kernels "$1" "kernels-$1${2:+-$2}" "${2:-}"
 }
 st_step_compare() {
     python3 "$GM_ROOT/bench/gpu_step_compare.py" --build "$GM_BIN" --backend cuda --ref cpu-bf16 --steps 3 --halt 1 \
@@ -234,18 +236,20 @@ st_attention_ab() {
 # then this build's again (kernels-softcap-again), and by this build's kernels --compare: the
 # baseline (A) against this build before it and after it (B), and this build's two runs (the same
 # code twice: how far the run drifts, as at run 9, where the second run was 1.00-1.02x slower).
+kernels_compare() {  # kernels_compare TITLE A.csv B.csv: a heading, then this build's B/A table
+    echo "# $1"
+    "$GM_BIN/bench/kernels" --compare "$2" "$3"
+}
 st_kernels_ab() {
-    local k="$GM_BIN/bench/kernels" base="$out/kernels-softcap-baseline.csv" again="$out/kernels-softcap-again.csv"
-    GM_CUDA_ATTN=auto kernels_run kernels-baseline softcap kernels-softcap-baseline &&
-        GM_CUDA_ATTN=auto kernels_run kernels softcap kernels-softcap-again &&
-        {
-            echo "# The baseline (A) against this build, its run before the baseline's (B)"
-            "$k" --compare "$base" "$out/kernels-softcap.csv" && echo &&
-                echo "# The baseline (A) against this build, its run after the baseline's (B)" &&
-                "$k" --compare "$base" "$again" && echo &&
-                echo "# This build before (A) and after (B) the baseline: the same code twice, the run's drift" &&
-                "$k" --compare "$out/kernels-softcap.csv" "$again"
-        } >"$out/kernels-softcap-ab.txt"
+    local base="$out/kernels-softcap-baseline.csv" first="$out/kernels-softcap.csv"
+    local again="$out/kernels-softcap-again.csv"
+    local before="The baseline (A) against this build, its run before the baseline's (B)"
+    local after="The baseline (A) against this build, its run after the baseline's (B)"
+    local twice="This build before (A) and after (B) the baseline: the same code twice, the run's drift"
+    kernels_run kernels-baseline softcap kernels-softcap-baseline &&
+        kernels_run kernels softcap kernels-softcap-again &&
+        { kernels_compare "$before" "$base" "$first" && echo && kernels_compare "$after" "$base" "$again" && echo &&
+            kernels_compare "$twice" "$first" "$again"; } >"$out/kernels-softcap-ab.txt"
 }
 # profile_kernel NAME HEADING REGEX BENCH-FLAGS...: one ncu run of st_profile (its $pick, $collect,
 # $bench) on the first launch of the kernel whose demangled name REGEX matches; with nvtx_range=RANGE
@@ -390,8 +394,8 @@ st_memcheck() { GM_REQUIRE_GPU=1 sanitize memcheck "$SANITIZED_SUITES/$(tests_ru
 # ran clean.
 st_synccheck() { GM_REQUIRE_GPU=1 sanitize synccheck "cuda_!(fault|attn_cudnn)/$(tests_run)"; }
 export -f st_info st_wgmma_check st_pingpong_check tests_run st_gpu_suite kernels_run st_kernels st_step_compare \
-    st_peers st_backend_compare attention_run st_attention st_attention_ab st_kernels_ab profile_kernel st_profile \
-    st_predict sanitize st_racecheck st_memcheck st_synccheck
+    st_peers st_backend_compare attention_run st_attention st_attention_ab kernels_compare st_kernels_ab \
+    profile_kernel st_profile st_predict sanitize st_racecheck st_memcheck st_synccheck
 
 # ---- running them ----
 RESERVE=10  # seconds kept for the last packing
